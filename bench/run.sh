@@ -1,0 +1,530 @@
+#!/usr/bin/env bash
+# bench/run.sh: prsync against rsync, cp, tar, GNU parallel and fpsync on the
+# same generated Cassandra-like tree. See bench/README.md.
+#
+#   bench/run.sh                      # profile small, 3 repetitions, every method
+#   bench/run.sh --smoke              # tiny tree, 1 repetition, rsync -a and prsync only (CI)
+#   bench/run.sh --profile many --reps 5 --methods "rsync fpsync prsync-default"
+#   bench/run.sh --net                # also the shaped-network scenario (root only)
+#
+# Every option also reads an environment variable (BENCH_PROFILE, BENCH_REPS,
+# BENCH_METHODS, BENCH_OUT, BENCH_WORK, BENCH_SEED, BENCH_JOBS, BENCH_NET,
+# BENCH_NET_METHODS, PRSYNC, ...), listed by --help.
+set -euo pipefail
+export LC_ALL=C
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+REPO=$(cd "$BENCH_DIR/.." && pwd -P)
+
+PROFILE=${BENCH_PROFILE:-small}
+REPS=${BENCH_REPS:-3}
+SEED=${BENCH_SEED:-1}
+METHODS=${BENCH_METHODS:-all}
+JOBS_LIST=${BENCH_JOBS:-"1 2 4 8"}
+WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
+OUT=${BENCH_OUT:-}
+PRSYNC=${PRSYNC:-}
+PRSYNC_SWEEP_OPTS=${BENCH_PRSYNC_SWEEP_OPTS:---no-throttle}
+CHUNK=${BENCH_CHUNK:-2000}
+PJOBS=${BENCH_PEER_JOBS:-8}
+PERFILE_N=${BENCH_PERFILE_FILES:-500}
+SAMPLE_N=${BENCH_SAMPLE:-50}
+NET=${BENCH_NET:-0}
+NET_ONLY=${BENCH_NET_ONLY:-0}
+NET_METHODS=${BENCH_NET_METHODS:-"rsync parallel-chunked fpsync prsync-j4 prsync-j8 prsync-default"}
+NET_REPS=${BENCH_NET_REPS:-}
+DROP=${BENCH_DROP_CACHES:-auto}
+INSTALL=${BENCH_INSTALL:-auto}
+PLOT=${BENCH_PLOT:-auto}
+PUBLISH=${BENCH_PUBLISH:-0}
+SMOKE=0
+
+usage() {
+	cat <<EOF
+usage: bench/run.sh [options]
+
+  --profile NAME     tree profile: tiny, small (default), many, big       [BENCH_PROFILE]
+  --reps N           repetitions, interleaved (default 3)                  [BENCH_REPS]
+  --seed N           tree seed (default 1)                                 [BENCH_SEED]
+  --methods LIST     subset of: rsync cp tar parallel-perfile parallel-chunked
+                     fpsync prsync-jN... prsync-default (default: all)     [BENCH_METHODS]
+  --jobs LIST        -j values for the prsync sweep (default "1 2 4 8")    [BENCH_JOBS]
+  --out DIR          results directory (default /tmp/prsync-bench/run-...) [BENCH_OUT]
+  --work DIR         trees and destinations (default /var/tmp/prsync-bench) [BENCH_WORK]
+  --prsync PATH      prsync binary (default: built from the repo)          [PRSYNC]
+  --smoke            tiny tree, 1 rep, rsync -a and prsync only; for CI
+  --net              add the shaped-network scenario (root only)           [BENCH_NET=1]
+  --net-only         run only the network scenario                         [BENCH_NET_ONLY=1]
+  --net-methods LIST methods for the network scenario                      [BENCH_NET_METHODS]
+  --net-reps N       repetitions for the network scenario (default --reps) [BENCH_NET_REPS]
+  --no-drop-caches   keep the page cache warm                              [BENCH_DROP_CACHES=0]
+  --no-install       never apt-get install missing peers                   [BENCH_INSTALL=0]
+  --plot / --no-plot write results.png (default: on, off with --smoke)     [BENCH_PLOT]
+  --publish          copy results.csv, RESULTS.md and results.png into bench/
+Other knobs: BENCH_CHUNK (2000), BENCH_PEER_JOBS (8), BENCH_PERFILE_FILES (500),
+BENCH_SAMPLE (50), BENCH_PRSYNC_SWEEP_OPTS ("--no-throttle", added to prsync -jN only).
+EOF
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--profile) PROFILE=$2; shift ;;
+	--reps) REPS=$2; shift ;;
+	--seed) SEED=$2; shift ;;
+	--methods) METHODS=$2; shift ;;
+	--jobs) JOBS_LIST=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	--work) WORK=$2; shift ;;
+	--prsync) PRSYNC=$2; shift ;;
+	--smoke) SMOKE=1 ;;
+	--net) NET=1 ;;
+	--net-only) NET=1; NET_ONLY=1 ;;
+	--net-methods) NET_METHODS=$2; shift ;;
+	--net-reps) NET_REPS=$2; shift ;;
+	--no-drop-caches) DROP=0 ;;
+	--no-install) INSTALL=0 ;;
+	--plot) PLOT=1 ;;
+	--no-plot) PLOT=0 ;;
+	--publish) PUBLISH=1 ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 1 ;;
+	esac
+	shift
+done
+
+if [ "$SMOKE" = 1 ]; then
+	PROFILE=tiny REPS=1 METHODS="rsync prsync-default" NET=0 NET_ONLY=0
+	[ "$PLOT" = auto ] && PLOT=0
+fi
+[ "$PLOT" = auto ] && PLOT=1
+NET_REPS=${NET_REPS:-$REPS}
+METHODS=${METHODS//,/ }
+NET_METHODS=${NET_METHODS//,/ }
+
+say() { printf '%s\n' "$*" >&2; }
+die() { say "run.sh: $*"; exit 1; }
+
+case "$REPS" in '' | *[!0-9]* | 0) die "--reps must be a positive integer" ;; esac
+case "$PROFILE" in tiny | small | many | big) ;; *) die "unknown profile $PROFILE" ;; esac
+
+STAMP=$(date +%Y%m%d-%H%M%S)
+OUT=${OUT:-/tmp/prsync-bench/run-$STAMP-$PROFILE}
+mkdir -p "$OUT/logs" "$WORK"
+OUT=$(cd "$OUT" && pwd -P)
+WORK=$(cd "$WORK" && pwd -P)
+for d in "$OUT" "$WORK"; do
+	case "$d/" in "$REPO"/*) die "$d is inside the repository; use a directory under /tmp or /var/tmp" ;; esac
+done
+
+# ---------------------------------------------------------------- tools
+BIN=$WORK/bin
+mkdir -p "$BIN"
+say "== building bench tools"
+(cd "$BENCH_DIR" && go build -o "$BIN/" ./cmd/gentree ./cmd/measure ./cmd/report) || die "go build of the bench tools failed"
+MEASURE=$BIN/measure
+GENTREE=$BIN/gentree
+
+if [ -z "$PRSYNC" ]; then
+	if (cd "$REPO" && go build -o "$BIN/prsync" . 2>"$OUT/logs/prsync-build.err"); then
+		PRSYNC=$BIN/prsync
+	else
+		say "run.sh: cannot build prsync from $REPO (see $OUT/logs/prsync-build.err); prsync methods are skipped"
+		PRSYNC=
+	fi
+fi
+[ -z "$PRSYNC" ] || PRSYNC=$(command -v "$PRSYNC") || die "prsync binary $PRSYNC not found"
+
+IS_ROOT=0
+[ "$(id -u)" = 0 ] && IS_ROOT=1
+
+# Peers. parallel and fpsync (package fpart) come from the distribution.
+want_peer() { # method -> needed command
+	case "$1" in
+	parallel-*) echo parallel ;;
+	fpsync) echo fpsync ;;
+	esac
+}
+all_methods="$METHODS"
+[ "$NET" = 1 ] && all_methods="$all_methods $NET_METHODS"
+missing=()
+for m in $all_methods; do
+	c=$(want_peer "$m")
+	[ -n "$c" ] && ! command -v "$c" >/dev/null && missing+=("$c")
+done
+if [ "${#missing[@]}" -gt 0 ] && [ "$IS_ROOT" = 1 ] && [ "$INSTALL" != 0 ] && command -v apt-get >/dev/null; then
+	pkgs=()
+	for c in $(printf '%s\n' "${missing[@]}" | sort -u); do
+		case $c in parallel) pkgs+=(parallel) ;; fpsync) pkgs+=(fpart) ;; esac
+	done
+	say "== installing ${pkgs[*]} with apt-get"
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"; } \
+		>"$OUT/logs/apt.log" 2>&1 || say "run.sh: apt-get install ${pkgs[*]} failed (see $OUT/logs/apt.log)"
+fi
+have() { command -v "$1" >/dev/null; }
+
+# Expand "all" and check every method can run.
+expand_methods() {
+	local list=$1 out=() m j
+	[ "$list" = all ] && list="rsync cp tar parallel-perfile parallel-chunked fpsync prsync-sweep prsync-default"
+	for m in $list; do
+		case "$m" in
+		prsync-sweep) for j in $JOBS_LIST; do out+=("prsync-j$j"); done ;;
+		rsync | cp | tar | parallel-perfile | parallel-chunked | fpsync | prsync-default | prsync-j[0-9]*) out+=("$m") ;;
+		*) die "unknown method $m" ;;
+		esac
+	done
+	printf '%s\n' "${out[@]}"
+}
+SKIPPED=()
+usable() { # method -> 0 if it can run here, else records why not
+	local m=$1
+	case "$m" in
+	parallel-*) have parallel || { SKIPPED+=("$m: GNU parallel is not installed (apt-get install parallel)"); return 1; } ;;
+	fpsync) have fpsync || { SKIPPED+=("$m: fpsync is not installed (apt-get install fpart)"); return 1; } ;;
+	prsync-*) [ -n "$PRSYNC" ] || { SKIPPED+=("$m: no prsync binary"); return 1; } ;;
+	esac
+	return 0
+}
+select_methods() {
+	local m
+	for m in $(expand_methods "$1"); do
+		usable "$m" && echo "$m"
+	done
+	return 0
+}
+expand_methods "$METHODS" >/dev/null # dies here, in this shell, on an unknown name
+[ "$NET" = 1 ] && expand_methods "$NET_METHODS" >/dev/null
+mapfile -t LOCAL_METHODS < <(select_methods "$METHODS")
+NET_METHODS_SEL=()
+[ "$NET" = 1 ] && mapfile -t NET_METHODS_SEL < <(select_methods "$NET_METHODS")
+# select_methods runs in a subshell: recompute the skip messages here.
+SKIPPED=()
+for m in $(expand_methods "$METHODS") $([ "$NET" = 1 ] && expand_methods "$NET_METHODS"); do usable "$m" || true; done
+mapfile -t SKIPPED < <(printf '%s\n' "${SKIPPED[@]}" | sort -u | sed '/^$/d')
+for s in "${SKIPPED[@]}"; do say "run.sh: skipping $s"; done
+if [ "$SMOKE" = 1 ] && [ -z "$PRSYNC" ]; then die "--smoke needs a prsync binary"; fi
+
+# ---------------------------------------------------------------- page cache
+CAN_DROP=0
+if [ "$DROP" != 0 ]; then
+	if [ "$IS_ROOT" = 1 ] && [ -w /proc/sys/vm/drop_caches ] && sync && (echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then
+		CAN_DROP=1
+	else
+		say "run.sh: cannot drop the page cache (needs root and a writable /proc/sys/vm/drop_caches); runs start with a warm cache"
+	fi
+fi
+drop_caches() {
+	sync
+	if [ "$CAN_DROP" = 1 ]; then echo 3 >/proc/sys/vm/drop_caches; fi
+}
+
+# ---------------------------------------------------------------- trees
+# prepare_tree PROFILE: generate once (cached by profile, seed and generator
+# version), then compute the expected counts, a checksum sample and the
+# per-file subset. Sets SRC, SRC_FILES, SRC_DIRS, SRC_BYTES, META.
+prepare_tree() {
+	local prof=$1 ver name
+	ver=$("$GENTREE" -version)
+	name="$prof-s$SEED-v$ver"
+	SRC=$WORK/trees/$name
+	META=$WORK/trees/$name.meta
+	if [ ! -f "$META/done" ]; then
+		rm -rf "$SRC" "$META"
+		mkdir -p "$WORK/trees" "$META"
+		say "== generating tree $name"
+		"$GENTREE" -profile "$prof" -seed "$SEED" -out "$SRC" >"$META/gentree.txt" || die "gentree failed"
+		cat "$META/gentree.txt" >&2
+		(cd "$SRC" && find . -printf '%y %s\n') | awk '$1=="f"{f++; b+=$2} $1=="d"{d++} END{printf "%d %d %.0f\n", f, d, b}' >"$META/stats"
+		# ~SAMPLE_N files spread over the sorted list, plus the largest one.
+		(cd "$SRC" && find . -type f -printf '%s %p\n') | sort -k2 >"$META/files"
+		awk -v n="$SAMPLE_N" 'NR==FNR{c++; next} {if ((FNR-1) % int(c/n > 1 ? c/n : 1) == 0) print $2}' "$META/files" "$META/files" >"$META/sample.list"
+		sort -n "$META/files" | tail -n 1 | cut -d' ' -f2- >>"$META/sample.list"
+		(cd "$SRC" && sort -u "$META/sample.list" | tr '\n' '\0' | xargs -0 sha256sum) >"$META/sample.sha256"
+		awk -v n="$PERFILE_N" 'NR==FNR{c++; next} {if ((FNR-1) % int(c/n > 1 ? c/n : 1) == 0 && k < n) {print $2; k++}}' "$META/files" "$META/files" >"$META/subset.list"
+		tr '\n' '\0' <"$META/subset.list" >"$META/subset.list0"
+		(cd "$SRC" && xargs -0 sha256sum <"$META/subset.list0") >"$META/subset.sha256"
+		(cd "$SRC" && xargs -0 stat -c %s <"$META/subset.list0") | awk '{b+=$1} END{printf "%d %.0f\n", NR, b}' >"$META/subset.stats"
+		touch "$META/done"
+	fi
+	read -r SRC_FILES SRC_DIRS SRC_BYTES <"$META/stats"
+	read -r SUB_FILES SUB_BYTES <"$META/subset.stats"
+	export SRC META
+}
+
+tree_stats() { # DIR -> "files dirs bytes"
+	find "$1" -printf '%y %s\n' | awk '$1=="f"{f++; b+=$2} $1=="d"{d++} END{printf "%d %d %.0f\n", f, d, b}'
+}
+
+# verify DIR [subset] -> prints ok or FAIL: reason
+verify() {
+	local dir=$1 mode=${2:-full} f d b want
+	read -r f d b < <(tree_stats "$dir")
+	if [ "$mode" = subset ]; then
+		if [ "$f" != "$SUB_FILES" ] || [ "$b" != "$SUB_BYTES" ]; then
+			echo "FAIL: $f files $b bytes, want $SUB_FILES files $SUB_BYTES bytes"
+			return
+		fi
+		(cd "$dir" && sha256sum --quiet -c "$META/subset.sha256" >/dev/null 2>&1) || { echo "FAIL: checksum"; return; }
+		echo ok
+		return
+	fi
+	want="$SRC_FILES files $SRC_DIRS dirs $SRC_BYTES bytes"
+	if [ "$f $d $b" != "$SRC_FILES $SRC_DIRS $SRC_BYTES" ]; then
+		echo "FAIL: $f files $d dirs $b bytes, want $want"
+		return
+	fi
+	(cd "$dir" && sha256sum --quiet -c "$META/sample.sha256" >/dev/null 2>&1) || { echo "FAIL: checksum of the sample"; return; }
+	echo ok
+}
+
+# ---------------------------------------------------------------- methods
+# Each method is a function run by `measure -- bash -c NAME`, from SRC to DEST
+# (a directory, or an rsync:// URL in the network scenario).
+m_rsync() { rsync -a "$SRC"/ "$DEST"/; }
+m_cp() { cp -a "$SRC"/. "$DEST"/; }
+m_tar() { tar -C "$SRC" -cf - . | tar -C "$DEST" -xf -; }
+m_parallel_perfile() { cd "$SRC" && parallel --will-cite -0 -j "$PJOBS" rsync -aR {} "$DEST"/ <"$META/subset.list0"; }
+m_parallel_chunked() {
+	cd "$SRC" && find . -print0 |
+		parallel --will-cite -0 --pipe --recend '\0' -N "$CHUNK" -j "$PJOBS" rsync -a --from0 --files-from=- . "$DEST"/
+}
+m_fpsync() { fpsync -n "$PJOBS" -f "$CHUNK" -t "$FPTMP" "$SRC"/ "$DEST"/; }
+m_prsync() {
+	# shellcheck disable=SC2086 # PR_ARGS is a word list on purpose
+	cd "$SRC" && find . -print0 | "$PRSYNC" -0 $PR_ARGS "$DEST" >"$PRLOG"
+}
+export -f m_rsync m_cp m_tar m_parallel_perfile m_parallel_chunked m_fpsync m_prsync
+export PJOBS CHUNK PRSYNC
+
+label_of() {
+	case "$1" in
+	rsync) echo "rsync -a" ;;
+	cp) echo "cp -a" ;;
+	tar) echo "tar -c | tar -x" ;;
+	parallel-perfile) echo "parallel -j $PJOBS rsync -aR {} (one rsync per file)" ;;
+	parallel-chunked) echo "find -print0 | parallel -0 --pipe -N $CHUNK -j $PJOBS rsync --files-from=-" ;;
+	fpsync) echo "fpsync -n $PJOBS -f $CHUNK" ;;
+	prsync-default) echo "find -print0 | prsync -0 (defaults)" ;;
+	prsync-j*) echo "find -print0 | prsync -0 -j ${1#prsync-j} $PRSYNC_SWEEP_OPTS" | sed 's/ *$//' ;;
+	esac
+}
+has_rerun() { case "$1" in cp | tar | parallel-perfile) return 1 ;; esac; return 0; }
+
+RESULTS=$OUT/results.csv
+echo "profile,scenario,method,label,case,rep,jobs,extrapolated,scale,wall_s,user_s,sys_s,maxrss_kb,exit,verify,files,bytes" >"$RESULTS"
+FAILURES=0
+NS_A='' NS_B='' NET_DAEMON_PID=''
+
+# run_one SCENARIO METHOD CASE REP TREEPROFILE
+run_one() {
+	local sc=$1 m=$2 kase=$3 rep=$4 prof=$5 fn jobs=1 extrap=0 scale=1 tag res v files bytes
+	local -a wrap=()
+	tag="$sc-$m-$kase-$rep"
+	res=$OUT/logs/$tag.time
+	export PRLOG=$OUT/logs/$tag.jsonl FPTMP=$WORK/fpsync-tmp PR_ARGS=
+	fn=m_${m//-/_}
+	case "$m" in
+	parallel-perfile) jobs=$PJOBS extrap=1 ;;
+	parallel-chunked | fpsync) jobs=$PJOBS ;;
+	prsync-default) fn=m_prsync jobs=0 ;;
+	prsync-j*) fn=m_prsync jobs=${m#prsync-j} PR_ARGS="-j $jobs $PRSYNC_SWEEP_OPTS" ;;
+	esac
+	if [ "$sc" = local ]; then
+		export DEST=$WORK/dst
+		DSTDIR=$WORK/dst
+	else
+		export DEST=rsync://10.200.0.2/bench
+		DSTDIR=$WORK/net-dst
+		wrap=(ip netns exec "$NS_A")
+	fi
+	if [ "$kase" = fresh ]; then
+		rm -rf "$DSTDIR"
+		mkdir -p "$DSTDIR"
+	fi
+	rm -rf "$FPTMP"
+	drop_caches
+	"$MEASURE" -o "$res" -- "${wrap[@]}" bash -c "$fn" >"$OUT/logs/$tag.out" 2>"$OUT/logs/$tag.err" || true
+	rm -rf "$FPTMP"
+	read -r wall user sys rss code <"$res" || { wall=0 user=0 sys=0 rss=0 code=127; }
+	if [ "$m" = parallel-perfile ]; then
+		v=$(verify "$DSTDIR" subset)
+		scale=$(awk -v a="$SRC_FILES" -v b="$SUB_FILES" 'BEGIN{printf "%.4f", a/b}')
+		read -r wall user sys < <(awk -v s="$scale" -v w="$wall" -v u="$user" -v y="$sys" 'BEGIN{printf "%.3f %.3f %.3f\n", w*s, u*s, y*s}')
+	else
+		v=$(verify "$DSTDIR")
+	fi
+	if [[ "$m" == prsync-* ]] && [ -s "$PRLOG" ]; then
+		jobs=$(sed -n 's/.*"type": *"start".*"jobs": *\([0-9][0-9]*\).*/\1/p' "$PRLOG" | head -n1)
+		jobs=${jobs:-0}
+		{ printf '{"scenario":"%s","method":"%s","case":"%s","rep":%d,"event":' "$sc" "$m" "$kase" "$rep"
+		  grep '"type": *"summary"' "$PRLOG" | tail -n1 | tr -d '\n'; echo '}'; } >>"$OUT/prsync-summaries.jsonl" || true
+	fi
+	if [ "$code" != 0 ] || [ "$v" != ok ]; then
+		FAILURES=$((FAILURES + 1))
+		say "   !! $tag: exit $code, verify: $v (logs: $OUT/logs/$tag.err)"
+	fi
+	files=$SRC_FILES bytes=$SRC_BYTES
+	echo "$PROFILE_OF_SC,$sc,$m,$(label_of "$m"),$kase,$rep,$jobs,$extrap,$scale,$wall,$user,$sys,$rss,$code,$v,$files,$bytes" >>"$RESULTS"
+	local extra=""
+	[ "$extrap" = 1 ] && extra=" (extrapolated from $SUB_FILES files, x$scale)"
+	say "$(printf '   [%s %d] %-17s %-6s %8.2f s  cpu %6.2f s  %s%s' "$sc" "$rep" "$m" "$kase" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN{print u+s}')" "$v" "$extra")"
+}
+
+# run_scenario SCENARIO PROFILE REPS METHOD...
+run_scenario() {
+	local sc=$1 prof=$2 reps=$3 rep i n m
+	shift 3
+	local -a ms=("$@")
+	n=${#ms[@]}
+	[ "$n" -gt 0 ] || return 0
+	prepare_tree "$prof"
+	PROFILE_OF_SC=$prof
+	say "== scenario $sc: tree $prof ($SRC_FILES files, $SRC_DIRS dirs, $SRC_BYTES bytes), $reps rep(s), methods: ${ms[*]}"
+	for ((rep = 1; rep <= reps; rep++)); do
+		# Rotate the order each repetition so no method always runs first.
+		for ((i = 0; i < n; i++)); do
+			m=${ms[$(((i + rep - 1) % n))]}
+			run_one "$sc" "$m" fresh "$rep" "$prof"
+			if [ "$sc" = local ] && has_rerun "$m"; then
+				run_one "$sc" "$m" rerun "$rep" "$prof"
+			fi
+		done
+	done
+	rm -rf "$WORK/dst" "$WORK/net-dst"
+}
+
+# ---------------------------------------------------------------- network
+# Two network namespaces joined by a veth pair, private addresses that exist
+# only inside them, per-stream caps with tc htb (classes keyed by the client's
+# source port, which is pinned to 256 ports), and an rsync daemon in the
+# destination namespace. Everything is removed on exit.
+net_teardown() {
+	if [ -n "$NET_DAEMON_PID" ]; then
+		kill "$NET_DAEMON_PID" 2>/dev/null || true
+		wait "$NET_DAEMON_PID" 2>/dev/null || true
+		NET_DAEMON_PID=
+	fi
+	if [ -n "$NS_A" ]; then ip netns del "$NS_A" 2>/dev/null || true; NS_A=; fi
+	if [ -n "$NS_B" ]; then ip netns del "$NS_B" 2>/dev/null || true; NS_B=; fi
+}
+cleanup() {
+	net_teardown
+	rm -rf "$WORK/dst" "$WORK/net-dst" "$WORK/fpsync-tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+net_setup() {
+	local va="prsbA$$" vb="prsbB$$" i cid port batch=$OUT/logs/tc.batch
+	NS_A="prsb-src-$$"
+	ip netns add "$NS_A" || { NS_A=; return 1; }
+	NS_B="prsb-dst-$$"
+	ip netns add "$NS_B" || { NS_B=; return 1; }
+	ip link add "$va" netns "$NS_A" type veth peer name "$vb" netns "$NS_B" || return 1
+	ip -n "$NS_A" addr add 10.200.0.1/24 dev "$va"
+	ip -n "$NS_B" addr add 10.200.0.2/24 dev "$vb"
+	ip -n "$NS_A" link set lo up
+	ip -n "$NS_B" link set lo up
+	ip -n "$NS_A" link set "$va" up
+	ip -n "$NS_B" link set "$vb" up
+	# Client source ports 50000-50255, one htb class each: 400 Mbit/s per TCP
+	# stream, 2 Gbit/s for the link. The kernel here has no netem, fq or sfq.
+	ip netns exec "$NS_A" sysctl -q -w net.ipv4.ip_local_port_range="50000 50255" net.ipv4.tcp_tw_reuse=1 || return 1
+	{
+		echo "qdisc add dev $va root handle 1: htb default 2"
+		echo "class add dev $va parent 1: classid 1:1 htb rate 2gbit ceil 2gbit burst 1m cburst 1m"
+		echo "class add dev $va parent 1:1 classid 1:2 htb rate 8mbit ceil 400mbit burst 256k cburst 256k quantum 65536"
+		for ((i = 0; i < 256; i++)); do
+			cid=$(printf '%x' $((0x100 + i)))
+			port=$((50000 + i))
+			echo "class add dev $va parent 1:1 classid 1:$cid htb rate 8mbit ceil 400mbit burst 256k cburst 256k quantum 65536"
+			echo "filter add dev $va parent 1: protocol ip prio 1 u32 match ip sport $port 0xffff flowid 1:$cid"
+		done
+	} >"$batch"
+	ip netns exec "$NS_A" tc -batch "$batch" || return 1
+	mkdir -p "$WORK/net-dst"
+	cat >"$OUT/logs/rsyncd.conf" <<EOF
+pid file = $OUT/logs/rsyncd.pid
+use chroot = no
+max connections = 0
+log file = $OUT/logs/rsyncd.log
+[bench]
+	path = $WORK/net-dst
+	read only = false
+	uid = root
+	gid = root
+EOF
+	ip netns exec "$NS_B" rsync --daemon --no-detach --address=10.200.0.2 --port=873 \
+		--config="$OUT/logs/rsyncd.conf" >>"$OUT/logs/rsyncd.out" 2>&1 &
+	NET_DAEMON_PID=$!
+	for ((i = 0; i < 50; i++)); do
+		ip netns exec "$NS_A" rsync rsync://10.200.0.2/ >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	say "run.sh: the rsync daemon in $NS_B did not answer"
+	return 1
+}
+
+# ---------------------------------------------------------------- machine
+machine_info() {
+	local tree=$1
+	echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "CPUs: $(nproc) ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1))"
+	echo "memory: $(awk '/MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+	echo "kernel: $(uname -sr)"
+	echo "filesystem: $(df -PT "$WORK" | awk 'NR==2{print $2}') (source and destination on the same one)"
+	echo "rsync: $(rsync --version | head -n1 | awk '{print $3}')"
+	have parallel && echo "GNU parallel: $(parallel --will-cite --version | head -n1 | awk '{print $3}')"
+	have fpsync && echo "fpsync: $(fpsync -h 2>&1 | head -n1 | awk '{print $2}')"
+	[ -n "$PRSYNC" ] && echo "prsync: $("$PRSYNC" --version 2>/dev/null | head -n1)"
+	echo "tree: $tree"
+	if [ "$CAN_DROP" = 1 ]; then echo "page cache: dropped before every run"; else echo "page cache: warm (could not drop it)"; fi
+}
+
+# ---------------------------------------------------------------- main
+say "== results in $OUT, trees and destinations in $WORK"
+TREE_DESC=
+if [ "$NET_ONLY" != 1 ] && [ "${#LOCAL_METHODS[@]}" -gt 0 ]; then
+	prepare_tree "$PROFILE"
+	TREE_DESC="profile $PROFILE, seed $SEED: $SRC_FILES files in $SRC_DIRS directories, $(awk -v b="$SRC_BYTES" 'BEGIN{if (b >= 1e9) printf "%.2f GB", b/1e9; else printf "%.1f MB", b/1e6}')"
+	run_scenario local "$PROFILE" "$REPS" "${LOCAL_METHODS[@]}"
+fi
+if [ "$NET" = 1 ] && [ "${#NET_METHODS_SEL[@]}" -gt 0 ]; then
+	if [ "$IS_ROOT" != 1 ] || ! have ip || ! have tc; then
+		say "run.sh: skipping the network scenario: it needs root, ip and tc"
+		SKIPPED+=("network scenario: needs root, ip and tc")
+	elif ! net_setup; then
+		say "run.sh: network setup failed; skipping the network scenario"
+		SKIPPED+=("network scenario: setup failed")
+		net_teardown
+	else
+		run_scenario net-big big "$NET_REPS" "${NET_METHODS_SEL[@]}"
+		run_scenario net-small small "$NET_REPS" "${NET_METHODS_SEL[@]}"
+		net_teardown
+	fi
+fi
+[ -n "$TREE_DESC" ] || TREE_DESC="see the scenarios below"
+
+machine_info "$TREE_DESC" >"$OUT/machine.txt"
+if [ "$(wc -l <"$RESULTS")" -le 1 ]; then die "nothing was measured"; fi
+"$BIN/report" -in "$RESULTS" -machine "$OUT/machine.txt" -summary "$OUT/summary.csv" -md "$OUT/RESULTS.md"
+if [ "${#SKIPPED[@]}" -gt 0 ]; then
+	{ echo; echo "Skipped:"; printf -- '- %s\n' "${SKIPPED[@]}"; } | tee -a "$OUT/RESULTS.md"
+fi
+if [ "$PLOT" = 1 ]; then
+	if (cd "$BENCH_DIR" && go build -o "$BIN/" ./cmd/plot) && "$BIN/plot" -in "$RESULTS" -out "$OUT/results.png"; then
+		say "== plot: $OUT/results.png"
+	else
+		say "run.sh: the plot failed"
+	fi
+fi
+if [ "$PUBLISH" = 1 ]; then
+	cp "$RESULTS" "$OUT/RESULTS.md" "$BENCH_DIR/"
+	[ -f "$OUT/results.png" ] && cp "$OUT/results.png" "$BENCH_DIR/"
+	say "== copied results.csv, RESULTS.md and results.png into $BENCH_DIR"
+fi
+say "== done: $OUT"
+if [ "$FAILURES" -gt 0 ]; then
+	say "run.sh: $FAILURES run(s) failed or did not verify"
+	exit 1
+fi

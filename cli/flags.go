@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+)
+
+// Flags is prsync's command line. Every flag also reads PRSYNC_<NAME> from the environment.
+type Flags struct {
+	Null       bool          `short:"0" help:"Input paths are NUL-separated (find -print0, fd -0, git ls-files -z)."`
+	Jobs       int           `short:"j" aliases:"max-procs" default:"${jobs}" placeholder:"N" help:"Concurrent rsync processes (default: number of CPUs, at least 2)."`
+	Root       string        `short:"C" placeholder:"DIR" help:"Source root: paths land in DEST relative to it; relative paths are taken relative to it."`
+	From       string        `placeholder:"FILE" help:"Read the path list from FILE instead of stdin."`
+	ChunkFiles int           `default:"2000" placeholder:"N" help:"Close a chunk at this many paths."`
+	ChunkBytes Size          `default:"1G" placeholder:"SIZE" help:"Close a chunk at this many bytes (1G, 512M, 64K); a bigger file gets a chunk of its own."`
+	ChunkWait  time.Duration `default:"1s" placeholder:"DURATION" help:"Close a chunk when no new path arrived for this long."`
+	Retries    int           `default:"2" placeholder:"N" help:"Re-run a chunk this many times after a transient rsync failure."`
+	RetryDelay time.Duration `default:"1s" placeholder:"DURATION" help:"First retry delay; doubled each retry, with jitter."`
+	Rsync      string        `default:"rsync" placeholder:"PATH" help:"The rsync binary."`
+	NoArchive  bool          `help:"Do not pass --archive to rsync."`
+	Compress   bool          `short:"z" help:"Pass --compress to rsync."`
+	DryRun     bool          `short:"n" help:"Plan and report; rsync runs with --dry-run."`
+	Failed     string        `placeholder:"FILE" help:"Write every path that failed, vanished or was not done to FILE, separated as the input was."`
+	Shard      string        `placeholder:"K/N" help:"Take only the paths in shard K of N (xxhash64 of the path bytes mod N)."`
+
+	Progress   bool `help:"Show human progress on stderr (default: when stderr is a terminal)." xor:"progress"`
+	NoProgress bool `help:"Never show human progress." xor:"progress"`
+
+	SuspendThreshold float64       `default:"80" placeholder:"PCT" help:"Pause rsyncs while system CPU use is above PCT."`
+	ResumeThreshold  float64       `default:"60" placeholder:"PCT" help:"Resume them once CPU use is below PCT."`
+	ThrottleInterval time.Duration `default:"1s" placeholder:"DURATION" help:"CPU sampling and progress period."`
+	MaxLoad          float64       `placeholder:"N" help:"Also pause while the 1-minute load average is above N (0: off)."`
+	MaxIOPressure    float64       `name:"max-io-pressure" placeholder:"PCT" help:"Also pause while Linux PSI io 'some avg10' is above PCT (0: off)."`
+	NoThrottle       bool          `help:"Never pause rsyncs."`
+
+	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	Dest      string   `arg:"" name:"DEST" help:"Any rsync destination: DIR, HOST:PATH, rsync://HOST/MODULE/PATH, HOST::MODULE/PATH."`
+	RsyncArgs []string `arg:"" optional:"" name:"RSYNC_OPTION" help:"Options for every rsync, after --."`
+
+	shard, shards int
+}
+
+func defaultJobs() int { return max(runtime.NumCPU(), 2) }
+
+// Size is a byte count written as 1G, 512M, 64K or 1000.
+type Size int64
+
+// UnmarshalText parses a size with an optional K, M, G or T suffix (powers of 1024).
+func (s *Size) UnmarshalText(b []byte) error {
+	str := strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(string(b))), "B")
+	mult := int64(1)
+	if n := len(str); n > 0 {
+		switch str[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			str = str[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(str, 64)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("bad size %q: want a positive number with an optional K, M, G or T", string(b))
+	}
+	*s = Size(v * float64(mult))
+	return nil
+}
+
+// refused are rsync options that prsync manages itself, with the hint for each.
+var refused = []struct{ prefix, hint string }{
+	{"--files-from", "prsync feeds each rsync its own list; give paths on stdin or with --from"},
+	{"--from0", "prsync always passes --from0; use prsync's -0 for NUL-separated input"},
+	{"--delete", "--delete cannot be right on a stream of files; after the copy, run one `rsync -a --delete SRC/ DEST/` pass"},
+	{"--del", "--del cannot be right on a stream of files; after the copy, run one `rsync -a --delete SRC/ DEST/` pass"},
+	{"--out-format", "prsync uses --out-format for its accounting; read the JSON events instead"},
+	{"--log-format", "prsync uses --out-format for its accounting; read the JSON events instead"},
+	{"--timeout", "a paused local rsync with --timeout dies when resumed; use --contimeout, or --no-throttle with a --timeout"},
+	{"--no-relative", "prsync relies on --relative paths to lay out DEST; use --root to strip a prefix"},
+	{"--no-R", "prsync relies on --relative paths to lay out DEST; use --root to strip a prefix"},
+}
+
+// checkRsyncArgs refuses the options prsync manages.
+func (f *Flags) checkRsyncArgs() error {
+	for _, a := range f.RsyncArgs {
+		name, _, _ := strings.Cut(a, "=")
+		for _, r := range refused {
+			if name == r.prefix || (strings.HasPrefix(name, r.prefix) && (r.prefix == "--delete" || r.prefix == "--del")) {
+				if r.prefix == "--timeout" && f.NoThrottle {
+					continue
+				}
+				return usageError{msg: fmt.Sprintf("rsync option %s is managed by prsync", name), hint: r.hint}
+			}
+		}
+		if len(a) > 1 && a[0] == '-' && a[1] != '-' && shortHasZero(a[1:]) {
+			return usageError{msg: fmt.Sprintf("rsync option %s (-0, --from0) is managed by prsync", a), hint: "prsync always passes --from0; use prsync's -0 for NUL-separated input"}
+		}
+	}
+	return nil
+}
+
+// shortHasZero reports whether a cluster of short rsync flags holds -0.
+func shortHasZero(s string) bool {
+	for _, c := range s {
+		if c == '0' {
+			return true
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false // the rest is a value, as in -B1024 or -e0
+		}
+	}
+	return false
+}
+
+// parseShard reads "K/N".
+func parseShard(s string) (k, n int, err error) {
+	if s == "" {
+		return 0, 1, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	k, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || k < 0 || k >= n {
+		return 0, 0, usageError{msg: fmt.Sprintf("bad --shard %q", s), hint: "write --shard K/N with 0 <= K < N, for example --shard 0/4"}
+	}
+	return k, n, nil
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/prsync/prsync/event"
+	"github.com/prsync/prsync/exec"
+)
+
+// progress draws one human status line on a terminal, updated in place.
+type progress struct {
+	w      io.Writer
+	on     bool
+	t0     time.Time
+	drawn  bool
+	remain int64
+}
+
+func newProgress(w io.Writer, on bool, t0 time.Time) *progress {
+	return &progress{w: w, on: on, t0: t0}
+}
+
+func (p *progress) update(ev *event.Progress, c exec.Counts, cpu float64) {
+	if !p.on {
+		return
+	}
+	line := fmt.Sprintf("prsync: %d/%d files  %s  %s/s  running %d  queued %d",
+		ev.FilesDone, c.Files, humanBytes(ev.BytesDone), humanBytes(int64(ev.RateBps/8)), ev.Running, ev.FilesQueued)
+	if ev.Suspended > 0 {
+		line += fmt.Sprintf("  paused %d (cpu %.0f%%)", ev.Suspended, cpu)
+	}
+	if f := c.Failed + c.Vanished; f > 0 {
+		line += fmt.Sprintf("  failed %d", f)
+	}
+	line += "  " + clock(ev.Elapsed)
+	if ev.InputDone && ev.RateBps > 0 {
+		left := float64(c.Bytes-c.BytesTransferred) * 8 / ev.RateBps
+		if left < 0 {
+			left = 0
+		}
+		line += "  ETA " + clock(left)
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s", line)
+	p.drawn = true
+}
+
+// finish prints the one summary line, as parasync does.
+func (p *progress) finish(c exec.Counts, seconds float64) {
+	if !p.on {
+		return
+	}
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintf(p.w, "prsync: %d files, %s, %s, %.1f s", c.Files, humanBytes(c.BytesTransferred),
+		humanBits(float64(c.BytesTransferred)*8/seconds), seconds)
+	if c.Failed+c.Vanished+c.NotDone > 0 {
+		fmt.Fprintf(p.w, " (%d failed, %d vanished, %d not done)", c.Failed, c.Vanished, c.NotDone)
+	}
+	fmt.Fprintln(p.w)
+}
+
+func humanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}
+
+func humanBits(bps float64) string {
+	switch {
+	case bps >= 1e9:
+		return fmt.Sprintf("%.2f Gbps", bps/1e9)
+	case bps >= 1e6:
+		return fmt.Sprintf("%.1f Mbps", bps/1e6)
+	}
+	return fmt.Sprintf("%.0f kbps", bps/1e3)
+}
+
+func clock(sec float64) string {
+	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%d:%02d", m, s)
+}

@@ -1,0 +1,622 @@
+// Package cli is prsync's command line: flags, wiring, signals and exit codes.
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/mattn/go-isatty"
+
+	"github.com/prsync/prsync/event"
+	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/splitter"
+	"github.com/prsync/prsync/throttle"
+)
+
+// Exit codes. They follow rsync's where the meaning matches.
+const (
+	ExitOK          = 0
+	ExitUsage       = 1
+	ExitInput       = 2
+	ExitDest        = 3
+	ExitInterrupted = 20
+	ExitPartial     = 23
+	ExitVanished    = 24
+	ExitNoRsync     = 127
+)
+
+// Version is set with -ldflags "-X github.com/prsync/prsync/cli.Version=v1.2.3".
+var Version = ""
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// usageError is a bad command line: exit 1.
+type usageError struct{ msg, hint string }
+
+func (e usageError) Error() string { return e.msg }
+
+// exitError carries an exit code, a message and a hint.
+type exitError struct {
+	code      int
+	msg, hint string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// exitCode picks the exit code for an error that ended the run before it started.
+func exitCode(err error) int {
+	var ue usageError
+	var ee *exitError
+	switch {
+	case errors.As(err, &ue):
+		return ExitUsage
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	return ExitUsage
+}
+
+func hintOf(err error) string {
+	var ue usageError
+	var ee *exitError
+	switch {
+	case errors.As(err, &ue):
+		return ue.hint
+	case errors.As(err, &ee):
+		return ee.hint
+	}
+	return ""
+}
+
+type kongExit struct{ code int }
+
+// Main runs prsync with the process's arguments, streams and signals, and returns the exit code.
+func Main() int {
+	return Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+}
+
+// Run runs prsync. It installs handlers for SIGINT, SIGTERM and SIGHUP for its duration.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	var f Flags
+	parser, err := kong.New(&f,
+		kong.Name("prsync"),
+		kong.Description("Copy the paths read on stdin with many rsyncs at once.\n\n"+
+			"  find /data -type f -print0 | prsync -0 -j 8 --root /data /mnt/backup/"),
+		kong.Vars{"version": "prsync " + version(), "jobs": strconv.Itoa(defaultJobs())},
+		kong.DefaultEnvars("PRSYNC"),
+		kong.Writers(stderr, stderr),
+		kong.Exit(func(c int) { panic(kongExit{c}) }),
+		kong.UsageOnError(),
+	)
+	if err != nil {
+		panic(err)
+	}
+	parser.Stdout = stdout
+	defer func() {
+		if r := recover(); r != nil {
+			ke, ok := r.(kongExit)
+			if !ok {
+				panic(r)
+			}
+			code = ke.code
+			if code == 80 {
+				code = ExitUsage
+			}
+		}
+	}()
+	if _, err := parser.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "prsync: error: %s\n", err)
+		fmt.Fprintln(stderr, "prsync: hint: see prsync --help")
+		return ExitUsage
+	}
+	if len(f.RsyncArgs) > 0 && !containsDashDash(args) {
+		return fail(stderr, usageError{msg: fmt.Sprintf("unexpected argument %q", f.RsyncArgs[0]), hint: "put rsync options after --, as in: prsync DEST -- --bwlimit=10m"})
+	}
+	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr}
+	if err := r.prepare(); err != nil {
+		return fail(stderr, err)
+	}
+	ctx, kill, stop := signalContexts()
+	defer stop()
+	return r.run(ctx, kill)
+}
+
+func containsDashDash(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return true
+		}
+	}
+	return false
+}
+
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "prsync: error: %s\n", err)
+	if h := hintOf(err); h != "" {
+		fmt.Fprintf(stderr, "prsync: hint: %s\n", h)
+	}
+	return exitCode(err)
+}
+
+// signalContexts returns a context that ends at the first SIGINT, SIGTERM or SIGHUP,
+// and one that ends at the second.
+func signalContexts() (ctx, kill context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	kill, killCancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-ch:
+				n++
+				if n == 1 {
+					cancel()
+				} else {
+					killCancel()
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, kill, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+		killCancel()
+	}
+}
+
+// runner is one run of prsync.
+type runner struct {
+	f              Flags
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	rsync        string
+	rsyncVersion string
+	args         []string
+	root, cwd    string
+	input        io.ReadCloser
+	failed       *os.File
+	policy       throttle.Policy
+}
+
+var versionRE = regexp.MustCompile(`version\s+v?(\d+)\.(\d+)\.(\d+)`)
+
+// prepare checks everything that can be checked before the first rsync starts.
+func (r *runner) prepare() error {
+	f := &r.f
+	if err := f.checkRsyncArgs(); err != nil {
+		return err
+	}
+	var err error
+	if f.shard, f.shards, err = parseShard(f.Shard); err != nil {
+		return err
+	}
+	if f.Jobs < 1 {
+		return usageError{msg: fmt.Sprintf("--jobs %d: want at least 1", f.Jobs)}
+	}
+	if f.ChunkFiles < 1 {
+		return usageError{msg: fmt.Sprintf("--chunk-files %d: want at least 1", f.ChunkFiles)}
+	}
+	if f.Retries < 0 {
+		return usageError{msg: fmt.Sprintf("--retries %d: want 0 or more", f.Retries)}
+	}
+	if f.ThrottleInterval <= 0 {
+		return usageError{msg: "--throttle-interval must be positive"}
+	}
+	r.policy = throttle.Policy{Suspend: f.SuspendThreshold, Resume: f.ResumeThreshold, MaxLoad: f.MaxLoad, MaxIOPressure: f.MaxIOPressure}
+	if err := r.policy.Validate(); err != nil {
+		return usageError{msg: err.Error()}
+	}
+	if r.cwd, err = os.Getwd(); err != nil {
+		return &exitError{code: ExitInput, msg: fmt.Sprintf("working directory: %v", err)}
+	}
+	if f.Root != "" {
+		root, err := filepath.Abs(f.Root)
+		if err != nil {
+			return usageError{msg: fmt.Sprintf("--root: %v", err)}
+		}
+		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			return usageError{msg: fmt.Sprintf("--root %s is not a directory", f.Root)}
+		}
+		r.root = root
+	}
+
+	// rsync: found, runnable, and happy with the options
+	path, err := osexec.LookPath(f.Rsync)
+	if err != nil {
+		return &exitError{code: ExitNoRsync, msg: fmt.Sprintf("rsync not found: %v", err), hint: "install rsync 3.1 or newer (apt-get install rsync, brew install rsync), or pass --rsync PATH"}
+	}
+	r.rsync = path
+	if !f.NoArchive {
+		r.args = append(r.args, "--archive")
+	}
+	if f.Compress {
+		r.args = append(r.args, "--compress")
+	}
+	if f.DryRun {
+		r.args = append(r.args, "--dry-run")
+	}
+	r.args = append(r.args, f.RsyncArgs...)
+	out, err := osexec.Command(path, append(append([]string(nil), r.args...), "--version")...).CombinedOutput()
+	if err != nil {
+		var ee *osexec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return usageError{msg: "rsync rejected the options: " + firstLine(out), hint: "check the options after --"}
+		}
+		return &exitError{code: ExitNoRsync, msg: fmt.Sprintf("run %s --version: %v: %s", path, err, firstLine(out))}
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return &exitError{code: ExitNoRsync, msg: fmt.Sprintf("%s does not look like rsync: %s", path, firstLine(out))}
+	}
+	r.rsyncVersion = fmt.Sprintf("%s.%s.%s", m[1], m[2], m[3])
+	maj, _ := strconv.Atoi(string(m[1]))
+	mnr, _ := strconv.Atoi(string(m[2]))
+	pat, _ := strconv.Atoi(string(m[3]))
+	ver := maj*10000 + mnr*100 + pat
+	if ver < 30100 {
+		fmt.Fprintf(r.stderr, "prsync: warning: rsync %s is older than 3.1; upgrade if copies fail\n", r.rsyncVersion)
+	}
+
+	if err := r.checkDest(ver); err != nil {
+		return err
+	}
+
+	// input
+	r.input = io.NopCloser(r.stdin)
+	if f.From != "" && f.From != "-" {
+		fh, err := os.Open(f.From)
+		if err != nil {
+			return &exitError{code: ExitInput, msg: fmt.Sprintf("--from: %v", err)}
+		}
+		r.input = fh
+	}
+	if f.Failed != "" {
+		fh, err := os.OpenFile(f.Failed, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return usageError{msg: fmt.Sprintf("--failed: %v", err)}
+		}
+		r.failed = fh
+	}
+	return nil
+}
+
+// checkDest fails fast on a local DEST that cannot work, and creates its missing parents.
+func (r *runner) checkDest(ver int) error {
+	dest := r.f.Dest
+	if dest == "" {
+		return usageError{msg: "DEST is empty"}
+	}
+	if exec.IsRemote(dest) {
+		if ver >= 30203 {
+			r.args = append(r.args, "--mkpath")
+		}
+		return nil
+	}
+	fi, err := os.Stat(dest)
+	switch {
+	case err == nil && !fi.IsDir():
+		return &exitError{code: ExitDest, msg: fmt.Sprintf("destination %s is not a directory", dest), hint: "DEST must be a directory (it is created when missing)"}
+	case err == nil:
+		if syscall.Access(dest, 2|1) != nil { // W_OK|X_OK
+			return &exitError{code: ExitDest, msg: fmt.Sprintf("destination %s is not writable", dest)}
+		}
+	case errors.Is(err, os.ErrNotExist):
+		if r.f.DryRun {
+			return nil
+		}
+		if err := os.MkdirAll(dest, 0o755); err != nil {
+			return &exitError{code: ExitDest, msg: fmt.Sprintf("create destination: %v", err)}
+		}
+	default:
+		return &exitError{code: ExitDest, msg: fmt.Sprintf("destination: %v", err)}
+	}
+	return nil
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// run copies, reports and returns the exit code.
+func (r *runner) run(ctx, kill context.Context) int {
+	f := &r.f
+	t0 := time.Now()
+	enc := event.NewEncoder(r.stdout)
+	sep := byte('\n')
+	if f.Null {
+		sep = 0
+	}
+	tally := &exec.Tally{Events: enc, Sep: sep}
+	if r.failed != nil {
+		tally.SetFailedList(r.failed)
+	}
+	defer r.input.Close()
+
+	enc.Emit(&event.Start{
+		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: f.Jobs, Dest: f.Dest, Root: r.root,
+		Rsync: r.rsync, RsyncVersion: r.rsyncVersion, RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
+		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
+	})
+
+	pool := &exec.Pool{
+		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: f.Jobs,
+		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
+		Events: enc, Tally: tally,
+	}
+	defer pool.ContinueAll() // never leave a group stopped, whatever happens below
+
+	chunks := make(chan *splitter.Chunk)
+	sp := splitter.New(splitter.Config{
+		Sep: sep, Root: r.root, Cwd: r.cwd,
+		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait,
+		Shard: f.shard, Shards: f.shards, HardLinks: hardLinks(r.args),
+	}, splitter.Hooks{
+		Settled:  tally.Settled,
+		Accepted: tally.Accepted,
+		Empty:    tally.Empty,
+		Unsent: func(inputs [][]byte) {
+			for _, in := range inputs {
+				tally.Path(in, exec.NotDone, "interrupted before rsync started", 0)
+			}
+		},
+	})
+	var inputDone sync.WaitGroup
+	var inputErr error
+	var inputEnded = make(chan struct{})
+	inputDone.Add(1)
+	go func() {
+		defer inputDone.Done()
+		defer close(chunks)
+		defer close(inputEnded)
+		err := sp.Run(ctx, r.input, chunks)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			inputErr = err
+			enc.Emit(&event.Error{Error: err.Error()})
+		}
+	}()
+
+	// throttle and progress
+	var lastSample sampleBox
+	sampler := throttle.NewSystemSampler(r.policy, r.stderr)
+	ctl := &throttle.Controller{
+		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: sampler, Target: pool,
+		OnSample: lastSample.set,
+		OnEvent: func(e throttle.Event) {
+			ev := &event.Throttle{Action: e.Action, Reason: e.Reason, CPUPercent: round1(e.Sample.CPU),
+				Chunk: e.Chunk, PID: e.PID, Running: e.Running, Suspended: e.Suspended}
+			if e.Sample.HasLoad && r.policy.MaxLoad > 0 {
+				v := round1(e.Sample.Load)
+				ev.Load = &v
+			}
+			if e.Sample.HasIO && r.policy.MaxIOPressure > 0 {
+				v := round1(e.Sample.IOPressure)
+				ev.IOPressure = &v
+			}
+			enc.Emit(ev)
+		},
+	}
+	bg, bgStop := context.WithCancel(context.Background())
+	var bgDone sync.WaitGroup
+	if !f.NoThrottle {
+		bgDone.Add(1)
+		go func() {
+			defer bgDone.Done()
+			ctl.Run(bg)
+		}()
+	}
+	prog := newProgress(r.stderr, r.showProgress(), t0)
+	bgDone.Add(1)
+	go func() {
+		defer bgDone.Done()
+		tick := time.NewTicker(f.ThrottleInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-bg.Done():
+				return
+			case <-tick.C:
+				s, ok := lastSample.get()
+				if f.NoThrottle || !ok {
+					if smp, err := sampler.Sample(bg); err == nil {
+						s = smp
+					}
+				}
+				running, paused := pool.Counts()
+				c := tally.Counts()
+				done := isClosed(inputEnded)
+				el := time.Since(t0).Seconds()
+				ev := &event.Progress{
+					FilesDone: c.Done(), BytesDone: c.BytesTransferred, FilesQueued: c.Queued, InputDone: done,
+					RateBps: round1(float64(c.BytesTransferred) * 8 / el), CPUPercent: round1(s.CPU),
+					Running: running, Suspended: paused, Elapsed: round3(el),
+				}
+				enc.Emit(ev)
+				prog.update(ev, c, s.CPU)
+			}
+		}
+	}()
+
+	pool.Run(ctx, kill, chunks)
+	inputDone.Wait()
+	bgStop()
+	bgDone.Wait()
+	pool.ContinueAll()
+	if pool.Killed() && !exec.IsRemote(f.Dest) {
+		if n := sweepTemp(f.Dest, t0); n > 0 {
+			fmt.Fprintf(r.stderr, "prsync: removed %d rsync temp file(s) left by killed rsyncs\n", n)
+		}
+	}
+	ferr := tally.Close()
+
+	c := tally.Counts()
+	st := pool.Stats()
+	susp, suspSec := ctl.Stats()
+	code := ExitOK
+	ab := pool.Aborted()
+	switch {
+	case ctx.Err() != nil:
+		code = ExitInterrupted
+	case inputErr != nil:
+		code = ExitInput
+	case ab != nil:
+		code = ExitPartial
+		if ab.ExitCode > 0 {
+			code = ab.ExitCode
+		}
+	case c.Failed > 0 || c.NotDone > 0 || ferr != nil:
+		code = ExitPartial
+	case c.Vanished > 0:
+		code = ExitVanished
+	}
+	el := time.Since(t0).Seconds()
+	enc.Emit(&event.Summary{
+		Files: c.Files, Bytes: c.Bytes, FilesTransferred: c.Transferred, BytesTransferred: c.BytesTransferred,
+		FilesUpToDate: c.UpToDate, FilesFailed: c.Failed, FilesVanished: c.Vanished, FilesNotDone: c.NotDone,
+		EmptyRecords: c.Empty, Chunks: st.Chunks, ChunksFailed: st.ChunksFailed, Retries: st.Retries,
+		Suspensions: susp, SecondsSuspended: round3(suspSec), Seconds: round3(el),
+		RateBps: round1(float64(c.BytesTransferred) * 8 / el), ExitCode: code, Shard: f.shard, Shards: f.shards,
+	})
+	prog.finish(c, el)
+	switch {
+	case inputErr != nil:
+		fmt.Fprintf(r.stderr, "prsync: error: %v\n", inputErr)
+	case ab != nil && ctx.Err() == nil:
+		fmt.Fprintf(r.stderr, "prsync: error: %v\n", ab)
+		if ab.Hint != "" {
+			fmt.Fprintf(r.stderr, "prsync: hint: %s\n", ab.Hint)
+		}
+	case code == ExitPartial || code == ExitVanished:
+		fmt.Fprintf(r.stderr, "prsync: error: %d failed, %d vanished, %d not done of %d paths%s\n",
+			c.Failed, c.Vanished, c.NotDone, c.Files, failedListNote(f.Failed))
+	}
+	if ferr != nil {
+		fmt.Fprintf(r.stderr, "prsync: error: %v\n", ferr)
+	}
+	return code
+}
+
+func failedListNote(path string) string {
+	if path == "" {
+		return " (list them with --failed FILE)"
+	}
+	return "; they are listed in " + path
+}
+
+// hardLinks reports whether the rsync options preserve hard links.
+func hardLinks(args []string) bool {
+	for _, a := range args {
+		if a == "--hard-links" {
+			return true
+		}
+		if len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'H') {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *runner) showProgress() bool {
+	switch {
+	case r.f.NoProgress:
+		return false
+	case r.f.Progress:
+		return true
+	}
+	if fh, ok := r.stderr.(*os.File); ok {
+		return isatty.IsTerminal(fh.Fd()) || isatty.IsCygwinTerminal(fh.Fd())
+	}
+	return false
+}
+
+type sampleBox struct {
+	mu sync.Mutex
+	s  throttle.Sample
+	ok bool
+}
+
+func (b *sampleBox) set(s throttle.Sample) {
+	b.mu.Lock()
+	b.s, b.ok = s, true
+	b.mu.Unlock()
+}
+
+func (b *sampleBox) get() (throttle.Sample, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.s, b.ok
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+// sweepTemp removes rsync temp files (".name.XXXXXX", mode 0600, modified since the run
+// started) that rsyncs killed with SIGKILL left in a local DEST. It returns how many.
+func sweepTemp(dest string, since time.Time) int {
+	n := 0
+	filepath.WalkDir(dest, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !isTempName(d.Name()) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil || fi.Mode().Perm() != 0o600 || !fi.Mode().IsRegular() || fi.ModTime().Before(since) {
+			return nil
+		}
+		if os.Remove(p) == nil {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// isTempName matches rsync's temp names: "." + name + "." + 6 characters.
+func isTempName(name string) bool {
+	if len(name) < 9 || name[0] != '.' {
+		return false
+	}
+	dot := strings.LastIndexByte(name, '.')
+	return dot > 1 && len(name)-dot-1 == 6 && !bytes.ContainsAny([]byte(name[dot+1:]), "./")
+}

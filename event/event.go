@@ -1,0 +1,213 @@
+// Package event defines prsync's JSON-lines events and writes them through one encoder.
+package event
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Schema is the version of the event schema. It grows only by adding fields or types.
+const Schema = 1
+
+// Header is embedded first in every event.
+type Header struct {
+	Type string `json:"type"`
+	Time string `json:"time"`
+}
+
+func (h *Header) header() *Header { return h }
+
+// Event is any of the event structs below.
+type Event interface{ header() *Header }
+
+// Start is written once, first.
+type Start struct {
+	Header
+	Version      string   `json:"version"`
+	Schema       int      `json:"schema"`
+	PID          int      `json:"pid"`
+	Jobs         int      `json:"jobs"`
+	Dest         string   `json:"dest"`
+	Root         string   `json:"root"`
+	Rsync        string   `json:"rsync"`
+	RsyncVersion string   `json:"rsync_version"`
+	RsyncArgs    []string `json:"rsync_args"`
+	Null         bool     `json:"null"`
+	DryRun       bool     `json:"dry_run"`
+	ChunkFiles   int      `json:"chunk_files"`
+	ChunkBytes   int64    `json:"chunk_bytes"`
+	Shard        int      `json:"shard"`
+	Shards       int      `json:"shards"`
+}
+
+// ChunkStart is written when an rsync starts on a chunk.
+type ChunkStart struct {
+	Header
+	Chunk   int   `json:"chunk"`
+	Attempt int   `json:"attempt"`
+	Files   int   `json:"files"`
+	Bytes   int64 `json:"bytes"`
+	PID     int   `json:"pid"`
+}
+
+// ChunkEnd is written when that rsync has ended.
+type ChunkEnd struct {
+	Header
+	Chunk            int     `json:"chunk"`
+	Attempt          int     `json:"attempt"`
+	Files            int     `json:"files"`
+	Bytes            int64   `json:"bytes"`
+	FilesTransferred int     `json:"files_transferred"`
+	BytesTransferred int64   `json:"bytes_transferred"`
+	FilesFailed      int     `json:"files_failed"`
+	FilesVanished    int     `json:"files_vanished"`
+	Seconds          float64 `json:"seconds"`
+	ExitCode         int     `json:"exit_code"`
+	Status           string  `json:"status"`
+	Error            string  `json:"error,omitempty"`
+	Hint             string  `json:"hint,omitempty"`
+}
+
+// Throttle is written for each pause or resume of an rsync process group.
+type Throttle struct {
+	Header
+	Action     string   `json:"action"`
+	Reason     string   `json:"reason"`
+	CPUPercent float64  `json:"cpu_percent"`
+	Load       *float64 `json:"load,omitempty"`
+	IOPressure *float64 `json:"io_pressure,omitempty"`
+	Chunk      int      `json:"chunk"`
+	PID        int      `json:"pid"`
+	Running    int      `json:"running"`
+	Suspended  int      `json:"suspended"`
+}
+
+// Progress is written every throttle interval while prsync runs.
+type Progress struct {
+	Header
+	FilesDone   int64   `json:"files_done"`
+	BytesDone   int64   `json:"bytes_done"`
+	FilesQueued int64   `json:"files_queued"`
+	InputDone   bool    `json:"input_done"`
+	RateBps     float64 `json:"rate_bps"`
+	CPUPercent  float64 `json:"cpu_percent"`
+	Running     int     `json:"running"`
+	Suspended   int     `json:"suspended"`
+	Elapsed     float64 `json:"elapsed"`
+}
+
+// PathFailed is written for each input path that failed, vanished or was not done.
+type PathFailed struct {
+	Header
+	Path    string `json:"path"`
+	PathB64 string `json:"path_b64,omitempty"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Chunk   int    `json:"chunk,omitempty"`
+}
+
+// Error is written when prsync itself hits an error that ends or shortens the run.
+type Error struct {
+	Header
+	Error string `json:"error"`
+}
+
+// Summary is written once, last, also after an interrupt.
+type Summary struct {
+	Header
+	Files            int64   `json:"files"`
+	Bytes            int64   `json:"bytes"`
+	FilesTransferred int64   `json:"files_transferred"`
+	BytesTransferred int64   `json:"bytes_transferred"`
+	FilesUpToDate    int64   `json:"files_up_to_date"`
+	FilesFailed      int64   `json:"files_failed"`
+	FilesVanished    int64   `json:"files_vanished"`
+	FilesNotDone     int64   `json:"files_not_done"`
+	EmptyRecords     int64   `json:"empty_records"`
+	Chunks           int64   `json:"chunks"`
+	ChunksFailed     int64   `json:"chunks_failed"`
+	Retries          int64   `json:"retries"`
+	Suspensions      int     `json:"suspensions"`
+	SecondsSuspended float64 `json:"seconds_suspended"`
+	Seconds          float64 `json:"seconds"`
+	RateBps          float64 `json:"rate_bps"`
+	ExitCode         int     `json:"exit_code"`
+	Shard            int     `json:"shard"`
+	Shards           int     `json:"shards"`
+}
+
+// PathFields returns the path as a JSON string and, when the name is not valid UTF-8
+// (and so cannot round-trip through a JSON string), its bytes in standard base64.
+func PathFields(p []byte) (path, b64 string) {
+	if utf8.Valid(p) {
+		return string(p), ""
+	}
+	return string(p), base64.StdEncoding.EncodeToString(p)
+}
+
+// Encoder writes events as JSON lines. It is safe for concurrent use.
+type Encoder struct {
+	mu  sync.Mutex
+	w   io.Writer
+	enc *json.Encoder
+	// Now returns the time stamped on each event; tests replace it.
+	Now func() time.Time
+	err error
+}
+
+// NewEncoder returns an Encoder writing to w, one event per line.
+func NewEncoder(w io.Writer) *Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &Encoder{w: w, enc: enc, Now: time.Now}
+}
+
+// Emit stamps ev with its type and the time and writes it as one line.
+// After a write error (a closed stdout), later events are dropped and Err reports it.
+func (e *Encoder) Emit(ev Event) {
+	h := ev.header()
+	h.Type = typeName(ev)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h.Time = e.Now().UTC().Format(time.RFC3339Nano)
+	if e.err != nil {
+		return
+	}
+	if err := e.enc.Encode(ev); err != nil {
+		e.err = fmt.Errorf("write event: %w", err)
+	}
+}
+
+// Err returns the first write error, if any.
+func (e *Encoder) Err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+func typeName(ev Event) string {
+	switch ev.(type) {
+	case *Start:
+		return "start"
+	case *ChunkStart:
+		return "chunk_start"
+	case *ChunkEnd:
+		return "chunk_end"
+	case *Throttle:
+		return "throttle"
+	case *Progress:
+		return "progress"
+	case *PathFailed:
+		return "path_failed"
+	case *Error:
+		return "error"
+	case *Summary:
+		return "summary"
+	}
+	panic(fmt.Sprintf("event: unknown type %T", ev))
+}

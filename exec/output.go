@@ -1,0 +1,139 @@
+package exec
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// OutFormat is the --out-format prsync passes to every rsync: itemized changes, file
+// size, wire bytes and name. With %b in it, rsync prints a line when a file is done.
+const OutFormat = "%i|%l|%b|%n"
+
+// Item is one parsed --out-format line.
+type Item struct {
+	Change string // rsync's %i, such as ">f+++++++++"
+	Size   int64  // %l
+	Name   []byte // %n, decoded, without a trailing "/"
+}
+
+// IsFile reports whether the item is a regular file sent or received.
+func (it Item) IsFile() bool {
+	return len(it.Change) >= 2 && (it.Change[0] == '<' || it.Change[0] == '>') && it.Change[1] == 'f'
+}
+
+// ParseItem parses a line written with OutFormat. ok is false for other lines
+// (such as "created directory X", or -v and --stats output).
+func ParseItem(line []byte) (it Item, ok bool) {
+	f := bytes.SplitN(line, []byte{'|'}, 4)
+	if len(f) != 4 || len(f[0]) != 11 || bytes.IndexByte([]byte("<>ch.*"), f[0][0]) < 0 {
+		return Item{}, false
+	}
+	size, err := strconv.ParseInt(string(f[1]), 10, 64)
+	if err != nil {
+		return Item{}, false
+	}
+	if _, err := strconv.ParseInt(string(f[2]), 10, 64); err != nil {
+		return Item{}, false
+	}
+	name := Unescape(f[3])
+	if len(name) > 1 && name[len(name)-1] == '/' {
+		name = name[:len(name)-1]
+	}
+	return Item{Change: string(f[0]), Size: size, Name: name}, true
+}
+
+// Unescape decodes rsync's escaping of names in its output: "\#ooo" (three octal
+// digits) is the byte ooo. Every other byte, including other backslashes, is kept.
+func Unescape(s []byte) []byte {
+	i := bytes.Index(s, []byte(`\#`))
+	if i < 0 {
+		return s
+	}
+	out := make([]byte, 0, len(s))
+	for {
+		i = bytes.Index(s, []byte(`\#`))
+		if i < 0 || len(s) < i+5 {
+			return append(out, s...)
+		}
+		d := s[i+2 : i+5]
+		if !isOctal(d[0]) || !isOctal(d[1]) || !isOctal(d[2]) || d[0] > '3' {
+			out = append(out, s[:i+2]...)
+			s = s[i+2:]
+			continue
+		}
+		out = append(out, s[:i]...)
+		out = append(out, (d[0]-'0')<<6|(d[1]-'0')<<3|(d[2]-'0'))
+		s = s[i+5:]
+	}
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+// Problem is what one rsync stderr line says about one path.
+type Problem struct {
+	Name     []byte // the quoted name, decoded
+	Vanished bool   // missing at the start, or vanished during the copy
+	NoSpace  bool   // ENOSPC
+}
+
+// ParseProblem reads an rsync stderr line that names a path, such as
+//
+//	rsync: [sender] link_stat "/src/x" failed: No such file or directory (2)
+//	file has vanished: "/src/x"
+//	rsync: [sender] send_files failed to open "/src/x": Permission denied (13)
+//
+// ok is false for lines that name no path.
+func ParseProblem(line []byte) (p Problem, ok bool) {
+	i := bytes.IndexByte(line, '"')
+	j := bytes.LastIndexByte(line, '"')
+	if i < 0 || j <= i {
+		return Problem{}, false
+	}
+	p.Name = Unescape(line[i+1 : j])
+	p.Vanished = bytes.Contains(line, []byte("file has vanished")) ||
+		(bytes.Contains(line, []byte("link_stat")) && bytes.Contains(line, []byte("No such file or directory (2)")))
+	p.NoSpace = bytes.Contains(line, []byte("No space left on device (28)"))
+	return p, true
+}
+
+// IsSummaryLine reports whether an rsync stderr line is its closing "rsync error:" or
+// "rsync warning:" line, which repeats what the lines before it said.
+func IsSummaryLine(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("rsync error: ")) || bytes.HasPrefix(line, []byte("rsync warning: "))
+}
+
+// lineWriter calls fn for each complete line written to it.
+type lineWriter struct {
+	buf []byte
+	fn  func(line []byte)
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, "\n\r")
+		if i < 0 {
+			w.buf = append(w.buf, b...)
+			break
+		}
+		line := b[:i]
+		if len(w.buf) > 0 {
+			w.buf = append(w.buf, line...)
+			line = w.buf
+		}
+		if len(line) > 0 {
+			w.fn(line)
+		}
+		w.buf = w.buf[:0]
+		b = b[i+1:]
+	}
+	return n, nil
+}
+
+// flush hands over a last line that had no terminator.
+func (w *lineWriter) flush() {
+	if len(w.buf) > 0 {
+		w.fn(w.buf)
+		w.buf = w.buf[:0]
+	}
+}

@@ -1,0 +1,36 @@
+//go:build unix
+
+package exec
+
+import (
+	osexec "os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+func setProcAttr(cmd *osexec.Cmd) {
+	// Its own process group (never its own session: a stopped group in another
+	// session outlives a crashed prsync; see RSYNC-NOTES §3).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+func signalGroup(pgid int, sig syscall.Signal) error {
+	if err := unix.Kill(-pgid, sig); err != nil && err != unix.ESRCH {
+		return err
+	}
+	return nil
+}
+
+func stopGroup(pgid int) error     { return signalGroup(pgid, unix.SIGSTOP) }
+func continueGroup(pgid int) error { return signalGroup(pgid, unix.SIGCONT) }
+func killGroup(pgid int) error     { return signalGroup(pgid, unix.SIGKILL) }
+
+// terminateGroup sends TERM, then CONT: a stopped process acts on TERM only once continued.
+func terminateGroup(pgid int) error {
+	err := signalGroup(pgid, unix.SIGTERM)
+	if cerr := signalGroup(pgid, unix.SIGCONT); err == nil {
+		err = cerr
+	}
+	return err
+}

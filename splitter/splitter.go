@@ -1,0 +1,384 @@
+// Package splitter reads path records from a stream and groups them into chunks for rsync.
+package splitter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Chunk is a batch of paths handed to one rsync.
+type Chunk struct {
+	ID int
+	// Inputs are the records as read, for --failed and events.
+	Inputs [][]byte
+	// Entries are the same paths as written to rsync's --files-from list:
+	// absolute, with a "/./" anchor where the destination path starts.
+	Entries [][]byte
+	// Bytes is the sum of the sizes of the regular files in the chunk.
+	Bytes int64
+}
+
+// Len returns the number of paths in the chunk.
+func (c *Chunk) Len() int { return len(c.Inputs) }
+
+// Status of a path that the splitter settles itself, without rsync.
+const (
+	Vanished = "vanished"
+	Failed   = "failed"
+)
+
+// Config says how to split.
+type Config struct {
+	// Sep is the record separator: '\n' or 0.
+	Sep byte
+	// Root is the absolute, clean source root (--root), or "".
+	Root string
+	// Cwd is the absolute working directory, the base of relative paths without Root.
+	Cwd        string
+	ChunkFiles int
+	ChunkBytes int64
+	ChunkWait  time.Duration
+	// Shard and Shards select the paths whose hash mod Shards is Shard; Shards <= 1 keeps all.
+	Shard, Shards int
+	// HardLinks keeps all links of an inode (nlink > 1) in the same shard and chunk.
+	HardLinks bool
+	// BlockSize is the read size; 0 means 256 KiB.
+	BlockSize int
+}
+
+// Hooks receive what the splitter settles without rsync. Any may be nil.
+type Hooks struct {
+	// Settled is called for a path that will not go to rsync: status is Vanished or Failed.
+	Settled func(input []byte, status, reason string)
+	// Accepted is called for each path put into a chunk.
+	Accepted func(size int64)
+	// Empty is called for each empty record.
+	Empty func()
+	// Unsent receives the paths of a chunk that was being built when ctx ended.
+	Unsent func(inputs [][]byte)
+}
+
+// Splitter turns a stream of records into chunks.
+type Splitter struct {
+	cfg   Config
+	hooks Hooks
+
+	cur    *Chunk
+	nextID int
+	links  *linkGroups
+}
+
+// New returns a Splitter.
+func New(cfg Config, hooks Hooks) *Splitter {
+	if cfg.BlockSize <= 0 {
+		cfg.BlockSize = 256 << 10
+	}
+	if cfg.ChunkFiles <= 0 {
+		cfg.ChunkFiles = 1
+	}
+	if cfg.ChunkBytes <= 0 {
+		cfg.ChunkBytes = 1 << 62
+	}
+	s := &Splitter{cfg: cfg, hooks: hooks, nextID: 1}
+	if cfg.HardLinks {
+		s.links = newLinkGroups()
+	}
+	return s
+}
+
+// ErrRead wraps an error reading the input.
+var ErrRead = errors.New("read input")
+
+// Run reads r to EOF and sends chunks on out. It returns nil at EOF, ctx.Err() when ctx
+// ends (the chunk being built goes to Hooks.Unsent), or an error wrapping ErrRead.
+// Run does not close out.
+func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) error {
+	blocks := make(chan []byte)
+	free := make(chan []byte, 2)
+	free <- make([]byte, s.cfg.BlockSize)
+	free <- make([]byte, s.cfg.BlockSize)
+	readErr := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			var buf []byte
+			select {
+			case buf = <-free:
+			case <-stop:
+				return
+			}
+			n, err := r.Read(buf)
+			if n > 0 {
+				select {
+				case blocks <- buf[:n]:
+				case <-stop:
+					return
+				}
+			} else {
+				free <- buf
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+
+	var carry []byte
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.unsent()
+			return ctx.Err()
+		case <-timer.C:
+			if err := s.flush(ctx, out); err != nil {
+				return err
+			}
+		case err := <-readErr:
+			if len(carry) > 0 {
+				if e := s.record(ctx, carry, out); e != nil {
+					return e
+				}
+			}
+			if !errors.Is(err, io.EOF) {
+				s.unsent()
+				return fmt.Errorf("%w: %w", ErrRead, err)
+			}
+			if s.links != nil {
+				for _, g := range s.links.drain() {
+					if e := s.addGroup(ctx, g, out); e != nil {
+						return e
+					}
+				}
+			}
+			return s.flush(ctx, out)
+		case block := <-blocks:
+			buf := block
+			for len(buf) > 0 {
+				i := bytes.IndexByte(buf, s.cfg.Sep)
+				if i < 0 {
+					carry = append(carry, buf...)
+					break
+				}
+				rec := buf[:i]
+				if len(carry) > 0 {
+					carry = append(carry, rec...)
+					rec = carry
+				}
+				if err := s.record(ctx, rec, out); err != nil {
+					return err
+				}
+				carry = carry[:0]
+				buf = buf[i+1:]
+			}
+			free <- block[:cap(block)]
+			if len(carry) > 1<<20 && cap(carry) > 4<<20 {
+				// keep very long records, but do not keep a huge buffer for the rest
+				carry = append([]byte(nil), carry...)
+			}
+			timer.Stop()
+			if s.cur != nil && s.cfg.ChunkWait > 0 {
+				timer.Reset(s.cfg.ChunkWait)
+			}
+		}
+	}
+}
+
+func (s *Splitter) unsent() {
+	if s.cur != nil && s.hooks.Unsent != nil {
+		s.hooks.Unsent(s.cur.Inputs)
+	}
+	if s.links != nil && s.hooks.Unsent != nil {
+		for _, g := range s.links.drain() {
+			ins := make([][]byte, len(g))
+			for i, r := range g {
+				ins[i] = r.input
+			}
+			s.hooks.Unsent(ins)
+		}
+	}
+	s.cur = nil
+}
+
+type rec struct {
+	input, entry []byte
+	size         int64
+}
+
+// record handles one input record (rec is only valid during the call).
+func (s *Splitter) record(ctx context.Context, in []byte, out chan<- *Chunk) error {
+	if len(in) == 0 {
+		if s.hooks.Empty != nil {
+			s.hooks.Empty()
+		}
+		return nil
+	}
+	if s.cfg.Shards > 1 && !s.cfg.HardLinks && Shard(in, s.cfg.Shards) != s.cfg.Shard {
+		return nil
+	}
+	abs, entry, err := s.resolve(in)
+	if err != nil {
+		if s.cfg.Shards > 1 && s.cfg.HardLinks && Shard(in, s.cfg.Shards) != s.cfg.Shard {
+			return nil
+		}
+		s.settle(in, Failed, err.Error())
+		return nil
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(abs, &st); err != nil {
+		if s.cfg.Shards > 1 && s.cfg.HardLinks && Shard(in, s.cfg.Shards) != s.cfg.Shard {
+			return nil
+		}
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
+			s.settle(in, Vanished, "lstat: "+err.Error())
+		} else {
+			s.settle(in, Failed, "lstat: "+err.Error())
+		}
+		return nil
+	}
+	var size int64
+	if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+		size = st.Size
+	}
+	r := rec{input: in, entry: entry, size: size}
+	if s.cfg.HardLinks && st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Nlink > 1 {
+		key := inode{dev: uint64(st.Dev), ino: uint64(st.Ino)}
+		if s.cfg.Shards > 1 && key.shard(s.cfg.Shards) != s.cfg.Shard {
+			return nil
+		}
+		r.input = bytes.Clone(in)
+		if g := s.links.add(key, uint64(st.Nlink), r); g != nil {
+			return s.addGroup(ctx, g, out)
+		}
+		return nil
+	}
+	if s.cfg.Shards > 1 && s.cfg.HardLinks && Shard(in, s.cfg.Shards) != s.cfg.Shard {
+		return nil
+	}
+	return s.addGroup(ctx, []rec{r}, out)
+}
+
+func (s *Splitter) settle(in []byte, status, reason string) {
+	if s.hooks.Settled != nil {
+		s.hooks.Settled(in, status, reason)
+	}
+}
+
+// addGroup puts records into the current chunk, all in the same one.
+func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) error {
+	var size int64
+	for _, r := range g {
+		size += r.size
+	}
+	if s.cur != nil && (s.cur.Bytes+size > s.cfg.ChunkBytes || s.cur.Len()+len(g) > s.cfg.ChunkFiles) {
+		if err := s.flush(ctx, out); err != nil {
+			return err
+		}
+	}
+	if s.cur == nil {
+		s.cur = &Chunk{ID: s.nextID}
+		s.nextID++
+	}
+	for _, r := range g {
+		s.cur.Inputs = append(s.cur.Inputs, bytes.Clone(r.input))
+		s.cur.Entries = append(s.cur.Entries, r.entry)
+		s.cur.Bytes += r.size
+		if s.hooks.Accepted != nil {
+			s.hooks.Accepted(r.size)
+		}
+	}
+	if s.cur.Len() >= s.cfg.ChunkFiles || s.cur.Bytes >= s.cfg.ChunkBytes {
+		return s.flush(ctx, out)
+	}
+	return nil
+}
+
+func (s *Splitter) flush(ctx context.Context, out chan<- *Chunk) error {
+	if s.cur == nil {
+		return nil
+	}
+	select {
+	case out <- s.cur:
+		s.cur = nil
+		return nil
+	case <-ctx.Done():
+		s.unsent()
+		return ctx.Err()
+	}
+}
+
+// resolve returns the absolute path to lstat and the entry to write to rsync.
+func (s *Splitter) resolve(in []byte) (abs string, entry []byte, err error) {
+	if bytes.IndexByte(in, 0) >= 0 {
+		return "", nil, errors.New("name contains a NUL byte")
+	}
+	p := string(in)
+	if filepath.IsAbs(p) {
+		p = filepath.Clean(p)
+		if s.cfg.Root == "" {
+			return p, []byte(p), nil
+		}
+		rest, ok := under(p, s.cfg.Root)
+		if !ok {
+			return "", nil, fmt.Errorf("outside --root %s", s.cfg.Root)
+		}
+		return p, anchor(s.cfg.Root, rest), nil
+	}
+	base := s.cfg.Root
+	if base == "" {
+		base = s.cfg.Cwd
+	}
+	rel := filepath.Clean(p)
+	if rel == ".." || bytes.HasPrefix([]byte(rel), []byte("../")) {
+		if s.cfg.Root != "" {
+			return "", nil, fmt.Errorf("outside --root %s", s.cfg.Root)
+		}
+		return "", nil, errors.New("outside the working directory: use absolute paths or --root")
+	}
+	return filepath.Join(base, rel), anchor(base, rel), nil
+}
+
+// under reports whether p is root or below it, and the rest of p after root.
+func under(p, root string) (string, bool) {
+	if p == root {
+		return ".", true
+	}
+	if root == "/" {
+		return p[1:], true
+	}
+	if len(p) > len(root) && p[:len(root)] == root && p[len(root)] == '/' {
+		return p[len(root)+1:], true
+	}
+	return "", false
+}
+
+// anchor writes base/./rel, which rsync (source "/") copies to DEST/rel.
+func anchor(base, rel string) []byte {
+	b := make([]byte, 0, len(base)+3+len(rel))
+	b = append(b, base...)
+	if base != "/" {
+		b = append(b, '/')
+	}
+	b = append(b, "./"...)
+	return append(b, rel...)
+}
+
+// Shard returns the shard of n that path p belongs to: xxhash64 (XXH64, seed 0) of
+// the path's bytes, mod n. The function is part of prsync's stable contract.
+func Shard(p []byte, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(xxhash.Sum64(p) % uint64(n))
+}

@@ -1,0 +1,164 @@
+// Package throttle pauses and resumes rsync process groups when the machine is busy.
+package throttle
+
+import (
+	"fmt"
+	"math"
+)
+
+// Policy holds the limits that decide when rsync groups are paused and resumed.
+//
+// Suspend and Resume are system-wide CPU use in percent. The machine is hot
+// above Suspend and cool below Resume; between them nothing changes, so the
+// gap is the hysteresis that keeps the controller from flapping.
+//
+// MaxLoad (1-minute load average) and MaxIOPressure (Linux PSI io "some
+// avg10", in percent) are optional extra limits; zero turns each one off.
+// They use the same hysteresis as CPU: the machine is hot above the limit and
+// counts as cool for that limit only below limit × Resume/Suspend. With the
+// default thresholds 80 and 60, --max-load 8 pauses above 8 and allows
+// resuming below 6.
+type Policy struct {
+	Suspend       float64 // pause while CPU % is above this
+	Resume        float64 // resume once CPU % is below this
+	MaxLoad       float64 // 1-minute load average limit; 0 = off
+	MaxIOPressure float64 // PSI io "some avg10" limit in %; 0 = off
+}
+
+// Validate reports whether p is usable: both thresholds in (0, 100], Resume
+// below Suspend, MaxLoad zero or positive, and MaxIOPressure in [0, 100].
+func (p Policy) Validate() error {
+	if !(p.Suspend > 0 && p.Suspend <= 100) {
+		return fmt.Errorf("suspend threshold %g must be above 0 and at most 100", p.Suspend)
+	}
+	if !(p.Resume > 0 && p.Resume <= 100) {
+		return fmt.Errorf("resume threshold %g must be above 0 and at most 100", p.Resume)
+	}
+	if p.Resume >= p.Suspend {
+		return fmt.Errorf("resume threshold %g must be below suspend threshold %g", p.Resume, p.Suspend)
+	}
+	if !(p.MaxLoad >= 0) || math.IsInf(p.MaxLoad, 1) {
+		return fmt.Errorf("max load %g must be 0 (off) or a positive number", p.MaxLoad)
+	}
+	if !(p.MaxIOPressure >= 0 && p.MaxIOPressure <= 100) {
+		return fmt.Errorf("max io pressure %g must be 0 (off) or a percentage up to 100", p.MaxIOPressure)
+	}
+	return nil
+}
+
+// Sample is one measurement of how busy the machine is.
+type Sample struct {
+	CPU        float64 // system-wide CPU use in percent since the previous sample
+	Load       float64 // 1-minute load average; valid only if HasLoad
+	IOPressure float64 // PSI io "some avg10" in percent; valid only if HasIO
+	HasLoad    bool
+	HasIO      bool
+}
+
+// State is what the controller knows about the rsync groups when it decides.
+type State struct {
+	Running   int  // groups running and not paused
+	Suspended int  // groups paused
+	Queued    int  // chunks waiting to start
+	GateOpen  bool // whether new chunks may start now
+}
+
+// Action is what to do to one rsync group.
+type Action int
+
+// The actions Decide can return.
+const (
+	Hold    Action = iota // leave every group as it is
+	Suspend               // pause one running group
+	Resume                // resume one paused group
+)
+
+// String returns "hold", "suspend" or "resume".
+func (a Action) String() string {
+	switch a {
+	case Hold:
+		return "hold"
+	case Suspend:
+		return "suspend"
+	case Resume:
+		return "resume"
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// Reasons name the limit behind a Decision.
+const (
+	ReasonCPU  = "cpu"
+	ReasonLoad = "load"
+	ReasonIO   = "io"
+)
+
+// Decision is the result of Decide.
+type Decision struct {
+	// Action applies to one group at most.
+	Action Action
+	// GateOpen says whether new chunks may start.
+	GateOpen bool
+	// Reason names the limit behind the decision: "cpu", "load" or "io".
+	// When the machine is hot it is the first limit exceeded, in that order;
+	// between the thresholds it is the first limit not yet below its resume
+	// level. It is empty when the machine is cool, since every limit is met.
+	Reason string
+}
+
+// Decide returns what to do in one interval. It is a pure function.
+//
+// When the machine is hot, it suspends the one running group (if any) and
+// closes the gate. When it is cool, it resumes one paused group (if any), and
+// opens the gate only once no group is left paused, so paused work finishes
+// before new work starts. In between it holds and keeps the gate as it is.
+// One group per interval at most keeps the controller gradual instead of
+// pausing or resuming everything at once.
+func Decide(p Policy, st State, s Sample) Decision {
+	if reason := hotReason(p, s); reason != "" {
+		d := Decision{Action: Hold, GateOpen: false, Reason: reason}
+		if st.Running > 0 {
+			d.Action = Suspend
+		}
+		return d
+	}
+	if reason := warmReason(p, s); reason != "" {
+		return Decision{Action: Hold, GateOpen: st.GateOpen, Reason: reason}
+	}
+	if st.Suspended > 0 {
+		return Decision{Action: Resume, GateOpen: st.Suspended == 1}
+	}
+	return Decision{Action: Hold, GateOpen: true}
+}
+
+// hotReason returns the first limit that s exceeds, or "".
+func hotReason(p Policy, s Sample) string {
+	switch {
+	case s.CPU > p.Suspend:
+		return ReasonCPU
+	case loadOn(p, s) && s.Load > p.MaxLoad:
+		return ReasonLoad
+	case ioOn(p, s) && s.IOPressure > p.MaxIOPressure:
+		return ReasonIO
+	}
+	return ""
+}
+
+// warmReason returns the first limit that s is not yet below the resume level
+// of, or "" if the machine is cool.
+func warmReason(p Policy, s Sample) string {
+	ratio := p.Resume / p.Suspend
+	switch {
+	case !(s.CPU < p.Resume):
+		return ReasonCPU
+	case loadOn(p, s) && !(s.Load < p.MaxLoad*ratio):
+		return ReasonLoad
+	case ioOn(p, s) && !(s.IOPressure < p.MaxIOPressure*ratio):
+		return ReasonIO
+	}
+	return ""
+}
+
+func loadOn(p Policy, s Sample) bool { return p.MaxLoad > 0 && s.HasLoad }
+
+func ioOn(p Policy, s Sample) bool { return p.MaxIOPressure > 0 && s.HasIO }

@@ -1,0 +1,171 @@
+package throttle
+
+import (
+	"math"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		p    Policy
+		want string // "" means valid
+	}{
+		{"defaults", Policy{Suspend: 80, Resume: 60}, ""},
+		{"all limits", Policy{Suspend: 80, Resume: 60, MaxLoad: 8, MaxIOPressure: 20}, ""},
+		{"edges", Policy{Suspend: 100, Resume: 99.5, MaxIOPressure: 100}, ""},
+		{"tiny", Policy{Suspend: 0.2, Resume: 0.1}, ""},
+		{"suspend zero", Policy{Suspend: 0, Resume: 60}, "suspend threshold 0 must be above 0 and at most 100"},
+		{"suspend over 100", Policy{Suspend: 101, Resume: 60}, "suspend threshold 101 must be above 0 and at most 100"},
+		{"suspend NaN", Policy{Suspend: math.NaN(), Resume: 60}, "suspend threshold NaN must be above 0 and at most 100"},
+		{"resume zero", Policy{Suspend: 80, Resume: 0}, "resume threshold 0 must be above 0 and at most 100"},
+		{"resume negative", Policy{Suspend: 80, Resume: -5}, "resume threshold -5 must be above 0 and at most 100"},
+		{"resume NaN", Policy{Suspend: 80, Resume: math.NaN()}, "resume threshold NaN must be above 0 and at most 100"},
+		{"resume above suspend", Policy{Suspend: 60, Resume: 80}, "resume threshold 80 must be below suspend threshold 60"},
+		{"resume equals suspend", Policy{Suspend: 70, Resume: 70}, "resume threshold 70 must be below suspend threshold 70"},
+		{"max load negative", Policy{Suspend: 80, Resume: 60, MaxLoad: -1}, "max load -1 must be 0 (off) or a positive number"},
+		{"max load NaN", Policy{Suspend: 80, Resume: 60, MaxLoad: math.NaN()}, "max load NaN must be 0 (off) or a positive number"},
+		{"max load Inf", Policy{Suspend: 80, Resume: 60, MaxLoad: math.Inf(1)}, "max load +Inf must be 0 (off) or a positive number"},
+		{"max io negative", Policy{Suspend: 80, Resume: 60, MaxIOPressure: -0.5}, "max io pressure -0.5 must be 0 (off) or a percentage up to 100"},
+		{"max io over 100", Policy{Suspend: 80, Resume: 60, MaxIOPressure: 150}, "max io pressure 150 must be 0 (off) or a percentage up to 100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.p.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tt.want != "" && err == nil:
+				t.Fatalf("Validate() = nil, want %q", tt.want)
+			case tt.want != "" && err.Error() != tt.want:
+				t.Fatalf("Validate() = %q, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestActionString(t *testing.T) {
+	for a, want := range map[Action]string{Hold: "hold", Suspend: "suspend", Resume: "resume", Action(7): "Action(7)"} {
+		if got := a.String(); got != want {
+			t.Errorf("Action(%d).String() = %q, want %q", int(a), got, want)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	cpuOnly := Policy{Suspend: 80, Resume: 60}
+	// Ratio 60/80 = 0.75: load resumes below 6, io below 15.
+	limits := Policy{Suspend: 80, Resume: 60, MaxLoad: 8, MaxIOPressure: 20}
+
+	cpu := func(c float64) Sample { return Sample{CPU: c} }
+	load := func(c, l float64) Sample { return Sample{CPU: c, Load: l, HasLoad: true} }
+	iop := func(c, p float64) Sample { return Sample{CPU: c, IOPressure: p, HasIO: true} }
+
+	tests := []struct {
+		name string
+		p    Policy
+		st   State
+		s    Sample
+		want Decision
+	}{
+		// Hot on CPU.
+		{"hot suspends one", cpuOnly, State{Running: 3, GateOpen: true}, cpu(95), Decision{Suspend, false, "cpu"}},
+		{"hot with some paused suspends one more", cpuOnly, State{Running: 1, Suspended: 2}, cpu(81), Decision{Suspend, false, "cpu"}},
+		{"hot nothing running holds", cpuOnly, State{Suspended: 2}, cpu(99), Decision{Hold, false, "cpu"}},
+		{"hot closes the gate with work queued", cpuOnly, State{Queued: 5, GateOpen: true}, cpu(90), Decision{Hold, false, "cpu"}},
+		{"hot at 100", cpuOnly, State{Running: 1, GateOpen: true}, cpu(100), Decision{Suspend, false, "cpu"}},
+
+		// Between the thresholds: hold, the gate stays as it was.
+		{"at suspend threshold holds", cpuOnly, State{Running: 2, GateOpen: true}, cpu(80), Decision{Hold, true, "cpu"}},
+		{"between keeps gate open", cpuOnly, State{Running: 2, GateOpen: true}, cpu(70), Decision{Hold, true, "cpu"}},
+		{"between keeps gate closed", cpuOnly, State{Running: 1, Suspended: 2}, cpu(70), Decision{Hold, false, "cpu"}},
+		{"at resume threshold holds", cpuOnly, State{Suspended: 2}, cpu(60), Decision{Hold, false, "cpu"}},
+		{"NaN cpu holds", cpuOnly, State{Running: 1, Suspended: 1}, cpu(math.NaN()), Decision{Hold, false, "cpu"}},
+
+		// Cool: resume one; the gate opens when nothing stays paused.
+		{"cool resumes one, gate stays closed", cpuOnly, State{Running: 1, Suspended: 3}, cpu(30), Decision{Resume, false, ""}},
+		{"cool resumes the last, gate opens", cpuOnly, State{Running: 1, Suspended: 1}, cpu(59.9), Decision{Resume, true, ""}},
+		{"cool nothing paused opens the gate", cpuOnly, State{Running: 2}, cpu(10), Decision{Hold, true, ""}},
+		{"cool idle with queue opens the gate", cpuOnly, State{Queued: 4}, cpu(0), Decision{Hold, true, ""}},
+		{"cool already open", cpuOnly, State{Running: 2, Queued: 1, GateOpen: true}, cpu(5), Decision{Hold, true, ""}},
+
+		// Load average.
+		{"load hot", limits, State{Running: 2, GateOpen: true}, load(10, 9), Decision{Suspend, false, "load"}},
+		{"load at limit is not hot", limits, State{Running: 2, GateOpen: true}, load(10, 8), Decision{Hold, true, "load"}},
+		{"load between holds", limits, State{Suspended: 1}, load(10, 7), Decision{Hold, false, "load"}},
+		{"load at resume level holds", limits, State{Suspended: 1}, load(10, 6), Decision{Hold, false, "load"}},
+		{"load below resume level resumes", limits, State{Suspended: 1}, load(10, 5.9), Decision{Resume, true, ""}},
+		{"load unavailable is ignored", limits, State{Suspended: 1}, Sample{CPU: 10, Load: 50}, Decision{Resume, true, ""}},
+		{"load off is ignored", cpuOnly, State{Running: 1, GateOpen: true}, load(10, 50), Decision{Hold, true, ""}},
+
+		// IO pressure.
+		{"io hot", limits, State{Running: 2, GateOpen: true}, iop(10, 25), Decision{Suspend, false, "io"}},
+		{"io at limit is not hot", limits, State{Running: 2, GateOpen: true}, iop(10, 20), Decision{Hold, true, "io"}},
+		{"io between holds", limits, State{Suspended: 2}, iop(10, 17), Decision{Hold, false, "io"}},
+		{"io at resume level holds", limits, State{Suspended: 2}, iop(10, 15), Decision{Hold, false, "io"}},
+		{"io below resume level resumes", limits, State{Suspended: 2}, iop(10, 14), Decision{Resume, false, ""}},
+		{"io unavailable is ignored", limits, State{Running: 1}, Sample{CPU: 10, IOPressure: 90}, Decision{Hold, true, ""}},
+		{"io off is ignored", cpuOnly, State{Running: 1}, iop(10, 90), Decision{Hold, true, ""}},
+
+		// Which limit is reported.
+		{"cpu named before load", limits, State{Running: 1}, Sample{CPU: 90, Load: 20, HasLoad: true}, Decision{Suspend, false, "cpu"}},
+		{"load named before io", limits, State{Running: 1}, Sample{CPU: 10, Load: 20, HasLoad: true, IOPressure: 90, HasIO: true}, Decision{Suspend, false, "load"}},
+		{"hot io beats warm cpu", limits, State{Running: 1, GateOpen: true}, Sample{CPU: 70, IOPressure: 90, HasIO: true}, Decision{Suspend, false, "io"}},
+		{"warm cpu named before warm io", limits, State{Suspended: 1}, Sample{CPU: 70, IOPressure: 17, HasIO: true}, Decision{Hold, false, "cpu"}},
+		{"only io warm", limits, State{Suspended: 1}, Sample{CPU: 10, Load: 1, HasLoad: true, IOPressure: 17, HasIO: true}, Decision{Hold, false, "io"}},
+		{"all cool", limits, State{Suspended: 1}, Sample{CPU: 10, Load: 1, HasLoad: true, IOPressure: 1, HasIO: true}, Decision{Resume, true, ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Decide(tt.p, tt.st, tt.s); got != tt.want {
+				t.Errorf("Decide(%+v, %+v, %+v) = %+v, want %+v", tt.p, tt.st, tt.s, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecideSequence applies each decision to a model of the pool, one call
+// per interval, and checks that the controller moves one group at a time and
+// holds between the thresholds.
+func TestDecideSequence(t *testing.T) {
+	p := Policy{Suspend: 80, Resume: 60}
+	st := State{Running: 3, Queued: 2, GateOpen: true}
+	steps := []struct {
+		cpu  float64
+		want Action
+		st   State // after applying the action
+	}{
+		{50, Hold, State{Running: 3, Queued: 2, GateOpen: true}},
+		{90, Suspend, State{Running: 2, Suspended: 1, Queued: 2}},
+		{95, Suspend, State{Running: 1, Suspended: 2, Queued: 2}},
+		{75, Hold, State{Running: 1, Suspended: 2, Queued: 2}}, // hysteresis: no resume yet
+		{61, Hold, State{Running: 1, Suspended: 2, Queued: 2}},
+		{85, Suspend, State{Suspended: 3, Queued: 2}},
+		{99, Hold, State{Suspended: 3, Queued: 2}}, // nothing left to pause
+		{79, Hold, State{Suspended: 3, Queued: 2}},
+		{40, Resume, State{Running: 1, Suspended: 2, Queued: 2}},
+		{40, Resume, State{Running: 2, Suspended: 1, Queued: 2}},
+		{70, Hold, State{Running: 2, Suspended: 1, Queued: 2}},
+		{40, Resume, State{Running: 3, Queued: 2, GateOpen: true}}, // the last resume opens the gate
+		{40, Hold, State{Running: 3, Queued: 2, GateOpen: true}},
+		{70, Hold, State{Running: 3, Queued: 2, GateOpen: true}},
+	}
+	for i, step := range steps {
+		d := Decide(p, st, Sample{CPU: step.cpu})
+		if d.Action != step.want {
+			t.Fatalf("step %d (cpu %v): action %v, want %v", i, step.cpu, d.Action, step.want)
+		}
+		switch d.Action {
+		case Suspend:
+			st.Running--
+			st.Suspended++
+		case Resume:
+			st.Running++
+			st.Suspended--
+		}
+		st.GateOpen = d.GateOpen
+		if st != step.st {
+			t.Fatalf("step %d (cpu %v): state %+v, want %+v", i, step.cpu, st, step.st)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package throttle
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestParsePSI(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    float64
+		wantErr bool
+	}{
+		{"kernel format", "some avg10=1.23 avg60=0.50 avg300=0.10 total=123456\nfull avg10=0.80 avg60=0.40 avg300=0.05 total=99999\n", 1.23, false},
+		{"idle", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", 0, false},
+		{"saturated", "some avg10=100.00 avg60=99.00 avg300=90.00 total=1\n", 100, false},
+		{"full line first", "full avg10=9.00 avg60=0 avg300=0 total=0\nsome avg10=4.50 avg60=0 avg300=0 total=0\n", 4.5, false},
+		{"fields reordered", "some avg60=1.00 avg10=2.50 total=7\n", 2.5, false},
+		{"no trailing newline", "some avg10=3.00 avg60=0 avg300=0 total=0", 3, false},
+		{"extra spaces", "  some   avg10=7.25  avg60=0\n", 7.25, false},
+		{"empty", "", 0, true},
+		{"no some line", "full avg10=1.00 avg60=0 avg300=0 total=0\n", 0, true},
+		{"no avg10", "some avg60=1.00 avg300=0 total=0\n", 0, true},
+		{"bad number", "some avg10=abc avg60=0\n", 0, true},
+		{"empty number", "some avg10= avg60=0\n", 0, true},
+		{"negative", "some avg10=-1.00 avg60=0\n", 0, true},
+		{"over 100", "some avg10=100.01 avg60=0\n", 0, true},
+		{"NaN", "some avg10=NaN avg60=0\n", 0, true},
+		{"prefix is not some", "something avg10=1.00\n", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parsePSI(strings.NewReader(tt.in))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parsePSI(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Fatalf("parsePSI(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// fakeSources counts calls to the sampler's sources and returns set values.
+type fakeSources struct {
+	cpu, load, io          float64
+	cpuErr, loadErr, ioErr error
+	loadCalls, ioCalls     int
+}
+
+func (f *fakeSources) sampler(p Policy, warn *bytes.Buffer) *systemSampler {
+	return &systemSampler{
+		warn:     warn,
+		wantLoad: p.MaxLoad > 0,
+		wantIO:   p.MaxIOPressure > 0,
+		cpuPercent: func(context.Context) (float64, error) {
+			return f.cpu, f.cpuErr
+		},
+		loadAverage: func(context.Context) (float64, error) {
+			f.loadCalls++
+			return f.load, f.loadErr
+		},
+		ioPressure: func() (float64, error) {
+			f.ioCalls++
+			return f.io, f.ioErr
+		},
+	}
+}
+
+func TestSystemSamplerLimitsOff(t *testing.T) {
+	f := &fakeSources{cpu: 42, load: 3, io: 5}
+	var warn bytes.Buffer
+	s := f.sampler(Policy{Suspend: 80, Resume: 60}, &warn)
+	got, err := s.Sample(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Sample{CPU: 42}); got != want {
+		t.Errorf("Sample() = %+v, want %+v", got, want)
+	}
+	if f.loadCalls != 0 || f.ioCalls != 0 {
+		t.Errorf("read load %d times and io %d times, want 0 and 0", f.loadCalls, f.ioCalls)
+	}
+	if warn.Len() != 0 {
+		t.Errorf("warned %q", warn.String())
+	}
+}
+
+func TestSystemSamplerLimitsOn(t *testing.T) {
+	f := &fakeSources{cpu: 42, load: 3, io: 5}
+	var warn bytes.Buffer
+	s := f.sampler(Policy{Suspend: 80, Resume: 60, MaxLoad: 4, MaxIOPressure: 10}, &warn)
+	got, err := s.Sample(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Sample{CPU: 42, Load: 3, IOPressure: 5, HasLoad: true, HasIO: true}
+	if got != want {
+		t.Errorf("Sample() = %+v, want %+v", got, want)
+	}
+	if warn.Len() != 0 {
+		t.Errorf("warned %q", warn.String())
+	}
+}
+
+func TestSystemSamplerWarnsOnce(t *testing.T) {
+	f := &fakeSources{
+		cpu:     12,
+		loadErr: errors.New("load average unavailable: nope"),
+		ioErr:   errors.New("/proc/pressure/io is missing"),
+	}
+	var warn bytes.Buffer
+	s := f.sampler(Policy{Suspend: 80, Resume: 60, MaxLoad: 4, MaxIOPressure: 10}, &warn)
+	for range 3 {
+		got, err := s.Sample(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (Sample{CPU: 12}); got != want {
+			t.Errorf("Sample() = %+v, want %+v", got, want)
+		}
+	}
+	wantWarn := "prsync: warning: --max-load: load average unavailable: nope; ignoring it\n" +
+		"prsync: warning: --max-io-pressure: /proc/pressure/io is missing; ignoring it\n"
+	if warn.String() != wantWarn {
+		t.Errorf("warnings:\n%s\nwant:\n%s", warn.String(), wantWarn)
+	}
+	if f.loadCalls != 1 || f.ioCalls != 1 {
+		t.Errorf("read load %d times and io %d times, want 1 and 1", f.loadCalls, f.ioCalls)
+	}
+}
+
+func TestSystemSamplerCPUError(t *testing.T) {
+	f := &fakeSources{cpuErr: errors.New("no /proc/stat")}
+	s := f.sampler(Policy{Suspend: 80, Resume: 60}, new(bytes.Buffer))
+	if _, err := s.Sample(t.Context()); err == nil || !strings.Contains(err.Error(), "no /proc/stat") {
+		t.Fatalf("Sample() error = %v, want the cpu error", err)
+	}
+}
+
+func TestSystemSamplerCancelledLoadDoesNotDisable(t *testing.T) {
+	f := &fakeSources{loadErr: context.Canceled}
+	var warn bytes.Buffer
+	s := f.sampler(Policy{Suspend: 80, Resume: 60, MaxLoad: 4}, &warn)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.Sample(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sample() error = %v, want context.Canceled", err)
+	}
+	if warn.Len() != 0 || !s.wantLoad {
+		t.Errorf("a cancelled context disabled --max-load (warned %q)", warn.String())
+	}
+}
+
+// TestNewSystemSampler reads the real machine.
+func TestNewSystemSampler(t *testing.T) {
+	var warn bytes.Buffer
+	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60, MaxLoad: 1000, MaxIOPressure: 50}, &warn)
+	for range 2 {
+		got, err := s.Sample(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CPU < 0 || got.CPU > 100 {
+			t.Errorf("CPU = %v, want 0..100", got.CPU)
+		}
+		if got.HasLoad && got.Load < 0 {
+			t.Errorf("Load = %v, want >= 0", got.Load)
+		}
+		if got.HasIO && (got.IOPressure < 0 || got.IOPressure > 100) {
+			t.Errorf("IOPressure = %v, want 0..100", got.IOPressure)
+		}
+		if !got.HasIO && !strings.Contains(warn.String(), "--max-io-pressure") {
+			t.Errorf("no io pressure and no warning (warned %q)", warn.String())
+		}
+		if runtime.GOOS != "linux" && got.HasIO {
+			t.Errorf("HasIO on %s", runtime.GOOS)
+		}
+	}
+	if n := strings.Count(warn.String(), "\n"); n > 2 {
+		t.Errorf("warned %d lines, want at most one per limit:\n%s", n, warn.String())
+	}
+	t.Logf("warnings: %q", warn.String())
+}
