@@ -1,0 +1,453 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/prsync/prsync/cli"
+)
+
+// prsyncBin is a prsync binary built for the tests; fakeRsync runs the test binary as rsync.
+var prsyncBin string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("PRSYNC_TEST_FAKE_RSYNC") != "" {
+		os.Exit(fakeRsync())
+	}
+	testscript.Main(m, map[string]func(){
+		"prsync": func() { os.Exit(cli.Main()) },
+	})
+}
+
+// bin builds prsync once per test binary run.
+func bin(t testing.TB) string {
+	t.Helper()
+	if prsyncBin != "" {
+		return prsyncBin
+	}
+	dir, err := os.MkdirTemp("", "prsync-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "prsync")
+	out, err := exec.Command("go", "build", "-o", p, "..").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build prsync: %v\n%s", err, out)
+	}
+	prsyncBin = p
+	return p
+}
+
+func needRsync(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("rsync"); err != nil {
+		t.Skip("rsync is not installed")
+	}
+}
+
+// Run is one prsync run.
+type Run struct {
+	Code   int
+	Stdout string
+	Stderr string
+	Events []map[string]any
+}
+
+// Summary returns the summary event; the test fails if it is missing or not last.
+func (r *Run) Summary(t testing.TB) map[string]any {
+	t.Helper()
+	if len(r.Events) == 0 {
+		t.Fatalf("no events; stderr:\n%s", r.Stderr)
+	}
+	last := r.Events[len(r.Events)-1]
+	if last["type"] != "summary" {
+		t.Fatalf("last event is %v, want summary", last["type"])
+	}
+	return last
+}
+
+// OfType returns the events of one type.
+func (r *Run) OfType(typ string) []map[string]any {
+	var out []map[string]any
+	for _, e := range r.Events {
+		if e["type"] == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// num reads a JSON number field.
+func num(m map[string]any, k string) int64 {
+	v, _ := m[k].(float64)
+	return int64(v)
+}
+
+// checkIdentity asserts the accounting identity of a summary, and that files == want (if want >= 0).
+func checkIdentity(t testing.TB, s map[string]any, want int64) {
+	t.Helper()
+	sum := num(s, "files_transferred") + num(s, "files_up_to_date") + num(s, "files_vanished") +
+		num(s, "files_failed") + num(s, "files_not_done")
+	if sum != num(s, "files") {
+		t.Errorf("accounting: transferred+up_to_date+vanished+failed+not_done = %d, files = %d (%v)", sum, num(s, "files"), s)
+	}
+	if want >= 0 && num(s, "files") != want {
+		t.Errorf("summary files = %d, want %d", num(s, "files"), want)
+	}
+}
+
+// runPrsync runs the prsync binary with stdin, in dir (or the test's cwd when "").
+func runPrsync(t testing.TB, dir string, stdin []byte, args ...string) *Run {
+	t.Helper()
+	cmd := exec.Command(bin(t), args...)
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = append(os.Environ(), "PRSYNC_RETRY_DELAY=10ms")
+	err := cmd.Run()
+	r := &Run{Stdout: out.String(), Stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.Code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run prsync: %v", err)
+	}
+	r.Events = parseEvents(t, out.Bytes())
+	return r
+}
+
+func parseEvents(t testing.TB, b []byte) []map[string]any {
+	t.Helper()
+	var evs []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("stdout line is not JSON: %q: %v", line, err)
+		}
+		if _, ok := m["type"]; !ok {
+			t.Fatalf("event without type: %s", line)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(m["time"])); err != nil {
+			t.Fatalf("event time %v: %v", m["time"], err)
+		}
+		evs = append(evs, m)
+	}
+	return evs
+}
+
+// nul joins paths with NUL terminators.
+func nul(paths ...string) []byte {
+	var b []byte
+	for _, p := range paths {
+		b = append(b, p...)
+		b = append(b, 0)
+	}
+	return b
+}
+
+// listTree returns every file and symlink under dir, NUL-separated, absolute (find -print0).
+func listTree(t testing.TB, dir string) ([]byte, int) {
+	t.Helper()
+	var b []byte
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			b = append(append(b, p...), 0)
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, n
+}
+
+func writeFile(t testing.TB, p string, data string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oddNames are file names that break naive tools.
+var oddNames = []string{
+	"new\nline", "-e touch PWNED", "--remove-source-files", "#hash.db", ";semi", " lead space",
+	"trail space ", `back\slash`, "host:file", "bad\xffutf8", `\#012literal`, "cr\r", "plain.db",
+}
+
+// makeOddTree writes files with odd names, nested dirs and a symlink under dir.
+func makeOddTree(t testing.TB, dir string) {
+	t.Helper()
+	for i, n := range oddNames {
+		writeFile(t, filepath.Join(dir, n), fmt.Sprintf("content %d of %q\n", i, n), 0o644)
+		writeFile(t, filepath.Join(dir, "nested", "deeper", n), strings.Repeat("x", i*100), 0o640)
+	}
+	writeFile(t, filepath.Join(dir, "exec.sh"), "#!/bin/sh\n", 0o755)
+	if err := os.Symlink("plain.db", filepath.Join(dir, "link-to-plain")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/nonexistent/target", filepath.Join(dir, "nested", "dangling")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameTree fails the test unless dst holds exactly src's files: names, contents, modes, symlinks.
+func sameTree(t testing.TB, src, dst string) {
+	t.Helper()
+	a, b := snapshot(t, src), snapshot(t, dst)
+	for k, v := range a {
+		if w, ok := b[k]; !ok {
+			t.Errorf("missing in %s: %q", dst, k)
+		} else if v != w {
+			t.Errorf("differs: %q: %s vs %s", k, v, w)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			t.Errorf("extra in %s: %q", dst, k)
+		}
+	}
+}
+
+func snapshot(t testing.TB, root string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." {
+			return nil
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			tgt, _ := os.Readlink(p)
+			m[rel] = "link:" + tgt
+		case fi.IsDir():
+			m[rel] = "dir"
+		default:
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			m[rel] = fmt.Sprintf("file %v %x", fi.Mode().Perm(), data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// procsMentioning returns the PIDs of live processes whose command line contains s,
+// with their state letter (R, S, T, Z …).
+func procsMentioning(s string) map[int]string {
+	out := map[int]string{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cl, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cl, []byte(s)) {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 {
+			out[pid] = string(st[i+2])
+		}
+	}
+	return out
+}
+
+// noProcsLeft fails unless, within a second, no process mentions marker (zombies aside).
+func noProcsLeft(t testing.TB, marker string) {
+	t.Helper()
+	var left map[int]string
+	for i := 0; i < 40; i++ {
+		left = procsMentioning(marker)
+		for pid, st := range left {
+			if st == "Z" {
+				delete(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for pid := range left {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	t.Errorf("processes left behind: %v", left)
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Daemon is an rsync daemon on 127.0.0.1 started by a test.
+type Daemon struct {
+	Port int
+	Dir  string // the module's path
+	conf string
+	cmd  *exec.Cmd
+}
+
+// URL returns rsync://127.0.0.1:PORT/mod/ .
+func (d *Daemon) URL() string { return fmt.Sprintf("rsync://127.0.0.1:%d/mod/", d.Port) }
+
+// startDaemon starts `rsync --daemon --no-detach` on a free port with a module "mod"
+// writing into dir. It is stopped by PID when the test ends.
+func startDaemon(t testing.TB, dir string, port int) *Daemon {
+	t.Helper()
+	needRsync(t)
+	if port == 0 {
+		port = freePort(t)
+	}
+	cd := t.TempDir()
+	conf := filepath.Join(cd, "rsyncd.conf")
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "uid = root\ngid = root\n"
+	}
+	cfg := fmt.Sprintf("pid file = %s/pid\nlog file = %s/log\nuse chroot = no\n%s[mod]\npath = %s\nread only = no\n",
+		cd, cd, user, dir)
+	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{Port: port, Dir: dir, conf: conf}
+	d.start(t)
+	t.Cleanup(func() { d.Stop() })
+	return d
+}
+
+func (d *Daemon) start(t testing.TB) {
+	t.Helper()
+	d.cmd = exec.Command("rsync", "--daemon", "--no-detach", "--config="+d.conf,
+		"--address=127.0.0.1", "--port="+strconv.Itoa(d.Port))
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", d.Port))
+		if err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.Stop()
+	t.Fatalf("rsync daemon did not listen on 127.0.0.1:%d", d.Port)
+}
+
+// Stop kills the daemon's process group (the daemon and its session children), by PID.
+func (d *Daemon) Stop() {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return
+	}
+	syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+	d.cmd.Wait()
+	d.cmd = nil
+}
+
+// fakeRsync acts as rsync for faults a real one cannot be made to produce on demand.
+// PRSYNC_TEST_FAKE_RSYNC holds the behaviour; "--version" always answers like rsync.
+func fakeRsync() int {
+	for _, a := range os.Args[1:] {
+		if a == "--version" {
+			fmt.Println("rsync  version 3.5.0  protocol version 32")
+			return 0
+		}
+	}
+	mode := os.Getenv("PRSYNC_TEST_FAKE_RSYNC")
+	// count invocations in a file, so a test can fail the first N and pass the rest
+	state := os.Getenv("PRSYNC_TEST_FAKE_STATE")
+	n := 0
+	if state != "" {
+		b, _ := os.ReadFile(state)
+		n, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		n++
+		os.WriteFile(state, []byte(strconv.Itoa(n)), 0o644)
+	}
+	var code int
+	if _, err := fmt.Sscanf(mode, "exit:%d", &code); err == nil {
+		fmt.Fprintf(os.Stderr, "rsync: fake failure (code %d)\n", code)
+		return code
+	}
+	var first int
+	if _, err := fmt.Sscanf(mode, "fail-first:%d:%d", &first, &code); err == nil {
+		if n <= first {
+			fmt.Fprintf(os.Stderr, "rsync: fake failure %d (code %d)\n", n, code)
+			return code
+		}
+		return execRealRsync()
+	}
+	fmt.Fprintf(os.Stderr, "fake rsync: unknown mode %q\n", mode)
+	return 2
+}
+
+// execRealRsync replaces the fake with the real rsync, same arguments and stdin.
+func execRealRsync() int {
+	p, err := exec.LookPath("rsync")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 127
+	}
+	err = syscall.Exec(p, append([]string{"rsync"}, os.Args[1:]...), os.Environ())
+	fmt.Fprintln(os.Stderr, err)
+	return 127
+}
+
+// fakeRsyncPath returns a path to this test binary usable as --rsync, with the mode in env.
+func fakeRsyncPath(t testing.TB) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return self
+}
