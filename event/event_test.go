@@ -1,0 +1,79 @@
+package event
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestGolden pins the exact bytes of every event type: the schema is a public contract.
+func TestGolden(t *testing.T) {
+	var buf bytes.Buffer
+	enc := NewEncoder(&buf)
+	enc.Now = func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.FixedZone("x", 3600)) }
+	load, psi := 3.5, 12.25
+	p, b64 := PathFields([]byte("dir/bad\xffname"))
+	events := []Event{
+		&Start{Version: "v1.0.0", Schema: Schema, PID: 42, Jobs: 4, Dest: "backup/", Root: "/var/lib",
+			Rsync: "/usr/bin/rsync", RsyncVersion: "3.5.0", RsyncArgs: []string{"--archive"}, Null: true,
+			ChunkFiles: 2000, ChunkBytes: 1 << 30, Shard: 1, Shards: 4},
+		&ChunkStart{Chunk: 1, Attempt: 1, Files: 3, Bytes: 3000, PID: 1234},
+		&ChunkEnd{Chunk: 1, Attempt: 1, Files: 3, Bytes: 3000, FilesTransferred: 2, BytesTransferred: 2000,
+			FilesVanished: 1, Seconds: 0.5, ExitCode: 24, Status: "vanished", Error: "file has vanished: \"/var/lib/./x\"\n"},
+		&ChunkEnd{Chunk: 2, Attempt: 1, Files: 1, ExitCode: 10, Status: "retrying", Error: "connection refused", Hint: "check the daemon"},
+		&Throttle{Action: "suspend", Reason: "cpu", CPUPercent: 91.5, Load: &load, IOPressure: &psi, Chunk: 2, PID: 1235, Running: 1, Suspended: 1},
+		&Progress{FilesDone: 10, BytesDone: 1000, FilesQueued: 5, InputDone: true, RateBps: 8000, CPUPercent: 50, Running: 2, Elapsed: 1.5},
+		&PathFailed{Path: p, PathB64: b64, Status: "failed", Reason: "lstat: permission denied", Chunk: 0},
+		&PathFailed{Path: "<html>&", Status: "vanished", Reason: "x", Chunk: 3},
+		&Error{Error: "read input: input/output error"},
+		&Summary{Files: 13, Bytes: 4000, FilesTransferred: 10, BytesTransferred: 3000, FilesUpToDate: 1,
+			FilesFailed: 1, FilesVanished: 1, Chunks: 2, ChunksFailed: 1, Retries: 1, Suspensions: 2,
+			SecondsSuspended: 1.25, Seconds: 3.5, RateBps: 6857.1, ExitCode: 23, Shard: 1, Shards: 4},
+	}
+	for _, ev := range events {
+		enc.Emit(ev)
+	}
+	if err := enc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "events.golden.jsonl")
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("events differ from %s (run go test ./event -update after a deliberate change)\ngot:\n%s\nwant:\n%s", golden, buf.Bytes(), want)
+	}
+}
+
+func TestPathFields(t *testing.T) {
+	if p, b := PathFields([]byte("ok/path")); p != "ok/path" || b != "" {
+		t.Errorf("valid UTF-8: %q %q", p, b)
+	}
+	if _, b := PathFields([]byte("a\xffb")); b != "Yf9i" {
+		t.Errorf("invalid UTF-8: b64 %q", b)
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+func TestWriteErrorSticks(t *testing.T) {
+	enc := NewEncoder(failWriter{})
+	enc.Emit(&Error{Error: "x"})
+	enc.Emit(&Error{Error: "y"})
+	if enc.Err() == nil {
+		t.Fatal("no error after a failed write")
+	}
+}

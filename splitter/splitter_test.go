@@ -1,0 +1,347 @@
+package splitter
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// collect runs a Splitter over input and returns the chunks and the settled paths.
+func collect(t *testing.T, cfg Config, input string) ([]*Chunk, []string) {
+	t.Helper()
+	var settled []string
+	s := New(cfg, Hooks{Settled: func(in []byte, status, reason string) {
+		settled = append(settled, status+":"+string(in))
+	}})
+	out := make(chan *Chunk, 1000)
+	if err := s.Run(context.Background(), strings.NewReader(input), out); err != nil {
+		t.Fatal(err)
+	}
+	close(out)
+	var cs []*Chunk
+	for c := range out {
+		cs = append(cs, c)
+	}
+	return cs, settled
+}
+
+func sizes(cs []*Chunk) string {
+	var b []string
+	for _, c := range cs {
+		b = append(b, fmt.Sprintf("%d/%d", c.Len(), c.Bytes))
+	}
+	return strings.Join(b, " ")
+}
+
+func TestChunkBounds(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, size int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b, c, big, d := mk("a", 10), mk("b", 10), mk("c", 10), mk("big", 100), mk("d", 10)
+	list := func(ps ...string) string { return strings.Join(ps, "\n") + "\n" }
+	tests := []struct {
+		name  string
+		files int
+		bytes int64
+		in    string
+		want  string
+	}{
+		{"count", 2, 1000, list(a, b, c, d), "2/20 2/20"},
+		{"bytes", 100, 25, list(a, b, c, d), "2/20 2/20"},
+		{"big file alone", 100, 50, list(a, big, b), "1/10 1/100 1/10"},
+		{"big file first", 100, 50, list(big, a, b), "1/100 2/20"},
+		{"exact bytes", 100, 20, list(a, b, c), "2/20 1/10"},
+		{"one per chunk", 1, 1000, list(a, b), "1/10 1/10"},
+		{"no final newline", 10, 1000, a + "\n" + b, "2/20"},
+		{"empty records skipped", 10, 1000, "\n" + a + "\n\n" + b + "\n", "2/20"},
+		{"nothing", 10, 1000, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs, _ := collect(t, Config{Sep: '\n', Cwd: "/", ChunkFiles: tt.files, ChunkBytes: tt.bytes}, tt.in)
+			if got := sizes(cs); got != tt.want {
+				t.Errorf("chunks %q, want %q", got, tt.want)
+			}
+			for i, c := range cs {
+				if c.ID != i+1 {
+					t.Errorf("chunk %d has ID %d", i, c.ID)
+				}
+			}
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	tests := []struct {
+		root, cwd, in string
+		want          string // entry, or "error"
+	}{
+		{"", "/work", "/var/lib/x", "/var/lib/x"},
+		{"", "/work", "/var//lib/./x/", "/var/lib/x"},
+		{"", "/work", "a/b", "/work/./a/b"},
+		{"", "/work", "./a/b", "/work/./a/b"},
+		{"", "/", "a", "/./a"},
+		{"", "/work", "../x", "error"},
+		{"/var/lib", "/work", "/var/lib/cassandra/x", "/var/lib/./cassandra/x"},
+		{"/var/lib", "/work", "/var/libx/y", "error"},
+		{"/var/lib", "/work", "/etc/passwd", "error"},
+		{"/var/lib", "/work", "cassandra/x", "/var/lib/./cassandra/x"},
+		{"/var/lib", "/work", "a/../../x", "error"},
+		{"/", "/work", "/etc/x", "/./etc/x"},
+		{"", "/work", "#hash", "/work/./#hash"},
+		{"", "/work", "-e touch", "/work/./-e touch"},
+		{"", "/work", "a\x00b", "error"},
+	}
+	for _, tt := range tests {
+		s := New(Config{Root: tt.root, Cwd: tt.cwd}, Hooks{})
+		_, e, err := s.resolve([]byte(tt.in))
+		got := string(e)
+		if err != nil {
+			got = "error"
+		}
+		if got != tt.want {
+			t.Errorf("root %q cwd %q: resolve(%q) = %q, want %q", tt.root, tt.cwd, tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSettled(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "ok")
+	os.WriteFile(ok, []byte("x"), 0o644)
+	long := strings.Repeat("x", 1<<20)
+	in := strings.Join([]string{ok, filepath.Join(dir, "gone"), "/outside/root", long}, "\x00") + "\x00"
+	cs, settled := collect(t, Config{Sep: 0, Root: dir, Cwd: "/", ChunkFiles: 10, ChunkBytes: 1 << 30}, in)
+	if sizes(cs) != "1/1" {
+		t.Errorf("chunks %s", sizes(cs))
+	}
+	want := []string{"vanished:" + filepath.Join(dir, "gone"), "failed:/outside/root", "failed:" + long}
+	if len(settled) != len(want) {
+		t.Fatalf("settled %d paths, want %d", len(settled), len(want))
+	}
+	for i := range want {
+		if settled[i] != want[i] {
+			t.Errorf("settled[%d] = %.60q, want %.60q", i, settled[i], want[i])
+		}
+	}
+}
+
+func TestEveryByteKept(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"new\nline", "bad\xffutf8", " lead", "trail ", `back\slash`, "cr\r", "-e x", "#h", ";s"}
+	var in []byte
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in = append(append(in, p...), 0)
+	}
+	cs, settled := collect(t, Config{Sep: 0, Root: dir, Cwd: "/", ChunkFiles: 100, ChunkBytes: 1 << 30}, string(in))
+	if len(settled) != 0 || len(cs) != 1 {
+		t.Fatalf("settled %q, %d chunks", settled, len(cs))
+	}
+	for i, n := range names {
+		if got := string(cs[0].Inputs[i]); got != filepath.Join(dir, n) {
+			t.Errorf("input %q, want %q", got, filepath.Join(dir, n))
+		}
+		if got := string(cs[0].Entries[i]); got != dir+"/./"+n {
+			t.Errorf("entry %q, want %q", got, dir+"/./"+n)
+		}
+	}
+}
+
+// TestIdleWait: a chunk closes when no new path arrived for ChunkWait, while the input is still open.
+func TestIdleWait(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	os.WriteFile(p, nil, 0o644)
+	pr, pw := io.Pipe()
+	s := New(Config{Sep: '\n', Cwd: "/", ChunkFiles: 1000, ChunkBytes: 1 << 30, ChunkWait: 50 * time.Millisecond}, Hooks{})
+	out := make(chan *Chunk)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background(), pr, out) }()
+	fmt.Fprintf(pw, "%s\n%s\n", p, p)
+	select {
+	case c := <-out:
+		if c.Len() != 2 {
+			t.Errorf("chunk of %d, want 2", c.Len())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no chunk while the input stayed open")
+	}
+	fmt.Fprintf(pw, "%s\n", p)
+	pw.Close()
+	if c := <-out; c.Len() != 1 {
+		t.Errorf("last chunk of %d, want 1", c.Len())
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCancelReportsUnsent: when ctx ends, the chunk being built is handed to Unsent.
+func TestCancelReportsUnsent(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	os.WriteFile(p, nil, 0o644)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	var unsent int
+	got := make(chan struct{})
+	s := New(Config{Sep: '\n', Cwd: "/", ChunkFiles: 1000, ChunkBytes: 1 << 30}, Hooks{
+		Accepted: func(int64) { got <- struct{}{} },
+		Unsent:   func(in [][]byte) { unsent += len(in) },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, pr, make(chan *Chunk)) }()
+	fmt.Fprintf(pw, "%s\n", p)
+	<-got
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if unsent != 1 {
+		t.Errorf("unsent %d, want 1", unsent)
+	}
+}
+
+type errReader struct{ n int }
+
+func (r *errReader) Read(b []byte) (int, error) {
+	if r.n == 0 {
+		r.n++
+		return copy(b, "/x\n"), nil
+	}
+	return 0, fmt.Errorf("disk on fire")
+}
+
+func TestReadError(t *testing.T) {
+	s := New(Config{Sep: '\n', Cwd: "/", ChunkFiles: 10}, Hooks{})
+	err := s.Run(context.Background(), &errReader{}, make(chan *Chunk, 10))
+	if err == nil || !strings.Contains(err.Error(), "read input: disk on fire") {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+// FuzzRecords: whatever the input and block size, the records read are exactly the
+// input split at the separator, with empty records dropped.
+func FuzzRecords(f *testing.F) {
+	f.Add([]byte("a\x00b\x00"), byte(0), 3)
+	f.Add([]byte("a\nb\n\nc"), byte('\n'), 1)
+	f.Add([]byte("\xff\xfe\x00\n\x00"), byte(0), 7)
+	f.Fuzz(func(t *testing.T, in []byte, sep byte, block int) {
+		if sep != 0 {
+			sep = '\n'
+		}
+		block = block%64 + 1
+		var got [][]byte
+		var empty int
+		s := New(Config{Sep: sep, Root: "/", Cwd: "/", ChunkFiles: 1 << 20, BlockSize: block}, Hooks{
+			Settled: func(in []byte, _, _ string) { got = append(got, bytes.Clone(in)) },
+			Empty:   func() { empty++ },
+		})
+		out := make(chan *Chunk, 1<<10)
+		if err := s.Run(context.Background(), bytes.NewReader(in), out); err != nil {
+			t.Fatal(err)
+		}
+		close(out)
+		for c := range out {
+			got = append(got, c.Inputs...)
+		}
+		var want [][]byte
+		wantEmpty := 0
+		parts := bytes.Split(in, []byte{sep})
+		if len(parts) > 0 && len(parts[len(parts)-1]) == 0 {
+			parts = parts[:len(parts)-1]
+		}
+		for _, p := range parts {
+			if len(p) == 0 {
+				wantEmpty++
+			} else {
+				want = append(want, p)
+			}
+		}
+		if empty != wantEmpty {
+			t.Fatalf("%d empty records, want %d", empty, wantEmpty)
+		}
+		// chunks come out in order, but settled paths are reported at once: compare as multisets
+		count := map[string]int{}
+		for _, w := range want {
+			count[string(w)]++
+		}
+		for _, g := range got {
+			count[string(g)]--
+		}
+		for k, v := range count {
+			if v != 0 {
+				t.Fatalf("record %q: count off by %d", k, v)
+			}
+		}
+	})
+}
+
+// BenchmarkSplit measures records per second through the splitter, lstat included
+// (paths that do not exist, the cheapest lstat).
+func BenchmarkSplit(b *testing.B) {
+	var in bytes.Buffer
+	for i := 0; i < 100000; i++ {
+		fmt.Fprintf(&in, "/nonexistent/dir/file-%07d.db\x00", i)
+	}
+	data := in.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := New(Config{Sep: 0, Cwd: "/", ChunkFiles: 2000, ChunkBytes: 1 << 30}, Hooks{})
+		out := make(chan *Chunk, 100)
+		go func() {
+			for range out {
+			}
+		}()
+		if err := s.Run(context.Background(), bytes.NewReader(data), out); err != nil {
+			b.Fatal(err)
+		}
+		close(out)
+	}
+	b.ReportMetric(float64(b.N)*100000/b.Elapsed().Seconds(), "paths/s")
+}
+
+// BenchmarkSplitExisting is the same with files that exist, so they land in chunks.
+func BenchmarkSplitExisting(b *testing.B) {
+	dir := b.TempDir()
+	var in bytes.Buffer
+	for i := 0; i < 2000; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("f%04d", i))
+		os.WriteFile(p, []byte("x"), 0o644)
+		for j := 0; j < 50; j++ {
+			fmt.Fprintf(&in, "%s\x00", p)
+		}
+	}
+	data := in.Bytes()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := New(Config{Sep: 0, Cwd: "/", ChunkFiles: 2000, ChunkBytes: 1 << 30}, Hooks{})
+		out := make(chan *Chunk, 100)
+		go func() {
+			for range out {
+			}
+		}()
+		if err := s.Run(context.Background(), bytes.NewReader(data), out); err != nil {
+			b.Fatal(err)
+		}
+		close(out)
+	}
+	b.ReportMetric(float64(b.N)*100000/b.Elapsed().Seconds(), "paths/s")
+}
