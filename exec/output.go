@@ -74,6 +74,8 @@ type Problem struct {
 	Name     []byte // the quoted name, decoded
 	Vanished bool   // missing at the start, or vanished during the copy
 	NoSpace  bool   // ENOSPC
+	// MkdirRace: another rsync created the same directory first (--mkpath to a daemon).
+	MkdirRace bool
 }
 
 // ParseProblem reads an rsync stderr line that names a path, such as
@@ -93,6 +95,7 @@ func ParseProblem(line []byte) (p Problem, ok bool) {
 	p.Vanished = bytes.Contains(line, []byte("file has vanished")) ||
 		(bytes.Contains(line, []byte("link_stat")) && bytes.Contains(line, []byte("No such file or directory (2)")))
 	p.NoSpace = bytes.Contains(line, []byte("No space left on device (28)"))
+	p.MkdirRace = bytes.Contains(line, []byte("mkdir")) && bytes.Contains(line, []byte("File exists (17)"))
 	return p, true
 }
 

@@ -151,7 +151,9 @@ type chunkState struct {
 	dstRoot  string         // local DEST, to match receiver-side names
 	anyError bool           // a stderr line that named no path of the chunk
 	noSpace  bool
-	fileB    int64
+	// mkdirRace: rsync lost a race with a sibling creating DEST's parents; a retry succeeds
+	mkdirRace bool
+	fileB     int64
 }
 
 func newChunkState(c *splitter.Chunk, dest string) *chunkState {
@@ -184,6 +186,16 @@ func splitEntry(e []byte) (abs, rel string) {
 	return string(e), strings.TrimPrefix(string(e), "/")
 }
 
+// reset forgets what the previous attempt said went wrong; what it copied stays copied.
+func (s *chunkState) reset() {
+	s.noSpace, s.mkdirRace, s.anyError = false, false, false
+	for i, st := range s.status {
+		if st != Transferred {
+			s.status[i], s.reason[i] = "", ""
+		}
+	}
+}
+
 func (s *chunkState) item(it Item) (int64, bool) {
 	i, ok := s.byName[string(it.Name)]
 	if !ok {
@@ -207,6 +219,9 @@ func (s *chunkState) problem(line []byte) {
 	}
 	if pr.NoSpace {
 		s.noSpace = true
+	}
+	if pr.MkdirRace {
+		s.mkdirRace = true
 	}
 	name := filepath.Clean(string(pr.Name))
 	i, ok := s.byPath[name]
@@ -257,8 +272,12 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 			p.mu.Unlock()
 			p.chunks.Add(1)
 		}
+		st.reset()
 		res := p.attempt(ctx, st, attempt)
 		class := Classify(res.code, res.cancelled, st.noSpace)
+		if res.code == 11 && st.mkdirRace {
+			class = Transient
+		}
 		if class == Transient && attempt <= p.Retries && ctx.Err() == nil {
 			p.retries.Add(1)
 			p.endEvent(st, attempt, res, "retrying")

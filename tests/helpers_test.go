@@ -41,6 +41,7 @@ func bin(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	os.Chmod(dir, 0o755) // tests run it as an unprivileged user too
 	p := filepath.Join(dir, "prsync")
 	out, err := exec.Command("go", "build", "-o", p, "..").CombinedOutput()
 	if err != nil {

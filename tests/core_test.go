@@ -1,0 +1,277 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOddNames: find -print0 | prsync -0 --root copies names with newlines, leading dashes,
+// '#', ';', spaces, backslashes, colons and invalid UTF-8 byte for byte, and runs none of them.
+func TestOddNames(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	makeOddTree(t, src)
+	list, n := listTree(t, src)
+	r := runPrsync(t, w, list, "-0", "-j", "3", "--chunk-files", "4", "--root", src, dst+"/")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	sameTree(t, src, dst)
+	checkIdentity(t, r.Summary(t), int64(n))
+	if got := num(r.Summary(t), "files_transferred"); got != int64(n) {
+		t.Errorf("files_transferred %d, want %d", got, n)
+	}
+	for _, p := range []string{filepath.Join(w, "PWNED"), filepath.Join(src, "PWNED"), "PWNED"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s exists: a name was run as an option", p)
+		}
+	}
+	if len(r.OfType("chunk_start")) < 2 {
+		t.Errorf("want several chunks with --chunk-files 4, got %d", len(r.OfType("chunk_start")))
+	}
+	// a second run has nothing to do: every path is up to date
+	r2 := runPrsync(t, w, list, "-0", "--root", src, dst+"/")
+	s2 := r2.Summary(t)
+	if r2.Code != 0 || num(s2, "files_up_to_date") != int64(n) || num(s2, "files_transferred") != 0 {
+		t.Errorf("re-run: exit %d, summary %v", r2.Code, s2)
+	}
+	checkIdentity(t, s2, int64(n))
+	noProcsLeft(t, dst)
+}
+
+// TestLayouts: absolute input lands under DEST/<absolute path> without --root and directly
+// under DEST with it; relative newline input from `find .` lands under DEST.
+func TestLayouts(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src := filepath.Join(w, "src")
+	writeFile(t, filepath.Join(src, "ks1", "t1", "a.db"), "a", 0o644)
+	writeFile(t, filepath.Join(src, "ks1", "t2", "b.db"), "bb", 0o600)
+	abs := nul(filepath.Join(src, "ks1", "t1", "a.db"), filepath.Join(src, "ks1", "t2", "b.db"))
+
+	t.Run("absolute", func(t *testing.T) {
+		dst := filepath.Join(w, "abs")
+		r := runPrsync(t, w, abs, "-0", dst)
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		sameTree(t, src, filepath.Join(dst, src))
+		checkIdentity(t, r.Summary(t), 2)
+	})
+	t.Run("root", func(t *testing.T) {
+		dst := filepath.Join(w, "root")
+		r := runPrsync(t, w, abs, "-0", "-C", src, dst)
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		sameTree(t, src, dst)
+	})
+	t.Run("relative from find", func(t *testing.T) {
+		dst := filepath.Join(w, "rel")
+		cmd := exec.Command("find", ".", "-type", "f")
+		cmd.Dir = src
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := runPrsync(t, src, out, dst)
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		sameTree(t, src, dst)
+		checkIdentity(t, r.Summary(t), 2)
+	})
+	t.Run("relative with root", func(t *testing.T) {
+		dst := filepath.Join(w, "relroot")
+		r := runPrsync(t, w, []byte("ks1/t1/a.db\n./ks1/t2/b.db\n"), "--root", src, dst)
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		sameTree(t, src, dst)
+	})
+	t.Run("outside root", func(t *testing.T) {
+		dst := filepath.Join(w, "outside")
+		fl := filepath.Join(w, "outside.failed")
+		r := runPrsync(t, w, nul(filepath.Join(src, "ks1", "t1", "a.db"), "/etc/hostname"), "-0", "--root", filepath.Join(src, "ks1"), "--failed", fl, dst)
+		if r.Code != 23 {
+			t.Fatalf("exit %d, want 23: %s", r.Code, r.Stderr)
+		}
+		pf := r.OfType("path_failed")
+		if len(pf) != 1 || pf[0]["path"] != "/etc/hostname" || !strings.Contains(fmt.Sprint(pf[0]["reason"]), "outside --root") {
+			t.Errorf("path_failed events: %v", pf)
+		}
+		if b, _ := os.ReadFile(fl); string(b) != "/etc/hostname\x00" {
+			t.Errorf("--failed holds %q", b)
+		}
+		checkIdentity(t, r.Summary(t), 2)
+	})
+}
+
+// TestDaemon copies to a real rsync daemon on 127.0.0.1.
+func TestDaemon(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, mod := filepath.Join(w, "src"), filepath.Join(w, "module")
+	os.MkdirAll(mod, 0o755)
+	makeOddTree(t, src)
+	os.Remove(filepath.Join(src, "nested", "dangling")) // daemons refuse unsafe links by default
+	os.Remove(filepath.Join(src, "link-to-plain"))
+	d := startDaemon(t, mod, 0)
+	list, n := listTree(t, src)
+	r := runPrsync(t, w, list, "-0", "-j", "2", "--chunk-files", "5", "--root", src, d.URL()+"sub/dir/")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stderr, r.Stdout)
+	}
+	sameTree(t, src, filepath.Join(mod, "sub", "dir"))
+	checkIdentity(t, r.Summary(t), int64(n))
+	d.Stop()
+	noProcsLeft(t, d.conf)
+}
+
+// TestVanishedAndUnreadable: a missing path gives exit 24 and exactly that path in --failed;
+// an unreadable file, copied by an unprivileged user, gives exit 23 and that path.
+func TestVanishedAndUnreadable(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src := filepath.Join(w, "src")
+	for _, f := range []string{"a", "b", "c"} {
+		writeFile(t, filepath.Join(src, f), f, 0o644)
+	}
+	t.Run("vanished", func(t *testing.T) {
+		dst, fl := filepath.Join(w, "d1"), filepath.Join(w, "f1")
+		gone := filepath.Join(src, "gone\nname")
+		r := runPrsync(t, w, nul(filepath.Join(src, "a"), gone, filepath.Join(src, "b")), "-0", "--root", src, "--failed", fl, dst)
+		if r.Code != 24 {
+			t.Fatalf("exit %d, want 24\n%s", r.Code, r.Stderr)
+		}
+		if b, _ := os.ReadFile(fl); string(b) != gone+"\x00" {
+			t.Errorf("--failed holds %q", b)
+		}
+		s := r.Summary(t)
+		if num(s, "files_vanished") != 1 || num(s, "files_transferred") != 2 {
+			t.Errorf("summary %v", s)
+		}
+		checkIdentity(t, s, 3)
+	})
+	t.Run("unreadable", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to run the copy as another user")
+		}
+		runuser, err := exec.LookPath("setpriv")
+		if err != nil {
+			t.Skip("no setpriv")
+		}
+		locked := filepath.Join(src, "locked")
+		writeFile(t, locked, "secret", 0o600)
+		dst := filepath.Join(w, "d2")
+		os.MkdirAll(dst, 0o777)
+		os.Chmod(dst, 0o777)
+		fl := filepath.Join(dst, "failed.list")
+		os.Chmod(w, 0o755)
+		os.Chmod(filepath.Dir(w), 0o755)
+		cmd := exec.Command(runuser, "--reuid=65534", "--regid=65534", "--clear-groups", bin(t),
+			"-0", "--root", src, "--failed", fl, dst+"/out")
+		cmd.Stdin = strings.NewReader(string(nul(filepath.Join(src, "a"), locked, filepath.Join(src, "c"))))
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		out, _ := cmd.Output()
+		code := cmd.ProcessState.ExitCode()
+		t.Log(errb.String())
+		r := &Run{Code: code, Events: parseEvents(t, out)}
+		if r.Code != 23 {
+			t.Fatalf("exit %d, want 23", r.Code)
+		}
+		if b, _ := os.ReadFile(fl); string(b) != locked+"\x00" {
+			t.Errorf("--failed holds %q", b)
+		}
+		for _, f := range []string{"a", "c"} {
+			if _, err := os.Stat(filepath.Join(dst, "out", f)); err != nil {
+				t.Errorf("%s not copied: %v", f, err)
+			}
+		}
+		ends := r.OfType("chunk_end")
+		if len(ends) != 1 || ends[0]["status"] != "partial" || !strings.Contains(fmt.Sprint(ends[0]["error"]), "locked") {
+			t.Errorf("chunk_end: %v", ends)
+		}
+		checkIdentity(t, r.Summary(t), 3)
+	})
+}
+
+// TestStreaming: copying starts while stdin is still open.
+func TestStreaming(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	for i := 0; i < 6; i++ {
+		writeFile(t, filepath.Join(src, fmt.Sprint(i)), "x", 0o644)
+	}
+	cmd := exec.Command(bin(t), "-0", "--root", src, "--chunk-wait", "200ms", dst)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for i := 0; i < 3; i++ {
+		fmt.Fprintf(stdin, "%s\x00", filepath.Join(src, fmt.Sprint(i)))
+	}
+	sc := bufio.NewScanner(stdout)
+	started := make(chan map[string]any, 1)
+	go func() {
+		for sc.Scan() {
+			var m map[string]any
+			json.Unmarshal(sc.Bytes(), &m)
+			if m["type"] == "chunk_end" {
+				started <- m
+				io.Copy(io.Discard, stdout)
+				return
+			}
+		}
+	}()
+	select {
+	case m := <-started:
+		if num(m, "files") != 3 {
+			t.Errorf("first chunk has %d files, want 3", num(m, "files"))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no chunk copied while stdin was open")
+	}
+	if _, err := os.Stat(filepath.Join(dst, "2")); err != nil {
+		t.Errorf("first chunk not copied before stdin closed: %v", err)
+	}
+	for i := 3; i < 6; i++ {
+		fmt.Fprintf(stdin, "%s\x00", filepath.Join(src, fmt.Sprint(i)))
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, src, dst)
+}
+
+// TestDryRun plans and reports without copying.
+func TestDryRun(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	writeFile(t, filepath.Join(src, "a"), "a", 0o644)
+	r := runPrsync(t, w, nul(filepath.Join(src, "a")), "-0", "-n", "--root", src, dst)
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	if _, err := os.Stat(dst); err == nil {
+		t.Error("dry run created DEST")
+	}
+	if s := r.Summary(t); num(s, "files_transferred") != 1 {
+		t.Errorf("dry run reports %v", s)
+	}
+}
