@@ -452,3 +452,5 @@ func fakeRsyncPath(t testing.TB) string {
 	}
 	return self
 }
+
+func isRoot() bool { return os.Geteuid() == 0 }
