@@ -11,11 +11,10 @@ import (
 
 // progress draws one human status line on a terminal, updated in place.
 type progress struct {
-	w      io.Writer
-	on     bool
-	t0     time.Time
-	drawn  bool
-	remain int64
+	w     io.Writer
+	on    bool
+	t0    time.Time
+	drawn bool
 }
 
 func newProgress(w io.Writer, on bool, t0 time.Time) *progress {

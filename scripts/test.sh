@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The test suite: what `make test` and .ci/run run. It installs what a fresh machine lacks
+# (rsync; as root on Debian/Ubuntu with apt-get), then runs vet, staticcheck, the race-enabled
+# tests, a macOS build, a fuzz smoke and a bench smoke.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
+
+apt_install() {
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    if [ -z "${apt_updated:-}" ]; then apt-get update -qq; apt_updated=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  else
+    echo "test.sh: please install: $*" >&2
+  fi
+}
+
+bash scripts/need-rsync.sh
+# Optional parts of the suite, installed in CI (or with PRSYNC_TEST_INSTALL=1); skipped otherwise.
+if [ -n "${CI:-}${PRSYNC_TEST_INSTALL:-}" ] && [ "$(uname)" = Linux ]; then
+  export PRSYNC_TEST_INSTALL=1
+  pkgs=()
+  command -v python3 >/dev/null || pkgs+=(python3)
+  command -v setpriv >/dev/null || pkgs+=(util-linux)
+  command -v slurmctld >/dev/null || pkgs+=(slurmctld slurmd slurm-client munge)
+  command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || pkgs+=(openssh-server openssh-client)
+  command -v parallel >/dev/null || pkgs+=(parallel)
+  [ ${#pkgs[@]} -eq 0 ] || apt_install "${pkgs[@]}"
+fi
+rsync --version | head -n 1
+
+echo "== vet"
+go vet ./...
+echo "== staticcheck"
+command -v staticcheck >/dev/null || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+staticcheck ./...
+echo "== macOS build"
+GOOS=darwin GOARCH=arm64 go build -o /dev/null ./...
+echo "== tests (race)"
+go test -race -count=1 -timeout 20m ./...
+echo "== fuzz smoke"
+go test -run '^$' -fuzz '^FuzzRecords$' -fuzztime 10s ./splitter/
+go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./exec/
+if [ -f bench/go.mod ]; then
+  echo "== bench module and smoke"
+  (cd bench && go vet ./... && go test -count=1 ./...)
+  if [ -x bench/run.sh ]; then bash bench/run.sh --smoke; fi
+fi
+echo "== all tests passed"
