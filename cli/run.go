@@ -432,10 +432,14 @@ func (r *runner) run(ctx, kill context.Context) int {
 	bg, bgStop := context.WithCancel(context.Background())
 	var bgDone sync.WaitGroup
 	if !f.NoThrottle {
+		// the throttle stops at the first signal too, and resumes what it paused
+		ctlCtx, ctlStop := context.WithCancel(ctx)
+		stopCtl := context.AfterFunc(bg, ctlStop)
 		bgDone.Add(1)
 		go func() {
 			defer bgDone.Done()
-			ctl.Run(bg)
+			defer stopCtl()
+			ctl.Run(ctlCtx)
 		}()
 	}
 	prog := newProgress(r.stderr, r.showProgress(), t0)

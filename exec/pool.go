@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"sort"
@@ -40,6 +41,7 @@ type Pool struct {
 	gate    bool
 	procs   map[int]*proc
 	queued  int
+	closing bool // ctx ended: nothing may be paused any more
 	abort   *AbortError
 	killed  atomic.Bool
 	chunks  atomic.Int64
@@ -103,6 +105,7 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 	defer stop()
 	wake := context.AfterFunc(ctx, func() {
 		p.mu.Lock()
+		p.closing = true
 		p.cond.Broadcast()
 		p.mu.Unlock()
 	})
@@ -184,6 +187,27 @@ func splitEntry(e []byte) (abs, rel string) {
 		return filepath.Join(base, r), filepath.Clean(r)
 	}
 	return string(e), strings.TrimPrefix(string(e), "/")
+}
+
+// confirmTransferred is for a chunk cut short: rsync may report a file done just before
+// its receiver, interrupted, drops it. A transferred path stands only when the local DEST
+// holds it with the source's size and mtime; otherwise (and always with a remote DEST) it
+// becomes not done, so that --failed lists it again.
+func (s *chunkState) confirmTransferred() {
+	for i, e := range s.c.Entries {
+		if s.status[i] != Transferred {
+			continue
+		}
+		if s.dstRoot != "" {
+			abs, rel := splitEntry(e)
+			d, derr := os.Lstat(filepath.Join(s.dstRoot, rel))
+			src, serr := os.Lstat(abs)
+			if derr == nil && serr == nil && d.Size() == src.Size() && d.ModTime().Equal(src.ModTime()) {
+				continue
+			}
+		}
+		s.status[i], s.reason[i] = "", ""
+	}
 }
 
 // reset forgets what the previous attempt said went wrong; what it copied stays copied.
@@ -386,6 +410,7 @@ func (p *Pool) finish(st *chunkState, class Class, res result) string {
 		}
 		return "vanished"
 	case Cancelled:
+		st.confirmTransferred()
 		p.settle(st, NotDone, "interrupted")
 		return "cancelled"
 	case Fatal:
@@ -510,7 +535,8 @@ func (p *Pool) Pause(chunk int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pr, ok := p.procs[chunk]
-	if !ok || pr.paused {
+	if !ok || pr.paused || p.closing {
+		// a group being cancelled must run to act on its TERM
 		return nil
 	}
 	if err := stopGroup(pr.pid); err != nil {

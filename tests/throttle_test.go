@@ -1,0 +1,331 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// hog keeps every core busy until stopped, with processes it stops by PID.
+type hog struct{ cmds []*exec.Cmd }
+
+func startHog(t testing.TB) *hog {
+	t.Helper()
+	h := &hog{}
+	for i := 0; i < runtime.NumCPU(); i++ {
+		c := exec.Command("sh", "-c", "while :; do :; done")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		h.cmds = append(h.cmds, c)
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *hog) stop() {
+	for _, c := range h.cmds {
+		c.Process.Kill()
+		c.Wait()
+	}
+	h.cmds = nil
+}
+
+// live is a prsync run whose events are read as they come.
+type live struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	events []map[string]any
+	stderr bytes.Buffer
+	done   chan struct{}
+}
+
+func startLive(t testing.TB, stdin []byte, args ...string) *live {
+	t.Helper()
+	l := &live{done: make(chan struct{})}
+	l.cmd = exec.Command(bin(t), args...)
+	l.cmd.Stdin = bytes.NewReader(stdin)
+	l.cmd.Stderr = &l.stderr
+	out, err := l.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(l.done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m = map[string]any{"type": "BAD JSON", "line": sc.Text()}
+			}
+			l.mu.Lock()
+			l.events = append(l.events, m)
+			l.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		if l.cmd.ProcessState == nil {
+			l.cmd.Process.Kill()
+			l.cmd.Wait()
+		}
+	})
+	return l
+}
+
+// waitFor waits until an event matches, and returns it.
+func (l *live) waitFor(t testing.TB, what string, d time.Duration, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		for _, e := range l.events {
+			if match(e) {
+				l.mu.Unlock()
+				return e
+			}
+		}
+		l.mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no %s within %v; stderr:\n%s", what, d, l.stderr.String())
+	return nil
+}
+
+// wait waits for prsync to exit and returns the run.
+func (l *live) wait(t testing.TB, d time.Duration) *Run {
+	t.Helper()
+	exited := make(chan error, 1)
+	go func() { <-l.done; exited <- l.cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(d):
+		l.cmd.Process.Kill()
+		t.Fatalf("prsync still running after %v", d)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e["type"] == "BAD JSON" {
+			t.Errorf("stdout line is not JSON: %v", e["line"])
+		}
+	}
+	return &Run{Code: l.cmd.ProcessState.ExitCode(), Events: l.events, Stderr: l.stderr.String()}
+}
+
+func isType(typ string) func(map[string]any) bool {
+	return func(e map[string]any) bool { return e["type"] == typ }
+}
+
+func isAction(a string) func(map[string]any) bool {
+	return func(e map[string]any) bool { return e["type"] == "throttle" && e["action"] == a }
+}
+
+// slowTree makes n files of size bytes, for copies slowed with --bwlimit.
+func slowTree(t testing.TB, dir string, n, size int) []byte {
+	t.Helper()
+	buf := make([]byte, size)
+	var list []byte
+	for i := 0; i < n; i++ {
+		for j := range buf {
+			buf[j] = byte(i*31 + j*7)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("f%03d", i))
+		writeFile(t, p, string(buf), 0o644)
+		list = append(append(list, p...), 0)
+	}
+	return list
+}
+
+// stoppedRsyncs returns how many processes mentioning marker are stopped (state T).
+func stoppedRsyncs(marker string) int {
+	n := 0
+	for _, st := range procsMentioning(marker) {
+		if st == "T" || st == "t" {
+			n++
+		}
+	}
+	return n
+}
+
+var tempName = regexp.MustCompile(`^\..+\.[A-Za-z0-9]{6}$`)
+
+func strayTempFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && tempName.MatchString(d.Name()) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestThrottleUnderCPUHog: under real CPU pressure prsync stops its rsync groups (state T),
+// says so, resumes them when the pressure ends, and finishes an exact copy.
+func TestThrottleUnderCPUHog(t *testing.T) {
+	needRsync(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	list := slowTree(t, src, 16, 100_000)
+	l := startLive(t, list, "-0", "-j", "2", "--chunk-files", "4", "--root", src,
+		"--suspend-threshold", "70", "--resume-threshold", "40", "--throttle-interval", "300ms",
+		dst, "--", "--bwlimit=400")
+	l.waitFor(t, "chunk_start", 10*time.Second, isType("chunk_start"))
+	h := startHog(t)
+	l.waitFor(t, "suspend event", 15*time.Second, isAction("suspend"))
+	seenT := false
+	for i := 0; i < 50 && !seenT; i++ {
+		seenT = stoppedRsyncs(dst) > 0
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !seenT {
+		t.Error("no rsync process seen in state T under the hog")
+	}
+	h.stop()
+	l.waitFor(t, "resume event", 15*time.Second, isAction("resume"))
+	r := l.wait(t, 90*time.Second)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	sameTree(t, src, dst)
+	s := r.Summary(t)
+	checkIdentity(t, s, 16)
+	if num(s, "suspensions") < 1 || s["seconds_suspended"].(float64) <= 0 {
+		t.Errorf("summary suspensions %v, seconds_suspended %v", s["suspensions"], s["seconds_suspended"])
+	}
+	for _, e := range r.OfType("throttle") {
+		if e["reason"] == nil || e["pid"] == nil || e["running"] == nil || e["suspended"] == nil || e["cpu_percent"] == nil {
+			t.Errorf("throttle event lacks fields: %v", e)
+		}
+	}
+	sawSuspendedProgress := false
+	for _, e := range r.OfType("progress") {
+		if num(e, "suspended") > 0 {
+			sawSuspendedProgress = true
+		}
+	}
+	if !sawSuspendedProgress {
+		t.Error("no progress event reported suspended > 0")
+	}
+	noProcsLeft(t, dst)
+}
+
+// TestInterruptWhilePaused: SIGINT while rsync groups are stopped ends in exit 20 within a
+// few seconds, with a summary, nothing stopped, no rsync left and no temp file in DEST.
+func TestInterruptWhilePaused(t *testing.T) {
+	needRsync(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			w := t.TempDir()
+			src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+			failed := filepath.Join(w, "failed")
+			list := slowTree(t, src, 8, 200_000)
+			l := startLive(t, list, "-0", "-j", "2", "--chunk-files", "2", "--root", src, "--failed", failed,
+				"--suspend-threshold", "70", "--resume-threshold", "40", "--throttle-interval", "200ms",
+				dst, "--", "--bwlimit=300")
+			l.waitFor(t, "chunk_start", 10*time.Second, isType("chunk_start"))
+			time.Sleep(500 * time.Millisecond) // let rsync open its temp files
+			startHog(t)
+			l.waitFor(t, "suspend event", 15*time.Second, isAction("suspend"))
+			for i := 0; i < 50 && stoppedRsyncs(dst) == 0; i++ {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if stoppedRsyncs(dst) == 0 {
+				t.Fatal("no rsync in state T")
+			}
+			t0 := time.Now()
+			l.cmd.Process.Signal(sig)
+			r := l.wait(t, 15*time.Second)
+			if r.Code != 20 {
+				t.Errorf("exit %d, want 20\n%s", r.Code, r.Stderr)
+			}
+			if d := time.Since(t0); d > 5*time.Second {
+				t.Errorf("took %v to stop", d)
+			}
+			s := r.Summary(t)
+			checkIdentity(t, s, 8)
+			if num(s, "exit_code") != 20 || num(s, "files_not_done") == 0 {
+				t.Errorf("summary %v", s)
+			}
+			if n := stoppedRsyncs(dst); n > 0 {
+				t.Errorf("%d processes left stopped", n)
+			}
+			noProcsLeft(t, dst)
+			if stray := strayTempFiles(t, dst); len(stray) > 0 {
+				t.Errorf("temp files left in DEST: %v", stray)
+			}
+			// every path not copied is in --failed
+			b, _ := os.ReadFile(failed)
+			listed := strings.Count(string(b), "\x00")
+			if int64(listed) != num(s, "files_not_done")+num(s, "files_failed")+num(s, "files_vanished") {
+				t.Errorf("--failed lists %d paths, summary %v", listed, s)
+			}
+		})
+	}
+}
+
+// TestNoThrottle: with --no-throttle nothing is paused under the same hog.
+func TestNoThrottle(t *testing.T) {
+	needRsync(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	list := slowTree(t, src, 8, 100_000)
+	startHog(t)
+	l := startLive(t, list, "-0", "-j", "2", "--chunk-files", "4", "--root", src, "--no-throttle",
+		"--suspend-threshold", "70", "--resume-threshold", "40", "--throttle-interval", "200ms",
+		dst, "--", "--bwlimit=400")
+	l.waitFor(t, "chunk_start", 10*time.Second, isType("chunk_start"))
+	seenT := false
+	done := make(chan struct{})
+	go func() { <-l.done; close(done) }()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-time.After(100 * time.Millisecond):
+			if stoppedRsyncs(dst) > 0 {
+				seenT = true
+			}
+		}
+	}
+	r := l.wait(t, 60*time.Second)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	if seenT {
+		t.Error("an rsync was stopped with --no-throttle")
+	}
+	if n := len(r.OfType("throttle")); n > 0 {
+		t.Errorf("%d throttle events with --no-throttle", n)
+	}
+	if s := r.Summary(t); num(s, "suspensions") != 0 {
+		t.Errorf("summary suspensions %v", s["suspensions"])
+	}
+	sameTree(t, src, dst)
+}
