@@ -12,21 +12,22 @@ import (
 
 // Flags is prsync's command line. Every flag also reads PRSYNC_<NAME> from the environment.
 type Flags struct {
-	Null       bool          `short:"0" help:"Input paths are NUL-separated (find -print0, fd -0, git ls-files -z)."`
-	Jobs       int           `short:"j" aliases:"max-procs" default:"${jobs}" placeholder:"N" help:"Concurrent rsync processes (default: number of CPUs, at least 2)."`
-	Root       string        `short:"C" placeholder:"DIR" help:"Source root: paths land in DEST relative to it; relative paths are taken relative to it."`
-	From       string        `placeholder:"FILE" help:"Read the path list from FILE instead of stdin."`
-	ChunkFiles int           `default:"2000" placeholder:"N" help:"Close a chunk at this many paths."`
-	ChunkBytes Size          `default:"1G" placeholder:"SIZE" help:"Close a chunk at this many bytes (1G, 512M, 64K); a bigger file gets a chunk of its own."`
-	ChunkWait  time.Duration `default:"1s" placeholder:"DURATION" help:"Close a chunk when no new path arrived for this long."`
-	Retries    int           `default:"2" placeholder:"N" help:"Re-run a chunk this many times after a transient rsync failure."`
-	RetryDelay time.Duration `default:"1s" placeholder:"DURATION" help:"First retry delay; doubled each retry, with jitter."`
-	Rsync      string        `default:"rsync" placeholder:"PATH" help:"The rsync binary."`
-	NoArchive  bool          `help:"Do not pass --archive to rsync."`
-	Compress   bool          `short:"z" help:"Pass --compress to rsync."`
-	DryRun     bool          `short:"n" help:"Plan and report; rsync runs with --dry-run."`
-	Failed     string        `placeholder:"FILE" help:"Write every path that failed, vanished or was not done to FILE, separated as the input was."`
-	Shard      string        `placeholder:"K/N" help:"Take only the paths in shard K of N (xxhash64 of the path bytes mod N)."`
+	Null         bool          `short:"0" help:"Input paths are NUL-separated (find -print0, fd -0, git ls-files -z)."`
+	Jobs         int           `short:"j" aliases:"max-procs" default:"${jobs}" placeholder:"N" help:"Concurrent rsync processes (default: number of CPUs, at least 2)."`
+	Root         string        `short:"C" placeholder:"DIR" help:"Source root: paths land in DEST relative to it; relative paths are taken relative to it."`
+	From         string        `placeholder:"FILE" help:"Read the path list from FILE instead of stdin."`
+	ChunkFiles   int           `default:"2000" placeholder:"N" help:"Close a chunk at this many paths."`
+	ChunkBytes   Size          `default:"1G" placeholder:"SIZE" help:"Close a chunk at this many bytes (1G, 512M, 64K); a bigger file gets a chunk of its own."`
+	ChunkWait    time.Duration `default:"1s" placeholder:"DURATION" help:"Close a chunk when no new path arrived for this long."`
+	Retries      int           `default:"2" placeholder:"N" help:"Re-run a chunk this many times after a transient rsync failure."`
+	RetryDelay   time.Duration `default:"1s" placeholder:"DURATION" help:"First retry delay; doubled each retry, with jitter."`
+	Rsync        string        `default:"rsync" placeholder:"PATH" help:"The rsync binary."`
+	NoArchive    bool          `help:"Do not pass --archive to rsync."`
+	Compress     bool          `short:"z" help:"Pass --compress to rsync."`
+	DryRun       bool          `short:"n" help:"Plan and report; rsync runs with --dry-run."`
+	Failed       string        `placeholder:"FILE" help:"Write every path that failed, vanished or was not done to FILE, separated as the input was."`
+	Shard        string        `placeholder:"K/N" help:"Take only the paths in shard K of N (xxhash64 of the path bytes mod N)."`
+	NoQuickCheck bool          `help:"Send every path to rsync, even when its local copy already matches."`
 
 	Progress   bool `help:"Show human progress on stderr (default: when stderr is a terminal)." xor:"progress"`
 	NoProgress bool `help:"Never show human progress." xor:"progress"`

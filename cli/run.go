@@ -135,12 +135,13 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if len(f.RsyncArgs) > 0 && !containsDashDash(args) {
 		return fail(stderr, usageError{msg: fmt.Sprintf("unexpected argument %q", f.RsyncArgs[0]), hint: "put rsync options after --, as in: prsync DEST -- --bwlimit=10m"})
 	}
+	// handle signals before the checks below run rsync: a SIGINT then still ends with a summary
+	ctx, kill, stop := signalContexts()
+	defer stop()
 	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr}
 	if err := r.prepare(); err != nil {
 		return fail(stderr, err)
 	}
-	ctx, kill, stop := signalContexts()
-	defer stop()
 	return r.run(ctx, kill)
 }
 
@@ -206,6 +207,7 @@ type runner struct {
 	input        io.ReadCloser
 	failed       *os.File
 	policy       throttle.Policy
+	quick        *splitter.QuickCheck
 }
 
 var versionRE = regexp.MustCompile(`version\s+v?(\d+)\.(\d+)\.(\d+)`)
@@ -322,6 +324,11 @@ func (r *runner) checkDest(ver int) error {
 		}
 		return nil
 	}
+	if !r.f.NoQuickCheck && !r.f.NoArchive && quickCheckSafe(r.f.RsyncArgs) {
+		if abs, err := filepath.Abs(dest); err == nil {
+			r.quick = &splitter.QuickCheck{Dest: abs, Owner: os.Geteuid() == 0}
+		}
+	}
 	fi, err := os.Stat(dest)
 	switch {
 	case err == nil && !fi.IsDir():
@@ -370,6 +377,7 @@ func (r *runner) run(ctx, kill context.Context) int {
 		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: f.Jobs, Dest: f.Dest, Root: r.root,
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion, RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
+		QuickCheck: r.quick != nil,
 	})
 
 	pool := &exec.Pool{
@@ -383,8 +391,9 @@ func (r *runner) run(ctx, kill context.Context) int {
 	sp := splitter.New(splitter.Config{
 		Sep: sep, Root: r.root, Cwd: r.cwd,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait,
-		Shard: f.shard, Shards: f.shards, HardLinks: hardLinks(r.args),
+		Shard: f.shard, Shards: f.shards, HardLinks: hardLinks(r.args), Quick: r.quick,
 	}, splitter.Hooks{
+		Fresh:    tally.Fresh,
 		Settled:  tally.Settled,
 		Accepted: tally.Accepted,
 		Empty:    tally.Empty,

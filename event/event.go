@@ -43,6 +43,7 @@ type Start struct {
 	ChunkBytes   int64    `json:"chunk_bytes"`
 	Shard        int      `json:"shard"`
 	Shards       int      `json:"shards"`
+	QuickCheck   bool     `json:"quick_check"`
 }
 
 // ChunkStart is written when an rsync starts on a chunk.

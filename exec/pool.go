@@ -44,6 +44,7 @@ type Pool struct {
 	closing bool // ctx ended: nothing may be paused any more
 	abort   *AbortError
 	killed  atomic.Bool
+	sigdied atomic.Bool // an rsync died of a signal (not prsync's TERM): temp files may be left
 	chunks  atomic.Int64
 	failedC atomic.Int64
 	retries atomic.Int64
@@ -380,6 +381,9 @@ func (p *Pool) attempt(ctx context.Context, st *chunkState, attempt int) result 
 	if err != nil && code == 0 {
 		code = -1
 	}
+	if code < 0 {
+		p.sigdied.Store(true)
+	}
 	return result{
 		code:      code,
 		cancelled: cancelled.Load() || p.killed.Load(),
@@ -601,8 +605,9 @@ func (p *Pool) KillAll() {
 	}
 }
 
-// Killed reports whether KillAll ran (rsync temp files may be left behind).
-func (p *Pool) Killed() bool { return p.killed.Load() }
+// Killed reports whether KillAll ran or an rsync died of a signal, such as a KILL from
+// outside (rsync temp files may be left behind).
+func (p *Pool) Killed() bool { return p.killed.Load() || p.sigdied.Load() }
 
 // entryReader yields the entries NUL-terminated, without building one big buffer.
 type entryReader struct {

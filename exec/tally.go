@@ -52,6 +52,13 @@ func (t *Tally) Accepted(size int64) {
 	t.queuedBytes.Add(size)
 }
 
+// Fresh counts a path found up to date without rsync.
+func (t *Tally) Fresh(input []byte, size int64) {
+	t.files.Add(1)
+	t.bytes.Add(size)
+	t.upToDate.Add(1)
+}
+
 // Empty counts an empty input record.
 func (t *Tally) Empty() { t.empty.Add(1) }
 

@@ -9,11 +9,14 @@ import (
 // inode identifies a file on one machine.
 type inode struct{ dev, ino uint64 }
 
-// shard routes an inode, so that all its links land in one shard.
+// shard routes an inode, so that all its links land in one shard: XXH64 (seed 0) of the
+// inode number as 8 little-endian bytes, mod n. The device number is left out on purpose:
+// on NFS, Lustre and other network filesystems st_dev is assigned at mount time and differs
+// between the nodes that share one list, and a path would then fall in no shard or in two.
+// Two inodes of different filesystems with one number only share a shard, which is harmless.
 func (k inode) shard(n int) int {
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], k.dev)
-	binary.LittleEndian.PutUint64(b[8:], k.ino)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], k.ino)
 	return int(xxhash.Sum64(b[:]) % uint64(n))
 }
 

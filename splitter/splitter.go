@@ -52,6 +52,8 @@ type Config struct {
 	HardLinks bool
 	// BlockSize is the read size; 0 means 256 KiB.
 	BlockSize int
+	// Quick, when set, settles paths whose local copy already matches as up to date.
+	Quick *QuickCheck
 }
 
 // Hooks receive what the splitter settles without rsync. Any may be nil.
@@ -60,6 +62,8 @@ type Hooks struct {
 	Settled func(input []byte, status, reason string)
 	// Accepted is called for each path put into a chunk.
 	Accepted func(size int64)
+	// Fresh is called for each path the quick check found up to date.
+	Fresh func(input []byte, size int64)
 	// Empty is called for each empty record.
 	Empty func()
 	// Unsent receives the paths of a chunk that was being built when ctx ended.
@@ -251,6 +255,14 @@ func (s *Splitter) record(ctx context.Context, in []byte, out chan<- *Chunk) err
 	if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
 		size = st.Size
 	}
+	if s.cfg.Quick != nil && !(s.cfg.Shards > 1 && s.cfg.HardLinks && Shard(in, s.cfg.Shards) != s.cfg.Shard) {
+		if s.cfg.Quick.upToDate(relOf(entry), &st, abs) {
+			if s.hooks.Fresh != nil {
+				s.hooks.Fresh(in, size)
+			}
+			return nil
+		}
+	}
 	r := rec{input: in, entry: entry, size: size}
 	if s.cfg.HardLinks && st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Nlink > 1 {
 		key := inode{dev: uint64(st.Dev), ino: uint64(st.Ino)}
@@ -361,6 +373,14 @@ func under(p, root string) (string, bool) {
 		return p[len(root)+1:], true
 	}
 	return "", false
+}
+
+// relOf returns where an entry lands below DEST: the part after "/./", or the path without its leading "/".
+func relOf(entry []byte) string {
+	if i := bytes.Index(entry, []byte("/./")); i >= 0 {
+		return string(entry[i+3:])
+	}
+	return string(entry[1:])
 }
 
 // anchor writes base/./rel, which rsync (source "/") copies to DEST/rel.

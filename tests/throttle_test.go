@@ -48,8 +48,26 @@ type live struct {
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	events []map[string]any
-	stderr bytes.Buffer
+	stderr lockedBuffer
 	done   chan struct{}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a process writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func startLive(t testing.TB, stdin []byte, args ...string) *live {
@@ -188,7 +206,7 @@ func TestThrottleUnderCPUHog(t *testing.T) {
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
 	list := slowTree(t, src, 16, 100_000)
 	l := startLive(t, list, "-0", "-j", "2", "--chunk-files", "4", "--root", src,
-		"--suspend-threshold", "70", "--resume-threshold", "40", "--throttle-interval", "300ms",
+		"--suspend-threshold", "85", "--resume-threshold", "60", "--throttle-interval", "300ms",
 		dst, "--", "--bwlimit=400")
 	l.waitFor(t, "chunk_start", 10*time.Second, isType("chunk_start"))
 	h := startHog(t)
@@ -202,7 +220,7 @@ func TestThrottleUnderCPUHog(t *testing.T) {
 		t.Error("no rsync process seen in state T under the hog")
 	}
 	h.stop()
-	l.waitFor(t, "resume event", 15*time.Second, isAction("resume"))
+	l.waitFor(t, "resume event", 30*time.Second, isAction("resume"))
 	r := l.wait(t, 90*time.Second)
 	if r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)

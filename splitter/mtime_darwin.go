@@ -1,0 +1,5 @@
+package splitter
+
+import "syscall"
+
+func mtimeSec(st *syscall.Stat_t) int64 { return int64(st.Mtimespec.Sec) }

@@ -1,0 +1,54 @@
+package splitter
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// QuickCheck decides, for a local DEST, that a path needs no rsync because its copy already
+// matches, exactly as rsync's own quick check with --archive would decide: same type, and for a
+// regular file the same size, modification time (whole seconds, rsync's default
+// --modify-window 0), permission bits and group (and owner when prsync runs as root, since rsync
+// preserves owners only then); for a symlink the same target, time and group. Directories,
+// devices and special files always go to rsync.
+type QuickCheck struct {
+	// Dest is the absolute local destination directory.
+	Dest string
+	// Owner compares owners too (rsync -o takes effect only as root).
+	Owner bool
+}
+
+// upToDate reports whether dest/rel already matches the source whose lstat is src.
+func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string) bool {
+	kind := src.Mode & syscall.S_IFMT
+	if kind != syscall.S_IFREG && kind != syscall.S_IFLNK {
+		return false
+	}
+	dp := filepath.Join(q.Dest, rel)
+	var dst syscall.Stat_t
+	if err := syscall.Lstat(dp, &dst); err != nil {
+		return false
+	}
+	if dst.Mode&syscall.S_IFMT != kind || dst.Gid != src.Gid || (q.Owner && dst.Uid != src.Uid) {
+		return false
+	}
+	if mtimeSec(&dst) != mtimeSec(src) {
+		return false
+	}
+	if kind == syscall.S_IFLNK {
+		a, err1 := os.Readlink(srcPath)
+		b, err2 := os.Readlink(dp)
+		return err1 == nil && err2 == nil && a == b
+	}
+	return dst.Size == src.Size && dst.Mode&0o7777 == src.Mode&0o7777
+}
+
+// Fresh reports whether the copy at Dest/rel of the source file srcPath is up to date.
+func (q *QuickCheck) Fresh(srcPath, rel string) bool {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(srcPath, &st); err != nil {
+		return false
+	}
+	return q.upToDate(rel, &st, srcPath)
+}

@@ -1,0 +1,141 @@
+package tests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/prsync/prsync/splitter"
+)
+
+// TestQuickCheckMatchesRsync: prsync's own up-to-date check decides exactly as rsync -a does,
+// checked against rsync's --itemize-changes on a tree with every kind of change.
+func TestQuickCheckMatchesRsync(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	old := time.Date(2024, 5, 6, 7, 8, 9, 500_000_000, time.UTC)
+	names := []string{"same", "content-same-size", "bigger", "mtime", "subsecond", "perms", "setuid",
+		"group", "owner", "file-to-link", "link-to-file", "missing", "dir-in-dst", "new\nline", "#hash"}
+	for _, n := range names {
+		writeFile(t, filepath.Join(src, n), "data of "+n, 0o644)
+		os.Chtimes(filepath.Join(src, n), old, old)
+	}
+	os.Symlink("same", filepath.Join(src, "link-same"))
+	os.Symlink("same", filepath.Join(src, "link-retarget"))
+	os.Symlink("same", filepath.Join(src, "link-mtime"))
+	os.Remove(filepath.Join(src, "link-to-file"))
+	os.Symlink("same", filepath.Join(src, "link-to-file"))
+	if out, err := exec.Command("rsync", "-a", src+"/", dst+"/").CombinedOutput(); err != nil {
+		t.Fatalf("rsync: %v %s", err, out)
+	}
+	// now change the copies
+	d := func(n string) string { return filepath.Join(dst, n) }
+	keep := func(n string) { os.Chtimes(d(n), old, old) }
+	os.WriteFile(d("content-same-size"), []byte("DATA OF content-same-size"), 0o644) // rsync: up to date (same size and time)
+	keep("content-same-size")
+	os.WriteFile(d("bigger"), []byte("more data than before"), 0o644)
+	keep("bigger")
+	os.Chtimes(d("mtime"), old.Add(time.Hour), old.Add(time.Hour))
+	sub := old.Add(300 * time.Millisecond) // same second: rsync does not care
+	os.Chtimes(d("subsecond"), sub, sub)
+	os.Chmod(d("perms"), 0o600)
+	os.Chmod(d("setuid"), 0o4644)
+	if isRoot() {
+		os.Lchown(d("group"), 0, 65534)
+		os.Lchown(d("owner"), 65534, 0)
+	}
+	os.Remove(d("file-to-link"))
+	os.Symlink("elsewhere", d("file-to-link"))
+	os.Remove(d("link-to-file"))
+	writeFile(t, d("link-to-file"), "x", 0o644)
+	os.Remove(d("link-retarget"))
+	os.Symlink("other", d("link-retarget"))
+	exec.Command("touch", "-h", "-d", "2019-01-01", d("link-mtime")).Run()
+	os.Remove(d("missing"))
+	os.Remove(d("dir-in-dst"))
+	os.Mkdir(d("dir-in-dst"), 0o755)
+
+	ents, _ := os.ReadDir(src)
+	var list []byte
+	var all []string
+	for _, e := range ents {
+		all = append(all, e.Name())
+		list = append(append(list, src+"/./"+e.Name()...), 0)
+	}
+	cmd := exec.Command("rsync", "-a", "--dry-run", "--from0", "--files-from=-", "--out-format=%i|%n", "/", dst+"/")
+	cmd.Stdin = bytes.NewReader(list)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("rsync -n: %v", err)
+	}
+	rsyncChanged := map[string]bool{}
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		if i := bytes.IndexByte(line, '|'); i > 0 {
+			rsyncChanged[string(unescapeName(line[i+1:]))] = true
+		}
+	}
+	q := &splitter.QuickCheck{Dest: dst, Owner: isRoot()}
+	var mismatch []string
+	for _, n := range all {
+		if q.Fresh(filepath.Join(src, n), n) == rsyncChanged[n] {
+			mismatch = append(mismatch, n)
+		}
+	}
+	sort.Strings(mismatch)
+	if len(mismatch) > 0 {
+		t.Errorf("quick check disagrees with rsync --itemize-changes on %q (rsync changed: %v)", mismatch, rsyncChanged)
+	}
+	if len(rsyncChanged) < 8 {
+		t.Errorf("the tree should hold many changes; rsync saw %v", rsyncChanged)
+	}
+	if rsyncChanged["content-same-size"] || rsyncChanged["subsecond"] || rsyncChanged["same"] {
+		t.Errorf("rsync semantics changed: %v", rsyncChanged)
+	}
+}
+
+func unescapeName(b []byte) []byte {
+	out := bytes.ReplaceAll(b, []byte(`\#012`), []byte("\n"))
+	return bytes.TrimSuffix(out, []byte("/"))
+}
+
+// TestQuickCheckRun: a re-run with nothing changed starts no rsync at all; a changed file
+// and options that change rsync's decision still go to rsync.
+func TestQuickCheckRun(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	for _, n := range []string{"a", "b", "c"} {
+		writeFile(t, filepath.Join(src, n), n, 0o644)
+	}
+	list, _ := listTree(t, src)
+	if r := runPrsync(t, w, list, "-0", "--root", src, dst); r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	r := runPrsync(t, w, list, "-0", "--root", src, dst)
+	s := r.Summary(t)
+	if r.Code != 0 || num(s, "files_up_to_date") != 3 || num(s, "chunks") != 0 {
+		t.Errorf("re-run: exit %d, summary %v", r.Code, s)
+	}
+	if r.Events[0]["quick_check"] != true {
+		t.Errorf("start event quick_check = %v", r.Events[0]["quick_check"])
+	}
+	writeFile(t, filepath.Join(src, "b"), "changed!", 0o644)
+	r = runPrsync(t, w, list, "-0", "--root", src, dst)
+	s = r.Summary(t)
+	if num(s, "files_transferred") != 1 || num(s, "files_up_to_date") != 2 || num(s, "chunks") != 1 {
+		t.Errorf("one change: summary %v", s)
+	}
+	sameTree(t, src, dst)
+	for _, args := range [][]string{{"--no-quick-check"}, {"--", "-c"}, {"--", "--size-only"}, {"--", "-H"}} {
+		r = runPrsync(t, w, list, append([]string{"-0", "--root", src, dst}, args...)...)
+		if r.Events[0]["quick_check"] != false || num(r.Summary(t), "chunks") != 1 {
+			t.Errorf("%v: quick_check %v, summary %v", args, r.Events[0]["quick_check"], r.Summary(t))
+		}
+		checkIdentity(t, r.Summary(t), 3)
+	}
+}
