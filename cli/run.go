@@ -408,6 +408,7 @@ func (r *runner) run(ctx, kill context.Context) int {
 	var inputEnded = make(chan struct{})
 	inputDone.Add(1)
 	go func() {
+		defer pool.RecoverPanic()
 		defer inputDone.Done()
 		defer close(chunks)
 		defer close(inputEnded)
@@ -446,6 +447,7 @@ func (r *runner) run(ctx, kill context.Context) int {
 		stopCtl := context.AfterFunc(bg, ctlStop)
 		bgDone.Add(1)
 		go func() {
+			defer pool.RecoverPanic()
 			defer bgDone.Done()
 			defer stopCtl()
 			ctl.Run(ctlCtx)
@@ -454,6 +456,7 @@ func (r *runner) run(ctx, kill context.Context) int {
 	prog := newProgress(r.stderr, r.showProgress(), t0)
 	bgDone.Add(1)
 	go func() {
+		defer pool.RecoverPanic()
 		defer bgDone.Done()
 		tick := time.NewTicker(f.ThrottleInterval)
 		defer tick.Stop()

@@ -118,7 +118,7 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		p.queued++
 		p.mu.Unlock()
 		g.Go(func() error {
-			defer p.recoverPanic()
+			defer p.RecoverPanic()
 			p.runChunk(ctx, c)
 			return nil
 		})
@@ -126,8 +126,10 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 	return g.Wait()
 }
 
-// recoverPanic ends every rsync group before a panic takes prsync down.
-func (p *Pool) recoverPanic() {
+// RecoverPanic, deferred at the top of a goroutine, ends every rsync group (TERM, then
+// CONT) before a panic in that goroutine takes prsync down, so no rsync is left stopped
+// or orphaned.
+func (p *Pool) RecoverPanic() {
 	if r := recover(); r != nil {
 		p.TerminateAll()
 		panic(r)
@@ -374,6 +376,7 @@ func (p *Pool) attempt(ctx context.Context, st *chunkState, attempt int) result 
 	if cancelled.Load() || p.killed.Load() || errors.Is(err, osexec.ErrWaitDelay) {
 		// the leader is gone; make sure no child of it lingers
 		killGroup(pid)
+		p.sigdied.Store(true) // a receiver killed before its TERM cleanup leaves its temp file
 	}
 	out.flush()
 	errLines.flush()
