@@ -108,7 +108,8 @@ func TestIsTempName(t *testing.T) {
 }
 
 func TestHardLinks(t *testing.T) {
-	for args, want := range map[string]bool{"-H": true, "-aH": true, "--hard-links": true, "-a": false, "--bwlimit=1H": false} {
+	for args, want := range map[string]bool{"-H": true, "-aH": true, "--hard-links": true, "-a": false, "--bwlimit=1H": false,
+		"-T/tmp/H": false, "-T /tmp/H": false, "-e ssh -H": true, "-avT/H": false, "-avHT/x": true} {
 		if got := hardLinks(strings.Fields(args)); got != want {
 			t.Errorf("hardLinks(%q) = %v", args, got)
 		}
@@ -126,6 +127,8 @@ func TestUsageExitCodes(t *testing.T) {
 		{[]string{"--rsync", "/nonexistent/rsync", "dst"}, ExitNoRsync, "rsync not found"},
 		{[]string{"--shard", "1/1", "dst"}, ExitUsage, "bad --shard"},
 		{[]string{"-j", "0", "dst"}, ExitUsage, "--jobs 0"},
+		{[]string{"--shard", "", "dst"}, ExitUsage, "empty --shard"},
+		{[]string{"--shard=", "dst"}, ExitUsage, "empty --shard"},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer

@@ -124,7 +124,7 @@ func shortHasZero(s string) bool {
 	return false
 }
 
-// parseShard reads "K/N".
+// parseShard reads "K/N"; "" means no sharding.
 func parseShard(s string) (k, n int, err error) {
 	if s == "" {
 		return 0, 1, nil

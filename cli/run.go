@@ -138,11 +138,30 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	// handle signals before the checks below run rsync: a SIGINT then still ends with a summary
 	ctx, kill, stop := signalContexts()
 	defer stop()
+	if f.Shard == "" && emptyShardGiven(args) {
+		return fail(stderr, usageError{msg: "empty --shard (or PRSYNC_SHARD)", hint: "write --shard K/N with 0 <= K < N; an array job must set the task index"})
+	}
 	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr}
 	if err := r.prepare(); err != nil {
 		return fail(stderr, err)
 	}
 	return r.run(ctx, kill)
+}
+
+// emptyShardGiven reports an explicitly empty shard spec, such as an unset array index.
+func emptyShardGiven(args []string) bool {
+	if v, ok := os.LookupEnv("PRSYNC_SHARD"); ok && v == "" {
+		return true
+	}
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--shard=" || (a == "--shard" && i+1 < len(args) && args[i+1] == "") {
+			return true
+		}
+	}
+	return false
 }
 
 func containsDashDash(args []string) bool {
@@ -554,16 +573,31 @@ func failedListNote(path string) string {
 
 // hardLinks reports whether the rsync options preserve hard links.
 func hardLinks(args []string) bool {
-	for _, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "--hard-links" {
 			return true
 		}
-		if len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'H') {
-			return true
+		if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		for _, c := range a[1:] {
+			if c == 'H' {
+				return true
+			}
+			if strings.ContainsRune(shortWithValue, c) {
+				if len(a) == 2 {
+					i++ // -T DIR: the value is the next argument
+				}
+				break // the rest of the cluster is the value, as in -T/tmp/H
+			}
 		}
 	}
 	return false
 }
+
+// shortWithValue are rsync's short options that take a value.
+const shortWithValue = "BeTfM@"
 
 func (r *runner) showProgress() bool {
 	switch {

@@ -25,6 +25,8 @@ if [ -n "${CI:-}${PRSYNC_TEST_INSTALL:-}" ] && [ "$(uname)" = Linux ]; then
   command -v slurmctld >/dev/null || pkgs+=(slurmctld slurmd slurm-client munge)
   command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || pkgs+=(openssh-server openssh-client)
   command -v parallel >/dev/null || pkgs+=(parallel)
+  command -v jq >/dev/null || pkgs+=(jq)
+  /usr/bin/python3 -c 'import yaml' 2>/dev/null || pkgs+=(python3-yaml)
   [ ${#pkgs[@]} -eq 0 ] || apt_install "${pkgs[@]}"
 fi
 rsync --version | head -n 1

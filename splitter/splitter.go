@@ -255,7 +255,9 @@ func (s *Splitter) record(ctx context.Context, in []byte, out chan<- *Chunk) err
 	if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
 		size = st.Size
 	}
-	if s.cfg.Quick != nil && !(s.cfg.Shards > 1 && s.cfg.HardLinks && Shard(in, s.cfg.Shards) != s.cfg.Shard) {
+	// a hard link under -H is routed by inode below, and must reach rsync with its group
+	linked := s.cfg.HardLinks && st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Nlink > 1
+	if s.cfg.Quick != nil && !linked && !(s.cfg.Shards > 1 && s.cfg.HardLinks && Shard(in, s.cfg.Shards) != s.cfg.Shard) {
 		if s.cfg.Quick.upToDate(relOf(entry), &st, abs) {
 			if s.hooks.Fresh != nil {
 				s.hooks.Fresh(in, size)

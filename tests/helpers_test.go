@@ -26,9 +26,20 @@ func TestMain(m *testing.M) {
 	if os.Getenv("PRSYNC_TEST_FAKE_RSYNC") != "" {
 		os.Exit(fakeRsync())
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(cleanupM{m}, map[string]func(){
 		"prsync": func() { os.Exit(cli.Main()) },
 	})
+}
+
+// cleanupM removes the prsync build when the tests are done.
+type cleanupM struct{ m *testing.M }
+
+func (c cleanupM) Run() int {
+	code := c.m.Run()
+	if prsyncBin != "" {
+		os.RemoveAll(filepath.Dir(prsyncBin))
+	}
+	return code
 }
 
 // bin builds prsync once per test binary run.
