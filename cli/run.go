@@ -440,7 +440,7 @@ func (r *runner) run(ctx, kill context.Context) int {
 
 	// throttle and progress
 	var lastSample sampleBox
-	sampler := throttle.NewSystemSampler(r.policy, r.stderr)
+	sampler := throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(pool))
 	ctl := &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: sampler, Target: pool,
 		OnSample: lastSample.set,

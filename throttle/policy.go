@@ -10,7 +10,9 @@ import (
 //
 // Suspend and Resume are system-wide CPU use in percent. The machine is hot
 // above Suspend and cool below Resume; between them nothing changes, so the
-// gap is the hysteresis that keeps the controller from flapping.
+// gap is the hysteresis that keeps the controller from flapping. When the
+// sample also measures prsync's own rsyncs (Sample.HasOwn), prsync never
+// throttles itself: see Decide.
 //
 // MaxLoad (1-minute load average) and MaxIOPressure (Linux PSI io "some
 // avg10", in percent) are optional extra limits; zero turns each one off.
@@ -48,9 +50,14 @@ func (p Policy) Validate() error {
 
 // Sample is one measurement of how busy the machine is.
 type Sample struct {
-	CPU        float64 // system-wide CPU use in percent since the previous sample
+	CPU float64 // system-wide CPU use in percent since the previous sample
+	// Own is the part of CPU used by prsync's rsync process groups over
+	// the same interval, on the same scale (percent of the whole machine),
+	// in [0, CPU]; valid only if HasOwn.
+	Own        float64
 	Load       float64 // 1-minute load average; valid only if HasLoad
 	IOPressure float64 // PSI io "some avg10" in percent; valid only if HasIO
+	HasOwn     bool
 	HasLoad    bool
 	HasIO      bool
 }
@@ -114,6 +121,18 @@ type Decision struct {
 // before new work starts. In between it holds and keeps the gate as it is.
 // One group per interval at most keeps the controller gradual instead of
 // pausing or resuming everything at once.
+//
+// The CPU limit ignores prsync's own rsyncs when the sample measures them
+// (HasOwn), so that a copy alone on an idle machine is never paused. With
+// others = CPU - Own and headroom = 100 - Suspend, CPU is hot only when
+// CPU > Suspend and others >= headroom: the machine is over the threshold
+// and something other than prsync uses at least the headroom above it (20%
+// with the default 80). Below a Suspend of 50 the headroom is Suspend itself
+// instead, so others over the threshold on their own always count. CPU is
+// cool when CPU < Resume or others < headroom (the other load has gone), and
+// between the two it holds. Without HasOwn, CPU is hot above Suspend and
+// cool below Resume, counting prsync's own use. The load and io limits count
+// everything, prsync included.
 func Decide(p Policy, st State, s Sample) Decision {
 	if reason := hotReason(p, s); reason != "" {
 		d := Decision{Action: Hold, GateOpen: false, Reason: reason}
@@ -134,7 +153,7 @@ func Decide(p Policy, st State, s Sample) Decision {
 // hotReason returns the first limit that s exceeds, or "".
 func hotReason(p Policy, s Sample) string {
 	switch {
-	case s.CPU > p.Suspend:
+	case cpuHot(p, s):
 		return ReasonCPU
 	case loadOn(p, s) && s.Load > p.MaxLoad:
 		return ReasonLoad
@@ -149,7 +168,7 @@ func hotReason(p Policy, s Sample) string {
 func warmReason(p Policy, s Sample) string {
 	ratio := p.Resume / p.Suspend
 	switch {
-	case !(s.CPU < p.Resume):
+	case !cpuCool(p, s):
 		return ReasonCPU
 	case loadOn(p, s) && !(s.Load < p.MaxLoad*ratio):
 		return ReasonLoad
@@ -158,6 +177,23 @@ func warmReason(p Policy, s Sample) string {
 	}
 	return ""
 }
+
+// cpuHot reports whether CPU is above Suspend with at least the headroom
+// used by something other than prsync (when that is measured).
+func cpuHot(p Policy, s Sample) bool {
+	return s.CPU > p.Suspend && (!s.HasOwn || s.CPU-s.Own >= headroom(p))
+}
+
+// cpuCool reports whether CPU is below Resume, or the load other than
+// prsync's (when measured) is below the headroom.
+func cpuCool(p Policy, s Sample) bool {
+	return s.CPU < p.Resume || (s.HasOwn && s.CPU-s.Own < headroom(p))
+}
+
+// headroom is the CPU % that load other than prsync's must reach for prsync
+// to pause: the headroom above Suspend, or Suspend itself if that is less
+// (so a low threshold does not demand a nearly full machine of others).
+func headroom(p Policy) float64 { return min(100-p.Suspend, p.Suspend) }
 
 func loadOn(p Policy, s Sample) bool { return p.MaxLoad > 0 && s.HasLoad }
 

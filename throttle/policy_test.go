@@ -60,6 +60,7 @@ func TestDecide(t *testing.T) {
 	cpu := func(c float64) Sample { return Sample{CPU: c} }
 	load := func(c, l float64) Sample { return Sample{CPU: c, Load: l, HasLoad: true} }
 	iop := func(c, p float64) Sample { return Sample{CPU: c, IOPressure: p, HasIO: true} }
+	own := func(c, o float64) Sample { return Sample{CPU: c, Own: o, HasOwn: true} }
 
 	tests := []struct {
 		name string
@@ -114,6 +115,29 @@ func TestDecide(t *testing.T) {
 		{"warm cpu named before warm io", limits, State{Suspended: 1}, Sample{CPU: 70, IOPressure: 17, HasIO: true}, Decision{Hold, false, "cpu"}},
 		{"only io warm", limits, State{Suspended: 1}, Sample{CPU: 10, Load: 1, HasLoad: true, IOPressure: 17, HasIO: true}, Decision{Hold, false, "io"}},
 		{"all cool", limits, State{Suspended: 1}, Sample{CPU: 10, Load: 1, HasLoad: true, IOPressure: 1, HasIO: true}, Decision{Resume, true, ""}},
+
+		// prsync's own CPU (HasOwn): others = CPU - Own, headroom = 100 - Suspend = 20.
+		{"copy alone at 100 holds, gate open", cpuOnly, State{Running: 2, Queued: 3, GateOpen: true}, own(100, 98), Decision{Hold, true, ""}},
+		{"copy alone opens a closed gate", cpuOnly, State{Running: 2, Queued: 3}, own(100, 98), Decision{Hold, true, ""}},
+		{"hog 50 and copy 50 suspends", cpuOnly, State{Running: 2, GateOpen: true}, own(100, 50), Decision{Suspend, false, "cpu"}},
+		{"others exactly at headroom suspends", cpuOnly, State{Running: 2, GateOpen: true}, own(90, 70), Decision{Suspend, false, "cpu"}},
+		{"others just below headroom is cool", cpuOnly, State{Running: 2, GateOpen: true}, own(90, 70.5), Decision{Hold, true, ""}},
+		{"at suspend threshold with others holds", cpuOnly, State{Running: 2, GateOpen: true}, own(80, 10), Decision{Hold, true, "cpu"}},
+		{"paused, others 10 resumes", cpuOnly, State{Running: 1, Suspended: 2}, own(75, 65), Decision{Resume, false, ""}},
+		{"paused, others 10 resumes the last", cpuOnly, State{Suspended: 1}, own(10, 0), Decision{Resume, true, ""}},
+		{"paused, others still 70 holds", cpuOnly, State{Suspended: 2}, own(70, 0), Decision{Hold, false, "cpu"}},
+		{"paused, others 50 plus copy 20 holds", cpuOnly, State{Running: 1, Suspended: 1}, own(70, 20), Decision{Hold, false, "cpu"}},
+		{"cool below resume whatever others", cpuOnly, State{Suspended: 1}, own(59, 0), Decision{Resume, true, ""}},
+		{"own does not hide a hot load", limits, State{Running: 1, GateOpen: true}, Sample{CPU: 100, Own: 100, HasOwn: true, Load: 9, HasLoad: true}, Decision{Suspend, false, "load"}},
+		{"own does not hide a warm io", limits, State{Suspended: 1}, Sample{CPU: 100, Own: 100, HasOwn: true, IOPressure: 17, HasIO: true}, Decision{Hold, false, "io"}},
+		{"NaN own holds", cpuOnly, State{Running: 1, Suspended: 1}, own(95, math.NaN()), Decision{Hold, false, "cpu"}},
+		{"suspend 100 never hot", Policy{Suspend: 100, Resume: 50}, State{Running: 1, GateOpen: true}, own(100, 0), Decision{Hold, true, "cpu"}},
+		{"low threshold: others over it suspend", Policy{Suspend: 30, Resume: 20}, State{Running: 1, GateOpen: true}, own(100, 50), Decision{Suspend, false, "cpu"}},
+		{"low threshold: others under it are cool", Policy{Suspend: 30, Resume: 20}, State{Suspended: 1}, own(100, 75), Decision{Resume, true, ""}},
+		{"threshold 1: any other load suspends", Policy{Suspend: 1, Resume: 0.5}, State{Running: 2, GateOpen: true}, own(50, 45), Decision{Suspend, false, "cpu"}},
+		// Without HasOwn, Own is ignored and prsync's use counts, as before.
+		{"no own: copy alone at 100 suspends", cpuOnly, State{Running: 2, GateOpen: true}, Sample{CPU: 100, Own: 98}, Decision{Suspend, false, "cpu"}},
+		{"no own: between holds", cpuOnly, State{Suspended: 1}, Sample{CPU: 70, Own: 65}, Decision{Hold, false, "cpu"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

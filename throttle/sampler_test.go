@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParsePSI(t *testing.T) {
@@ -160,7 +162,7 @@ func TestSystemSamplerCancelledLoadDoesNotDisable(t *testing.T) {
 // TestNewSystemSampler reads the real machine.
 func TestNewSystemSampler(t *testing.T) {
 	var warn bytes.Buffer
-	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60, MaxLoad: 1000, MaxIOPressure: 50}, &warn)
+	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60, MaxLoad: 1000, MaxIOPressure: 50}, &warn, nil)
 	for range 2 {
 		got, err := s.Sample(t.Context())
 		if err != nil {
@@ -186,4 +188,93 @@ func TestNewSystemSampler(t *testing.T) {
 		t.Errorf("warned %d lines, want at most one per limit:\n%s", n, warn.String())
 	}
 	t.Logf("warnings: %q", warn.String())
+}
+
+// TestSystemSamplerOwn feeds scripted own CPU totals and clock readings.
+func TestSystemSamplerOwn(t *testing.T) {
+	f := &fakeSources{cpu: 80}
+	var warn bytes.Buffer
+	s := f.sampler(Policy{Suspend: 80, Resume: 60}, &warn)
+	totals := []float64{10, 11, 14, 13, 13.5}
+	var errAt = len(totals)
+	var calls int
+	var gotGroups [][]int
+	s.groups = func() []int { return []int{100, 200} }
+	s.ownTime = func(g []int) (float64, error) {
+		gotGroups = append(gotGroups, g)
+		defer func() { calls++ }()
+		if calls >= errAt {
+			return 0, errors.New("/proc is gone")
+		}
+		return totals[calls], nil
+	}
+	s.ncpu = 2
+	t0 := time.Unix(1000, 0)
+	s.now = func() time.Time { return t0.Add(time.Duration(calls) * time.Second) }
+
+	want := []Sample{
+		{CPU: 80},                        // no previous reading
+		{CPU: 80, Own: 50, HasOwn: true}, // 1 CPU-second in 1 s on 2 CPUs
+		{CPU: 80, Own: 80, HasOwn: true}, // 150% clamped to CPU
+		{CPU: 80, Own: 0, HasOwn: true},  // a decrease clamps to 0
+		{CPU: 80, Own: 25, HasOwn: true}, // 0.5 CPU-second
+		{CPU: 80},                        // the error turns Own off
+		{CPU: 80},                        // and it stays off
+	}
+	for i, w := range want {
+		got, err := s.Sample(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != w {
+			t.Errorf("sample %d = %+v, want %+v", i, got, w)
+		}
+	}
+	if calls != len(totals)+1 {
+		t.Errorf("read own cpu %d times, want %d", calls, len(totals)+1)
+	}
+	for _, g := range gotGroups {
+		if len(g) != 2 || g[0] != 100 || g[1] != 200 {
+			t.Errorf("ownTime got groups %v, want [100 200]", g)
+		}
+	}
+	wantWarn := "prsync: warning: cannot measure the cpu use of prsync's rsyncs: /proc is gone; counting it as other load\n"
+	if warn.String() != wantWarn {
+		t.Errorf("warnings %q, want %q", warn.String(), wantWarn)
+	}
+}
+
+// TestSystemSamplerOwnNaNCPU: a NaN CPU figure gives Own 0.
+func TestSystemSamplerOwnNaNCPU(t *testing.T) {
+	f := &fakeSources{cpu: math.NaN()}
+	s := f.sampler(Policy{Suspend: 80, Resume: 60}, new(bytes.Buffer))
+	var total float64
+	s.groups = func() []int { return nil }
+	s.ownTime = func([]int) (float64, error) { total++; return total, nil }
+	s.ncpu = 1
+	t0 := time.Now()
+	s.now = func() time.Time { return t0.Add(time.Duration(total) * time.Second) }
+	for range 2 {
+		got, err := s.Sample(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Own != 0 {
+			t.Errorf("Own = %v, want 0", got.Own)
+		}
+	}
+}
+
+type procList []Proc
+
+func (l procList) Procs() []Proc { return l }
+
+func TestGroupsOf(t *testing.T) {
+	got := GroupsOf(procList{{Chunk: 1, PID: 300}, {Chunk: 2, PID: 301, Paused: true}})()
+	if len(got) != 2 || got[0] != 300 || got[1] != 301 {
+		t.Errorf("GroupsOf() = %v, want [300 301]", got)
+	}
+	if got := GroupsOf(procList{})(); len(got) != 0 {
+		t.Errorf("GroupsOf(empty) = %v, want []", got)
+	}
 }

@@ -1,0 +1,161 @@
+package throttle
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ownCPUSource returns the function that reads prsync's own CPU time.
+func ownCPUSource() func([]int) (float64, error) { return readOwnCPU }
+
+// readOwnCPU returns, in seconds, the CPU time (user and system) of this
+// process's reaped children plus that of every live process in one of the
+// process groups pgids, including the children those processes reaped.
+//
+// The sum only grows as processes end: a group member's time moves into its
+// parent's cutime and cstime when the parent reaps it, and a leader's into
+// our RUSAGE_CHILDREN when we reap it. Only /proc is scanned, once, and only
+// if pgids is not empty.
+func readOwnCPU(pgids []int) (float64, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	secs := timevalSeconds(ru.Utime) + timevalSeconds(ru.Stime)
+	if len(pgids) == 0 {
+		return secs, nil
+	}
+	ticks, err := groupTicks("/proc", pgids)
+	if err != nil {
+		return 0, err
+	}
+	return secs + float64(ticks)/float64(clockTicks()), nil
+}
+
+func timevalSeconds(tv syscall.Timeval) float64 {
+	return float64(tv.Sec) + float64(tv.Usec)/1e6
+}
+
+// groupTicks returns the sum of utime, stime, cutime and cstime, in clock
+// ticks, of the processes under procDir whose process group is in pgids.
+// Processes that end during the scan are skipped.
+func groupTicks(procDir string, pgids []int) (uint64, error) {
+	want := make(map[int]bool, len(pgids))
+	for _, g := range pgids {
+		if g > 0 {
+			want[g] = true
+		}
+	}
+	if len(want) == 0 {
+		return 0, nil
+	}
+	d, err := os.Open(procDir)
+	if err != nil {
+		return 0, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", procDir, err)
+	}
+	var total uint64
+	var buf [512]byte // fields 1 to 17 fit: comm is at most 64 bytes
+	for _, name := range names {
+		if !isDigits(name) {
+			continue
+		}
+		b, ok := readHead(filepath.Join(procDir, name, "stat"), buf[:])
+		if !ok {
+			continue
+		}
+		pgrp, ticks, ok := parseStat(b)
+		if ok && want[pgrp] {
+			total += ticks
+		}
+	}
+	return total, nil
+}
+
+// readHead reads the start of a file into buf with one read.
+func readHead(path string, buf []byte) ([]byte, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	n, err := f.Read(buf)
+	if err != nil && err != io.EOF {
+		return nil, false
+	}
+	return buf[:n], true
+}
+
+// parseStat parses a /proc/PID/stat line, or its start up to field 17, and
+// returns the process group (field 5) and utime+stime+cutime+cstime
+// (fields 14 to 17). It parses after the last ')' because comm (field 2)
+// may contain spaces and parentheses.
+func parseStat(b []byte) (pgrp int, ticks uint64, ok bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	// fields[k] is field k+3: state, ppid, pgrp, ...
+	fields := bytes.Fields(b[i+1:])
+	if len(fields) < 15 {
+		return 0, 0, false
+	}
+	g, err := strconv.Atoi(string(fields[2]))
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, f := range fields[11:15] {
+		// cutime and cstime are signed in the kernel's format, never
+		// negative in practice
+		v, err := strconv.ParseInt(string(f), 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		if v > 0 {
+			ticks += uint64(v)
+		}
+	}
+	return g, ticks, true
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// atClkTck is AT_CLKTCK of the ELF auxiliary vector: the kernel's USER_HZ,
+// the unit of the times in /proc/PID/stat.
+const atClkTck = 17
+
+// clockTicks returns the clock ticks per second of /proc/PID/stat, as
+// sysconf(_SC_CLK_TCK) would, read without cgo from the auxiliary vector;
+// it falls back to 100, USER_HZ on every common Linux architecture.
+var clockTicks = sync.OnceValue(func() uint64 {
+	if auxv, err := unix.Auxv(); err == nil {
+		for _, kv := range auxv {
+			if kv[0] == atClkTck && kv[1] > 0 {
+				return uint64(kv[1])
+			}
+		}
+	}
+	return 100
+})

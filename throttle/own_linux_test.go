@@ -1,0 +1,186 @@
+package throttle
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParseStat(t *testing.T) {
+	tail := " 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 7 3 20 0 1 0 12345 1000 100"
+	tests := []struct {
+		name      string
+		in        string
+		pgrp      int
+		ticks     uint64
+		wantParse bool
+	}{
+		{"plain", "4242 (rsync) S" + tail, 4242, 310, true},
+		{"spaces and parens in comm", "4243 (a) b (c)) R" + tail, 4242, 310, true},
+		{"empty comm", "4244 () S" + tail, 4242, 310, true},
+		{"up to field 17 only", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3 4", 77, 10, true},
+		{"negative cutime ignored", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 -3 4", 77, 7, true},
+		{"too short", "4246 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3", 0, 0, false},
+		{"no paren", "4247 rsync S" + tail, 0, 0, false},
+		{"bad pgrp", "4248 (rsync) S 1 x 77 0 -1 0 0 0 0 0 1 2 3 4", 0, 0, false},
+		{"bad ticks", "4249 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 zz 3 4", 0, 0, false},
+		{"empty", "", 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pgrp, ticks, ok := parseStat([]byte(tt.in))
+			if ok != tt.wantParse || pgrp != tt.pgrp || ticks != tt.ticks {
+				t.Errorf("parseStat(%q) = %d, %d, %v; want %d, %d, %v", tt.in, pgrp, ticks, ok, tt.pgrp, tt.ticks, tt.wantParse)
+			}
+		})
+	}
+}
+
+func TestGroupTicks(t *testing.T) {
+	dir := t.TempDir()
+	stat := func(pid, pgrp, utime, stime, cutime, cstime string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		line := pid + " (r s)ync) S 1 " + pgrp + " " + pgrp + " 0 -1 0 0 0 0 0 " + utime + " " + stime + " " + cutime + " " + cstime + " 20 0 1 0 5 6 7\n"
+		if err := os.WriteFile(filepath.Join(dir, pid, "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stat("10", "10", "100", "20", "5", "1") // leader of group 10
+	stat("11", "10", "30", "4", "0", "0")   // its child
+	stat("12", "12", "1000", "1000", "0", "0")
+	stat("13", "20", "7", "0", "0", "0")
+	os.MkdirAll(filepath.Join(dir, "14"), 0o755) // ended: no stat
+	os.MkdirAll(filepath.Join(dir, "sys"), 0o755)
+	os.WriteFile(filepath.Join(dir, "stat"), []byte("cpu 1 2 3\n"), 0o644)
+
+	for _, tt := range []struct {
+		pgids []int
+		want  uint64
+	}{
+		{[]int{10}, 160},
+		{[]int{10, 20}, 167},
+		{[]int{20, 10, 10}, 167},
+		{[]int{99}, 0},
+		{nil, 0},
+		{[]int{0, -1}, 0},
+	} {
+		got, err := groupTicks(dir, tt.pgids)
+		if err != nil || got != tt.want {
+			t.Errorf("groupTicks(%v) = %d, %v; want %d", tt.pgids, got, err, tt.want)
+		}
+	}
+	if _, err := groupTicks(filepath.Join(dir, "missing"), []int{10}); err == nil {
+		t.Error("groupTicks on a missing directory: no error")
+	}
+}
+
+func TestClockTicks(t *testing.T) {
+	if hz := clockTicks(); hz < 1 || hz > 10000 {
+		t.Errorf("clockTicks() = %d", hz)
+	}
+	t.Logf("clock ticks per second: %d", clockTicks())
+}
+
+// busyGroup starts a shell busy loop leading its own process group.
+func busyGroup(t *testing.T) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("sh", "-c", "while :; do :; done")
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	return c
+}
+
+// groupList is a groups function for NewSystemSampler that a test changes.
+type groupList struct {
+	mu    sync.Mutex
+	pgids []int
+}
+
+func (g *groupList) set(pgids ...int) { g.mu.Lock(); g.pgids = pgids; g.mu.Unlock() }
+func (g *groupList) get() []int       { g.mu.Lock(); defer g.mu.Unlock(); return g.pgids }
+
+// TestOwnCPUOfRealGroup measures a real busy process group, then checks that
+// reaping it does not count its CPU time a second time.
+func TestOwnCPUOfRealGroup(t *testing.T) {
+	hog := busyGroup(t)
+	var groups groupList
+	groups.set(hog.Process.Pid)
+	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60}, nil, groups.get)
+	ncpu := float64(s.(*systemSampler).ncpu)
+
+	time.Sleep(500 * time.Millisecond)
+	s1, err := s.Sample(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("busy group listed: %+v (%v CPUs)", s1, ncpu)
+	if !s1.HasOwn {
+		t.Fatal("HasOwn = false on Linux")
+	}
+	if s1.Own*ncpu < 20 || s1.Own > s1.CPU {
+		t.Errorf("Own = %.1f%% of the machine (%.0f%% of a core), CPU %.1f%%; want at least 20%% of a core and at most CPU",
+			s1.Own, s1.Own*ncpu, s1.CPU)
+	}
+
+	// Kill and reap the leader: its whole CPU time moves into our
+	// RUSAGE_CHILDREN, but only the little it ran since s1 is new.
+	hog.Process.Kill()
+	hog.Wait()
+	time.Sleep(300 * time.Millisecond)
+	s2, err := s.Sample(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after reaping: %+v", s2)
+	if !s2.HasOwn || s2.Own*ncpu > 30 {
+		t.Errorf("Own = %.1f%% of the machine (%.0f%% of a core) after reaping, want below 30%% of a core",
+			s2.Own, s2.Own*ncpu)
+	}
+}
+
+// TestOwnCPUWithoutGroups: with no group listed, Own counts only reaped
+// children: an unlisted busy group is left out, a child that ran and was
+// reaped in the interval is counted.
+func TestOwnCPUWithoutGroups(t *testing.T) {
+	busyGroup(t) // unlisted
+	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60}, nil, func() []int { return nil })
+	t0 := time.Now()
+	ncpu := float64(s.(*systemSampler).ncpu)
+
+	burn := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
+	if err := burn.Run(); err != nil {
+		t.Fatal(err)
+	}
+	burned := (burn.ProcessState.UserTime() + burn.ProcessState.SystemTime()).Seconds()
+	if d := 500*time.Millisecond - time.Since(t0); d > 0 {
+		time.Sleep(d)
+	}
+	elapsed := time.Since(t0).Seconds()
+	got, err := s.Sample(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownSecs := got.Own / 100 * ncpu * elapsed
+	t.Logf("sample %+v; child burned %.3fs, Own is %.3fs over %.3fs", got, burned, ownSecs, elapsed)
+	if !got.HasOwn {
+		t.Fatal("HasOwn = false on Linux")
+	}
+	if got.Own < got.CPU && (ownSecs < burned*0.8-0.02 || ownSecs > burned*1.2+0.02) {
+		t.Errorf("Own is %.3f CPU-seconds, want about the %.3fs of the reaped child", ownSecs, burned)
+	}
+}
