@@ -447,6 +447,10 @@ func (r *runner) run(ctx, kill context.Context) int {
 		OnEvent: func(e throttle.Event) {
 			ev := &event.Throttle{Action: e.Action, Reason: e.Reason, CPUPercent: round1(e.Sample.CPU),
 				Chunk: e.Chunk, PID: e.PID, Running: e.Running, Suspended: e.Suspended}
+			if e.Sample.HasOwn {
+				v := round1(e.Sample.Own)
+				ev.OwnCPUPercent = &v
+			}
 			if e.Sample.HasLoad && r.policy.MaxLoad > 0 {
 				v := round1(e.Sample.Load)
 				ev.Load = &v
@@ -498,6 +502,10 @@ func (r *runner) run(ctx, kill context.Context) int {
 					FilesDone: c.Done(), BytesDone: c.BytesTransferred, FilesQueued: c.Queued, InputDone: done,
 					RateBps: round1(float64(c.BytesTransferred) * 8 / el), CPUPercent: round1(s.CPU),
 					Running: running, Suspended: paused, Elapsed: round3(el),
+				}
+				if s.HasOwn {
+					v := round1(s.Own)
+					ev.OwnCPUPercent = &v
 				}
 				enc.Emit(ev)
 				prog.update(ev, c, s.CPU)

@@ -77,15 +77,17 @@ type ChunkEnd struct {
 // Throttle is written for each pause or resume of an rsync process group.
 type Throttle struct {
 	Header
-	Action     string   `json:"action"`
-	Reason     string   `json:"reason"`
-	CPUPercent float64  `json:"cpu_percent"`
-	Load       *float64 `json:"load,omitempty"`
-	IOPressure *float64 `json:"io_pressure,omitempty"`
-	Chunk      int      `json:"chunk"`
-	PID        int      `json:"pid"`
-	Running    int      `json:"running"`
-	Suspended  int      `json:"suspended"`
+	Action     string  `json:"action"`
+	Reason     string  `json:"reason"`
+	CPUPercent float64 `json:"cpu_percent"`
+	// OwnCPUPercent is the part of CPUPercent used by prsync's own rsyncs (Linux only).
+	OwnCPUPercent *float64 `json:"own_cpu_percent,omitempty"`
+	Load          *float64 `json:"load,omitempty"`
+	IOPressure    *float64 `json:"io_pressure,omitempty"`
+	Chunk         int      `json:"chunk"`
+	PID           int      `json:"pid"`
+	Running       int      `json:"running"`
+	Suspended     int      `json:"suspended"`
 }
 
 // Progress is written every throttle interval while prsync runs.
@@ -97,9 +99,11 @@ type Progress struct {
 	InputDone   bool    `json:"input_done"`
 	RateBps     float64 `json:"rate_bps"`
 	CPUPercent  float64 `json:"cpu_percent"`
-	Running     int     `json:"running"`
-	Suspended   int     `json:"suspended"`
-	Elapsed     float64 `json:"elapsed"`
+	// OwnCPUPercent is the part of CPUPercent used by prsync's own rsyncs (Linux only).
+	OwnCPUPercent *float64 `json:"own_cpu_percent,omitempty"`
+	Running       int      `json:"running"`
+	Suspended     int      `json:"suspended"`
+	Elapsed       float64  `json:"elapsed"`
 }
 
 // PathFailed is written for each input path that failed, vanished or was not done.

@@ -16,7 +16,7 @@ func TestGolden(t *testing.T) {
 	var buf bytes.Buffer
 	enc := NewEncoder(&buf)
 	enc.Now = func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.FixedZone("x", 3600)) }
-	load, psi := 3.5, 12.25
+	load, psi, own := 3.5, 12.25, 40.5
 	p, b64 := PathFields([]byte("dir/bad\xffname"))
 	events := []Event{
 		&Start{Version: "v1.0.0", Schema: Schema, PID: 42, Jobs: 4, Dest: "backup/", Root: "/var/lib",
@@ -26,7 +26,7 @@ func TestGolden(t *testing.T) {
 		&ChunkEnd{Chunk: 1, Attempt: 1, Files: 3, Bytes: 3000, FilesTransferred: 2, BytesTransferred: 2000,
 			FilesVanished: 1, Seconds: 0.5, ExitCode: 24, Status: "vanished", Error: "file has vanished: \"/var/lib/./x\"\n"},
 		&ChunkEnd{Chunk: 2, Attempt: 1, Files: 1, ExitCode: 10, Status: "retrying", Error: "connection refused", Hint: "check the daemon"},
-		&Throttle{Action: "suspend", Reason: "cpu", CPUPercent: 91.5, Load: &load, IOPressure: &psi, Chunk: 2, PID: 1235, Running: 1, Suspended: 1},
+		&Throttle{Action: "suspend", Reason: "cpu", CPUPercent: 91.5, OwnCPUPercent: &own, Load: &load, IOPressure: &psi, Chunk: 2, PID: 1235, Running: 1, Suspended: 1},
 		&Progress{FilesDone: 10, BytesDone: 1000, FilesQueued: 5, InputDone: true, RateBps: 8000, CPUPercent: 50, Running: 2, Elapsed: 1.5},
 		&PathFailed{Path: p, PathB64: b64, Status: "failed", Reason: "lstat: permission denied", Chunk: 0},
 		&PathFailed{Path: "<html>&", Status: "vanished", Reason: "x", Chunk: 3},
