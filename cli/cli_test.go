@@ -96,17 +96,6 @@ func TestQuickCheckSafe(t *testing.T) {
 	}
 }
 
-func TestIsTempName(t *testing.T) {
-	for name, want := range map[string]bool{
-		".big2.YeplO7": true, ".a.b.c.XyZ123": true, ".big2.Ye": false, "big2.YeplO7": false,
-		".hidden": false, ".x.abcdefg": false,
-	} {
-		if got := isTempName(name); got != want {
-			t.Errorf("isTempName(%q) = %v", name, got)
-		}
-	}
-}
-
 func TestHardLinks(t *testing.T) {
 	for args, want := range map[string]bool{"-H": true, "-aH": true, "--hard-links": true, "-a": false, "--bwlimit=1H": false,
 		"-T/tmp/H": false, "-T /tmp/H": false, "-e ssh -H": true, "-avT/H": false, "-avHT/x": true} {

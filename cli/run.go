@@ -2,7 +2,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -518,8 +517,8 @@ func (r *runner) run(ctx, kill context.Context) int {
 	bgStop()
 	bgDone.Wait()
 	pool.ContinueAll()
-	if pool.Killed() && !exec.IsRemote(f.Dest) {
-		if n := sweepTemp(f.Dest, t0); n > 0 {
+	if pool.Killed() {
+		if n := pool.SweepTemp(t0); n > 0 {
 			fmt.Fprintf(r.stderr, "prsync: removed %d rsync temp file(s) left by killed rsyncs\n", n)
 		}
 	}
@@ -649,32 +648,3 @@ func isClosed(ch chan struct{}) bool {
 
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
-
-// sweepTemp removes rsync temp files (".name.XXXXXX", mode 0600, modified since the run
-// started) that rsyncs killed with SIGKILL left in a local DEST. It returns how many.
-func sweepTemp(dest string, since time.Time) int {
-	n := 0
-	filepath.WalkDir(dest, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !isTempName(d.Name()) {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil || fi.Mode().Perm() != 0o600 || !fi.Mode().IsRegular() || fi.ModTime().Before(since) {
-			return nil
-		}
-		if os.Remove(p) == nil {
-			n++
-		}
-		return nil
-	})
-	return n
-}
-
-// isTempName matches rsync's temp names: "." + name + "." + 6 characters.
-func isTempName(name string) bool {
-	if len(name) < 9 || name[0] != '.' {
-		return false
-	}
-	dot := strings.LastIndexByte(name, '.')
-	return dot > 1 && len(name)-dot-1 == 6 && !bytes.ContainsAny([]byte(name[dot+1:]), "./")
-}

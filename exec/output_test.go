@@ -185,3 +185,16 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestTempOf(t *testing.T) {
+	tests := map[string]string{
+		".big2.YeplO7": "big2", ".a.b.c.XyZ123": "a.b.c", ".big2.Ye": "", "big2.YeplO7": "",
+		".hidden": "", ".x.abcdefg": "", ". lead.abcdef": " lead",
+	}
+	for tmp, want := range tests {
+		got, ok := tempOf(tmp)
+		if ok != (want != "") || got != want {
+			t.Errorf("tempOf(%q) = %q, %v", tmp, got, ok)
+		}
+	}
+}

@@ -44,10 +44,11 @@ type Pool struct {
 	closing bool // ctx ended: nothing may be paused any more
 	abort   *AbortError
 	killed  atomic.Bool
-	sigdied atomic.Bool // an rsync died of a signal (not prsync's TERM): temp files may be left
-	chunks  atomic.Int64
-	failedC atomic.Int64
-	retries atomic.Int64
+	// killedChunks are chunks whose rsync was killed: their temp files may be left in DEST
+	killedChunks []*splitter.Chunk
+	chunks       atomic.Int64
+	failedC      atomic.Int64
+	retries      atomic.Int64
 }
 
 type proc struct {
@@ -126,9 +127,8 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 	return g.Wait()
 }
 
-// RecoverPanic, deferred at the top of a goroutine, ends every rsync group (TERM, then
-// CONT) before a panic in that goroutine takes prsync down, so no rsync is left stopped
-// or orphaned.
+// RecoverPanic ends every rsync group (TERM, then CONT) before a panic takes prsync down,
+// so no rsync is left stopped or orphaned. Defer it at the top of every goroutine.
 func (p *Pool) RecoverPanic() {
 	if r := recover(); r != nil {
 		p.TerminateAll()
@@ -376,7 +376,7 @@ func (p *Pool) attempt(ctx context.Context, st *chunkState, attempt int) result 
 	if cancelled.Load() || p.killed.Load() || errors.Is(err, osexec.ErrWaitDelay) {
 		// the leader is gone; make sure no child of it lingers
 		killGroup(pid)
-		p.sigdied.Store(true) // a receiver killed before its TERM cleanup leaves its temp file
+		p.markKilled(c) // a receiver killed before its TERM cleanup leaves its temp file
 	}
 	out.flush()
 	errLines.flush()
@@ -385,7 +385,7 @@ func (p *Pool) attempt(ctx context.Context, st *chunkState, attempt int) result 
 		code = -1
 	}
 	if code < 0 {
-		p.sigdied.Store(true)
+		p.markKilled(c)
 	}
 	return result{
 		code:      code,
@@ -610,7 +610,19 @@ func (p *Pool) KillAll() {
 
 // Killed reports whether KillAll ran or an rsync died of a signal, such as a KILL from
 // outside (rsync temp files may be left behind).
-func (p *Pool) Killed() bool { return p.killed.Load() || p.sigdied.Load() }
+func (p *Pool) Killed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.killed.Load() || len(p.killedChunks) > 0
+}
+
+func (p *Pool) markKilled(c *splitter.Chunk) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.killedChunks); n == 0 || p.killedChunks[n-1] != c {
+		p.killedChunks = append(p.killedChunks, c)
+	}
+}
 
 // entryReader yields the entries NUL-terminated, without building one big buffer.
 type entryReader struct {

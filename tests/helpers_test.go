@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +21,11 @@ import (
 )
 
 // prsyncBin is a prsync binary built for the tests; fakeRsync runs the test binary as rsync.
-var prsyncBin string
+var (
+	prsyncBin  string
+	prsyncOnce sync.Once
+	prsyncErr  error
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv("PRSYNC_TEST_FAKE_RSYNC") != "" {
@@ -45,21 +50,24 @@ func (c cleanupM) Run() int {
 // bin builds prsync once per test binary run.
 func bin(t testing.TB) string {
 	t.Helper()
-	if prsyncBin != "" {
-		return prsyncBin
+	prsyncOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "prsync-bin-")
+		if err != nil {
+			prsyncErr = err
+			return
+		}
+		os.Chmod(dir, 0o755) // tests run it as an unprivileged user too
+		p := filepath.Join(dir, "prsync")
+		if out, err := exec.Command("go", "build", "-o", p, "..").CombinedOutput(); err != nil {
+			prsyncErr = fmt.Errorf("build prsync: %v\n%s", err, out)
+			return
+		}
+		prsyncBin = p
+	})
+	if prsyncErr != nil {
+		t.Fatal(prsyncErr)
 	}
-	dir, err := os.MkdirTemp("", "prsync-bin-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755) // tests run it as an unprivileged user too
-	p := filepath.Join(dir, "prsync")
-	out, err := exec.Command("go", "build", "-o", p, "..").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build prsync: %v\n%s", err, out)
-	}
-	prsyncBin = p
-	return p
+	return prsyncBin
 }
 
 func needRsync(t testing.TB) {
