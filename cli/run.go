@@ -512,7 +512,14 @@ func (r *runner) run(ctx, kill context.Context) int {
 		}
 	}()
 
-	pool.Run(ctx, kill, chunks)
+	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
+	ordered := splitter.BiggestFirst(ctx, chunks, f.Jobs, func(c *splitter.Chunk) {
+		tally.Started(c.Len(), c.Bytes)
+		for _, in := range c.Inputs {
+			tally.Path(in, exec.NotDone, "interrupted before rsync started", c.ID)
+		}
+	})
+	pool.Run(ctx, kill, ordered)
 	inputDone.Wait()
 	bgStop()
 	bgDone.Wait()

@@ -376,6 +376,7 @@ func (p *Pool) attempt(ctx context.Context, st *chunkState, attempt int) result 
 	if cancelled.Load() || p.killed.Load() || errors.Is(err, osexec.ErrWaitDelay) {
 		// the leader is gone; make sure no child of it lingers
 		killGroup(pid)
+		waitGroupGone(pid, 2*time.Second)
 		p.markKilled(c) // a receiver killed before its TERM cleanup leaves its temp file
 	}
 	out.flush()
@@ -385,6 +386,8 @@ func (p *Pool) attempt(ctx context.Context, st *chunkState, attempt int) result 
 		code = -1
 	}
 	if code < 0 {
+		killGroup(pid)
+		waitGroupGone(pid, 2*time.Second)
 		p.markKilled(c)
 	}
 	return result{

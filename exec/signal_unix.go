@@ -5,6 +5,7 @@ package exec
 import (
 	osexec "os/exec"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,4 +34,16 @@ func terminateGroup(pgid int) error {
 		err = cerr
 	}
 	return err
+}
+
+// waitGroupGone waits until no process of the group is left (zombies reaped), up to d.
+// A killed receiver may still be in the kernel, about to leave its temp file.
+func waitGroupGone(pgid int, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if unix.Kill(-pgid, 0) == unix.ESRCH {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

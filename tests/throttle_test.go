@@ -133,8 +133,10 @@ func (l *live) wait(t testing.TB, d time.Duration) *Run {
 	select {
 	case <-exited:
 	case <-time.After(d):
+		l.cmd.Process.Signal(syscall.SIGQUIT)
+		time.Sleep(time.Second)
 		l.cmd.Process.Kill()
-		t.Fatalf("prsync still running after %v", d)
+		t.Fatalf("prsync still running after %v; stderr:\n%s", d, l.stderr.String())
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
