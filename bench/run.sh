@@ -33,6 +33,8 @@ NET=${BENCH_NET:-0}
 NET_ONLY=${BENCH_NET_ONLY:-0}
 NET_METHODS=${BENCH_NET_METHODS:-"rsync parallel-chunked fpsync prsync-j4 prsync-j8 prsync-default"}
 NET_REPS=${BENCH_NET_REPS:-}
+NET_BIG_CHUNK=${BENCH_NET_BIG_CHUNK:-}
+NET_TREES=${BENCH_NET_TREES:-"big small"}
 DROP=${BENCH_DROP_CACHES:-auto}
 INSTALL=${BENCH_INSTALL:-auto}
 PLOT=${BENCH_PLOT:-auto}
@@ -57,12 +59,13 @@ usage: bench/run.sh [options]
   --net-only         run only the network scenario                         [BENCH_NET_ONLY=1]
   --net-methods LIST methods for the network scenario                      [BENCH_NET_METHODS]
   --net-reps N       repetitions for the network scenario (default --reps) [BENCH_NET_REPS]
+  --net-trees LIST   trees for the network scenario (default "big small")  [BENCH_NET_TREES]
   --no-drop-caches   keep the page cache warm                              [BENCH_DROP_CACHES=0]
   --no-install       never apt-get install missing peers                   [BENCH_INSTALL=0]
   --plot / --no-plot write results.png (default: on, off with --smoke)     [BENCH_PLOT]
   --publish          copy results.csv, RESULTS.md and results.png into bench/
 Other knobs: BENCH_CHUNK (2000), BENCH_PEER_JOBS (8), BENCH_PERFILE_FILES (500),
-BENCH_SAMPLE (50), BENCH_PRSYNC_SWEEP_OPTS ("--no-throttle", added to prsync -jN only).
+BENCH_SAMPLE (50), BENCH_NET_BIG_CHUNK (entries/8), BENCH_PRSYNC_SWEEP_OPTS ("--no-throttle", added to prsync -jN only).
 EOF
 }
 
@@ -81,6 +84,7 @@ while [ $# -gt 0 ]; do
 	--net-only) NET=1; NET_ONLY=1 ;;
 	--net-methods) NET_METHODS=$2; shift ;;
 	--net-reps) NET_REPS=$2; shift ;;
+	--net-trees) NET_TREES=$2; shift ;;
 	--no-drop-caches) DROP=0 ;;
 	--no-install) INSTALL=0 ;;
 	--plot) PLOT=1 ;;
@@ -109,12 +113,12 @@ case "$PROFILE" in tiny | small | many | big) ;; *) die "unknown profile $PROFIL
 
 STAMP=$(date +%Y%m%d-%H%M%S)
 OUT=${OUT:-/tmp/prsync-bench/run-$STAMP-$PROFILE}
-mkdir -p "$OUT/logs" "$WORK"
-OUT=$(cd "$OUT" && pwd -P)
-WORK=$(cd "$WORK" && pwd -P)
+OUT=$(realpath -m "$OUT")
+WORK=$(realpath -m "$WORK")
 for d in "$OUT" "$WORK"; do
 	case "$d/" in "$REPO"/*) die "$d is inside the repository; use a directory under /tmp or /var/tmp" ;; esac
 done
+mkdir -p "$OUT/logs" "$WORK"
 
 # ---------------------------------------------------------------- tools
 BIN=$WORK/bin
@@ -379,6 +383,13 @@ run_scenario() {
 	[ "$n" -gt 0 ] || return 0
 	prepare_tree "$prof"
 	PROFILE_OF_SC=$prof
+	local chunk_saved=$CHUNK
+	if [ "$sc" = net-big ]; then
+		# 2000 entries per chunk would put the whole 160-file tree in one
+		# chunk, one TCP stream. Give the peers one chunk per job instead.
+		CHUNK=${NET_BIG_CHUNK:-$(((SRC_FILES + SRC_DIRS + PJOBS - 1) / PJOBS))}
+		say "   peers use chunks of $CHUNK entries here (BENCH_NET_BIG_CHUNK)"
+	fi
 	say "== scenario $sc: tree $prof ($SRC_FILES files, $SRC_DIRS dirs, $SRC_BYTES bytes), $reps rep(s), methods: ${ms[*]}"
 	for ((rep = 1; rep <= reps; rep++)); do
 		# Rotate the order each repetition so no method always runs first.
@@ -390,6 +401,7 @@ run_scenario() {
 			fi
 		done
 	done
+	CHUNK=$chunk_saved
 	rm -rf "$WORK/dst" "$WORK/net-dst"
 }
 
@@ -432,7 +444,7 @@ net_setup() {
 	ip netns exec "$NS_A" sysctl -q -w net.ipv4.ip_local_port_range="50000 50255" net.ipv4.tcp_tw_reuse=1 || return 1
 	{
 		echo "qdisc add dev $va root handle 1: htb default 2"
-		echo "class add dev $va parent 1: classid 1:1 htb rate 2gbit ceil 2gbit burst 1m cburst 1m"
+		echo "class add dev $va parent 1: classid 1:1 htb rate 2gbit ceil 2gbit burst 1m cburst 1m quantum 65536"
 		echo "class add dev $va parent 1:1 classid 1:2 htb rate 8mbit ceil 400mbit burst 256k cburst 256k quantum 65536"
 		for ((i = 0; i < 256; i++)); do
 			cid=$(printf '%x' $((0x100 + i)))
@@ -498,8 +510,12 @@ if [ "$NET" = 1 ] && [ "${#NET_METHODS_SEL[@]}" -gt 0 ]; then
 		SKIPPED+=("network scenario: setup failed")
 		net_teardown
 	else
-		run_scenario net-big big "$NET_REPS" "${NET_METHODS_SEL[@]}"
-		run_scenario net-small small "$NET_REPS" "${NET_METHODS_SEL[@]}"
+		for t in $NET_TREES; do
+			case "$t" in
+			big | small) run_scenario "net-$t" "$t" "$NET_REPS" "${NET_METHODS_SEL[@]}" ;;
+			*) say "run.sh: unknown network tree $t (big or small)" ;;
+			esac
+		done
 		net_teardown
 	fi
 fi
@@ -507,7 +523,8 @@ fi
 
 machine_info "$TREE_DESC" >"$OUT/machine.txt"
 if [ "$(wc -l <"$RESULTS")" -le 1 ]; then die "nothing was measured"; fi
-"$BIN/report" -in "$RESULTS" -machine "$OUT/machine.txt" -summary "$OUT/summary.csv" -md "$OUT/RESULTS.md"
+"$BIN/report" -in "$RESULTS" -machine "$OUT/machine.txt" -summary "$OUT/summary.csv" -md "$OUT/RESULTS.md" \
+	-prsync-summaries "$OUT/prsync-summaries.jsonl"
 if [ "${#SKIPPED[@]}" -gt 0 ]; then
 	{ echo; echo "Skipped:"; printf -- '- %s\n' "${SKIPPED[@]}"; } | tee -a "$OUT/RESULTS.md"
 fi

@@ -50,7 +50,7 @@ type Profile struct {
 	TargetBytes  int64 // if > 0, Data.db sizes are scaled so the tree totals about this much
 	DataLo       int64 // small Data.db: log-uniform in [DataLo, DataHi)
 	DataHi       int64
-	BigPermille  int   // per mille of Data.db files drawn from [BigLo, BigHi)
+	BigPermille  int // per mille of Data.db files drawn from [BigLo, BigHi)
 	BigLo, BigHi int64
 	FixedData    int64 // if > 0, every Data.db has exactly this size
 	StatsLo      int64 // Statistics.db: uniform in [StatsLo, StatsHi)

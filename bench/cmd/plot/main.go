@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"image/color"
-	"math"
 	"os"
 	"sort"
 	"strings"
@@ -132,14 +131,17 @@ func scalingPlot(ss []results.Summary) (*plot.Plot, error) {
 	p.X.Scale = plot.LogScale{}
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(12)
 
 	maxJ := 1
+	yMax := 0.0
 	var pts errPoints
 	for _, s := range sweep {
 		med, lo, hi := mbps(s)
 		pts.XYs = append(pts.XYs, plotter.XY{X: float64(s.Jobs), Y: med})
 		pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{med - lo, hi - med})
 		maxJ = max(maxJ, s.Jobs)
+		yMax = max(yMax, hi)
 	}
 	line, scatter, err := plotter.NewLinePoints(pts.XYs)
 	if err != nil {
@@ -172,6 +174,7 @@ func scalingPlot(ss []results.Summary) (*plot.Plot, error) {
 		}
 		maxJ = max(maxJ, s.Jobs)
 		med, lo, hi := mbps(s)
+		yMax = max(yMax, hi)
 		e := errPoints{plotter.XYs{{X: float64(s.Jobs), Y: med}}, plotter.YErrors{{Low: med - lo, High: hi - med}}}
 		sc, err := plotter.NewScatter(e.XYs)
 		if err != nil {
@@ -193,6 +196,7 @@ func scalingPlot(ss []results.Summary) (*plot.Plot, error) {
 			continue
 		}
 		med, _, _ := mbps(s)
+		yMax = max(yMax, med)
 		f := plotter.NewFunction(func(float64) float64 { return med })
 		f.Color = colPeer[2+i]
 		f.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
@@ -208,6 +212,7 @@ func scalingPlot(ss []results.Summary) (*plot.Plot, error) {
 	}
 	p.X.Tick.Marker = ticks
 	p.Y.Min = 0
+	p.Y.Max = yMax * 1.45 // room for the legend
 	p.Add(plotter.NewGrid())
 	return p, nil
 }
@@ -286,6 +291,7 @@ func timesPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
 	p.Y.Label.Text = "seconds"
 	p.Legend.Top = true
 	n := len(groups)
+	yMax := 0.0
 	// About 80% of the width is the data area; two bars share 70% of a slot.
 	barW := vg.Length(widthIn*72*0.8/float64(n)) * 0.35
 
@@ -303,6 +309,7 @@ func timesPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
 				continue
 			}
 			vals = append(vals, s.WallMedian)
+			yMax = max(yMax, s.WallMax)
 			e.XYs = append(e.XYs, plotter.XY{X: x, Y: s.WallMedian})
 			e.YErrors = append(e.YErrors, struct{ Low, High float64 }{s.WallMedian - s.WallMin, s.WallMax - s.WallMedian})
 		}
@@ -335,6 +342,7 @@ func timesPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(n)-0.4
 	p.Y.Min = 0
+	p.Y.Max = yMax * 1.2
 	p.Add(plotter.NewGrid())
 	return p, nil
 }
@@ -358,6 +366,7 @@ func netPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
 	p.Legend.Top = true
 	n := len(methods)
 	barW := vg.Length(widthIn*72*0.8/float64(n)) * 0.35
+	yMax := 2000.0 // the link cap
 	for k, sc := range scen {
 		var vals plotter.Values
 		var e errPoints
@@ -373,6 +382,7 @@ func netPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
 			b := float64(s.Bytes) * 8 / 1e6
 			med := b / s.WallMedian
 			vals = append(vals, med)
+			yMax = max(yMax, b/s.WallMin)
 			e.XYs = append(e.XYs, plotter.XY{X: x, Y: med})
 			e.YErrors = append(e.YErrors, struct{ Low, High float64 }{med - b/s.WallMax, b/s.WallMin - med})
 		}
@@ -402,7 +412,7 @@ func netPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(n)-0.4
 	p.Y.Min = 0
-	p.Y.Max = math.Max(p.Y.Max, 2000*1.05) // the link cap
+	p.Y.Max = yMax * 1.25
 	cap2g := plotter.NewFunction(func(float64) float64 { return 2000 })
 	cap2g.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	cap2g.Color = color.Gray{Y: 0x60}

@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"encoding/csv"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ func main() {
 	summary := flag.String("summary", "", "write the summary CSV here")
 	md := flag.String("md", "", "also write the markdown here")
 	title := flag.String("title", "", "first line of the markdown (default: derived)")
+	prs := flag.String("prsync-summaries", "", "prsync-summaries.jsonl written by run.sh (optional)")
 	flag.Parse()
 	if *in == "" {
 		fmt.Fprintln(os.Stderr, "usage: report -in results.csv [-machine FILE] [-summary FILE] [-md FILE]")
@@ -46,6 +48,7 @@ func main() {
 	}
 	var sb strings.Builder
 	writeMarkdown(&sb, runs, ss, readMachine(*machine), *title)
+	writePrsync(&sb, *prs)
 	fmt.Print(sb.String())
 	if *md != "" {
 		if err := os.WriteFile(*md, []byte(sb.String()), 0o644); err != nil {
@@ -296,6 +299,10 @@ func writeGoals(w io.Writer, ss []results.Summary) {
 	var goals []goal
 	find := func(sc, m, c string) (results.Summary, bool) { return results.Find(ss, sc, m, c) }
 
+	hasLocal := false
+	for _, s := range ss {
+		hasLocal = hasLocal || s.Scenario == "local"
+	}
 	pd, okPD := find("local", "prsync-default", "fresh")
 	best, okBest := results.Summary{}, false
 	for _, m := range []string{"parallel-chunked", "fpsync"} {
@@ -324,6 +331,9 @@ func writeGoals(w io.Writer, ss []results.Summary) {
 		}
 	}
 	goals = append(goals, g)
+	if !hasLocal {
+		goals = nil
+	}
 
 	for _, sc := range []string{"net-big", "net-small"} {
 		g = goal{name: sc + ": throughput prsync -j 8 ÷ fpsync", target: "≥ 1.2", met: func(x float64) bool { return x >= 1.2 }}
@@ -338,6 +348,9 @@ func writeGoals(w io.Writer, ss []results.Summary) {
 		}
 	}
 
+	if len(goals) == 0 {
+		return
+	}
 	fmt.Fprintln(w, "### Goals of issue 5 (ratio of medians, extremes in brackets)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| goal | measured | target | met |")
@@ -353,4 +366,91 @@ func writeGoals(w io.Writer, ss []results.Summary) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", g.name, g.r, g.target, met)
 	}
 	fmt.Fprintln(w)
+}
+
+// writePrsync summarizes prsync's own summary events: chunks and throttle
+// suspensions per method and case (medians over the repetitions).
+func writePrsync(w io.Writer, path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	type key struct{ sc, m, c string }
+	type acc struct{ chunks, susp, suspSec, upToDate []float64 }
+	var order []key
+	data := map[key]*acc{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec struct {
+			Scenario, Method, Case string
+			Event                  struct {
+				Chunks           float64 `json:"chunks"`
+				Suspensions      float64 `json:"suspensions"`
+				SecondsSuspended float64 `json:"seconds_suspended"`
+				FilesUpToDate    float64 `json:"files_up_to_date"`
+			}
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			continue
+		}
+		k := key{rec.Scenario, rec.Method, rec.Case}
+		a, ok := data[k]
+		if !ok {
+			a = &acc{}
+			data[k] = a
+			order = append(order, k)
+		}
+		a.chunks = append(a.chunks, rec.Event.Chunks)
+		a.susp = append(a.susp, rec.Event.Suspensions)
+		a.suspSec = append(a.suspSec, rec.Event.SecondsSuspended)
+		a.upToDate = append(a.upToDate, rec.Event.FilesUpToDate)
+	}
+	if len(order) == 0 {
+		return
+	}
+	ss := make([]results.Summary, len(order))
+	for i, k := range order {
+		ss[i] = results.Summary{Scenario: k.sc, Method: k.m, Case: k.c}
+	}
+	results.Sort(ss)
+	fmt.Fprintln(w, "### prsync's own summary events (medians)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | method | case | chunks | throttle suspensions | seconds suspended | files up to date |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|")
+	for _, s := range ss {
+		a := data[key{s.Scenario, s.Method, s.Case}]
+		count := func(xs []float64) string {
+			m := results.Median(xs)
+			if m == math.Trunc(m) {
+				return intNum(int64(m))
+			}
+			return num(m)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Scenario, s.Method, s.Case,
+			count(a.chunks), count(a.susp), num(results.Median(a.suspSec)), count(a.upToDate))
+	}
+	fmt.Fprintln(w)
+}
+
+// intNum formats an integer with thousands separators.
+func intNum(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
