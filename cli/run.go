@@ -525,7 +525,7 @@ func (r *runner) run(ctx, kill context.Context) int {
 	bgDone.Wait()
 	pool.ContinueAll()
 	if pool.Killed() {
-		if n := pool.SweepTemp(t0); n > 0 {
+		if n := pool.SweepTemp(); n > 0 {
 			fmt.Fprintf(r.stderr, "prsync: removed %d rsync temp file(s) left by killed rsyncs\n", n)
 		}
 	}

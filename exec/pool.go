@@ -167,7 +167,7 @@ func newChunkState(c *splitter.Chunk, dest string) *chunkState {
 	s.byName = make(map[string]int, c.Len())
 	s.byPath = make(map[string]int, c.Len())
 	for i, e := range c.Entries {
-		abs, rel := splitEntry(e)
+		abs, rel := splitEntry(c.Src, e)
 		s.byName[rel] = i
 		s.byPath[abs] = i
 	}
@@ -180,16 +180,16 @@ func newChunkState(c *splitter.Chunk, dest string) *chunkState {
 }
 
 // splitEntry returns the absolute source path and the name rsync reports for an entry.
-func splitEntry(e []byte) (abs, rel string) {
-	if i := bytes.Index(e, []byte("/./")); i >= 0 {
-		base := string(e[:i])
-		if base == "" {
-			base = "/"
-		}
-		r := string(e[i+3:])
-		return filepath.Join(base, r), filepath.Clean(r)
+func splitEntry(src string, e []byte) (abs, rel string) {
+	return filepath.Join(src, string(e)), splitter.RelOf(e)
+}
+
+// srcArg is rsync's source argument for a chunk's directory.
+func srcArg(src string) string {
+	if strings.HasSuffix(src, "/") {
+		return src
 	}
-	return string(e), strings.TrimPrefix(string(e), "/")
+	return src + "/"
 }
 
 // confirmTransferred is for a chunk cut short: rsync may report a file done just before
@@ -202,7 +202,7 @@ func (s *chunkState) confirmTransferred() {
 			continue
 		}
 		if s.dstRoot != "" {
-			abs, rel := splitEntry(e)
+			abs, rel := splitEntry(s.c.Src, e)
 			d, derr := os.Lstat(filepath.Join(s.dstRoot, rel))
 			src, serr := os.Lstat(abs)
 			if derr == nil && serr == nil && d.Size() == src.Size() && d.ModTime().Equal(src.ModTime()) {
@@ -335,7 +335,7 @@ type result struct {
 func (p *Pool) attempt(ctx context.Context, st *chunkState, attempt int) result {
 	c := st.c
 	args := append(append([]string(nil), p.Args...),
-		"--files-from=-", "--from0", "--out-format="+OutFormat, "--", "/", p.Dest)
+		"--files-from=-", "--from0", "--out-format="+OutFormat, "--", srcArg(c.Src), p.Dest)
 	cmd := osexec.CommandContext(ctx, p.Rsync, args...)
 	cmd.Stdin = &entryReader{entries: c.Entries}
 	out := &lineWriter{fn: func(line []byte) {
@@ -376,7 +376,7 @@ func (p *Pool) attempt(ctx context.Context, st *chunkState, attempt int) result 
 	if cancelled.Load() || p.killed.Load() || errors.Is(err, osexec.ErrWaitDelay) {
 		// the leader is gone; make sure no child of it lingers
 		killGroup(pid)
-		waitGroupGone(pid, 2*time.Second)
+		waitGroupGone(pid, 5*time.Second)
 		p.markKilled(c) // a receiver killed before its TERM cleanup leaves its temp file
 	}
 	out.flush()
@@ -387,7 +387,7 @@ func (p *Pool) attempt(ctx context.Context, st *chunkState, attempt int) result 
 	}
 	if code < 0 {
 		killGroup(pid)
-		waitGroupGone(pid, 2*time.Second)
+		waitGroupGone(pid, 5*time.Second)
 		p.markKilled(c)
 	}
 	return result{

@@ -36,12 +36,13 @@ func terminateGroup(pgid int) error {
 	return err
 }
 
-// waitGroupGone waits until no process of the group is left (zombies reaped), up to d.
-// A killed receiver may still be in the kernel, about to leave its temp file.
+// waitGroupGone waits until no live process of the group is left, up to d. A killed
+// receiver may still be in the kernel, about to leave its temp file. Zombies whose
+// parent is gone count as gone: an init that reaps slowly must not delay prsync.
 func waitGroupGone(pgid int, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if unix.Kill(-pgid, 0) == unix.ESRCH {
+		if unix.Kill(-pgid, 0) == unix.ESRCH || !groupAlive(pgid) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -4,15 +4,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // SweepTemp removes the temp files that killed rsyncs left in a local DEST: for each path
-// of a chunk whose rsync was killed, a ".<name>.XXXXXX" file (6 characters, mode 0600,
-// regular, modified since since) beside where the path lands. Only those directories are
-// read, and only those names match, so a huge DEST is not walked and the temp files of
-// other rsyncs sharing DEST are left alone. It returns how many files it removed.
-func (p *Pool) SweepTemp(since time.Time) int {
+// of a chunk whose rsync was killed, a regular file ".<name>.XXXXXX" (6 characters) beside
+// where the path lands. Only those directories are read, and only those names match, so
+// a huge DEST is not walked. Mode and time are not checked: a receiver killed after it
+// wrote the data but before its rename has already given the temp file the source's mode
+// and mtime. It returns how many files it removed.
+func (p *Pool) SweepTemp() int {
 	if isRemote(p.Dest) {
 		return 0
 	}
@@ -26,7 +26,7 @@ func (p *Pool) SweepTemp(since time.Time) int {
 	byDir := map[string]map[string]bool{} // directory -> base names copied into it
 	for _, c := range chunks {
 		for _, e := range c.Entries {
-			_, rel := splitEntry(e)
+			_, rel := splitEntry(c.Src, e)
 			d := filepath.Join(dest, filepath.Dir(rel))
 			if byDir[d] == nil {
 				byDir[d] = map[string]bool{}
@@ -43,10 +43,6 @@ func (p *Pool) SweepTemp(since time.Time) int {
 		for _, de := range ents {
 			base, ok := tempOf(de.Name())
 			if !ok || !names[base] || !de.Type().IsRegular() {
-				continue
-			}
-			fi, err := de.Info()
-			if err != nil || fi.Mode().Perm() != 0o600 || fi.ModTime().Before(since) {
 				continue
 			}
 			if os.Remove(filepath.Join(d, de.Name())) == nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,8 +20,13 @@ type Chunk struct {
 	ID int
 	// Inputs are the records as read, for --failed and events.
 	Inputs [][]byte
-	// Entries are the same paths as written to rsync's --files-from list:
-	// absolute, with a "/./" anchor where the destination path starts.
+	// Src is rsync's source directory for the chunk (absolute; "/" or --root or the
+	// working directory). Every chunk has one; a change of Src starts a new chunk.
+	Src string
+	// Entries are the same paths as written to rsync's --files-from list: relative to
+	// Src, with "./" in front of a name that starts with '#' or ';' (rsync would skip it
+	// as a comment), and with a "/./" anchor where the destination path starts if it is
+	// not Src itself.
 	Entries [][]byte
 	// Bytes is the sum of the sizes of the regular files in the chunk.
 	Bytes int64
@@ -217,6 +223,7 @@ func (s *Splitter) unsent() {
 
 type rec struct {
 	input, entry []byte
+	src          string
 	size         int64
 }
 
@@ -231,7 +238,7 @@ func (s *Splitter) record(ctx context.Context, in []byte, out chan<- *Chunk) err
 	if s.cfg.Shards > 1 && !s.cfg.HardLinks && Shard(in, s.cfg.Shards) != s.cfg.Shard {
 		return nil
 	}
-	abs, entry, err := s.resolve(in)
+	abs, src, entry, err := s.resolve(in)
 	if err != nil {
 		if s.cfg.Shards > 1 && s.cfg.HardLinks && Shard(in, s.cfg.Shards) != s.cfg.Shard {
 			return nil
@@ -258,14 +265,14 @@ func (s *Splitter) record(ctx context.Context, in []byte, out chan<- *Chunk) err
 	// a hard link under -H is routed by inode below, and must reach rsync with its group
 	linked := s.cfg.HardLinks && st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Nlink > 1
 	if s.cfg.Quick != nil && !linked && !(s.cfg.Shards > 1 && s.cfg.HardLinks && Shard(in, s.cfg.Shards) != s.cfg.Shard) {
-		if s.cfg.Quick.upToDate(relOf(entry), &st, abs) {
+		if s.cfg.Quick.upToDate(RelOf(entry), &st, abs) {
 			if s.hooks.Fresh != nil {
 				s.hooks.Fresh(in, size)
 			}
 			return nil
 		}
 	}
-	r := rec{input: in, entry: entry, size: size}
+	r := rec{input: in, entry: entry, src: src, size: size}
 	if s.cfg.HardLinks && st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Nlink > 1 {
 		key := inode{dev: uint64(st.Dev), ino: uint64(st.Ino)}
 		if s.cfg.Shards > 1 && key.shard(s.cfg.Shards) != s.cfg.Shard {
@@ -295,13 +302,13 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 	for _, r := range g {
 		size += r.size
 	}
-	if s.cur != nil && (s.cur.Bytes+size > s.cfg.ChunkBytes || s.cur.Len()+len(g) > s.cfg.ChunkFiles) {
+	if s.cur != nil && (s.cur.Bytes+size > s.cfg.ChunkBytes || s.cur.Len()+len(g) > s.cfg.ChunkFiles || s.cur.Src != g[0].src) {
 		if err := s.flush(ctx, out); err != nil {
 			return err
 		}
 	}
 	if s.cur == nil {
-		s.cur = &Chunk{ID: s.nextID}
+		s.cur = &Chunk{ID: s.nextID, Src: g[0].src}
 		s.nextID++
 	}
 	for _, r := range g {
@@ -332,35 +339,54 @@ func (s *Splitter) flush(ctx context.Context, out chan<- *Chunk) error {
 	}
 }
 
-// resolve returns the absolute path to lstat and the entry to write to rsync.
-func (s *Splitter) resolve(in []byte) (abs string, entry []byte, err error) {
+// resolve returns the absolute path to lstat, and rsync's source directory and list
+// entry for it. Entries are kept short: rsync reads its --files-from list one byte at a
+// time, and with long absolute entries that read costs more than the copy of small files.
+func (s *Splitter) resolve(in []byte) (abs, src string, entry []byte, err error) {
 	if bytes.IndexByte(in, 0) >= 0 {
-		return "", nil, errors.New("name contains a NUL byte")
+		return "", "", nil, errors.New("name contains a NUL byte")
 	}
 	p := string(in)
 	if filepath.IsAbs(p) {
 		p = filepath.Clean(p)
 		if s.cfg.Root == "" {
-			return p, []byte(p), nil
+			return p, "/", protect(strings.TrimPrefix(p, "/")), nil
 		}
 		rest, ok := under(p, s.cfg.Root)
 		if !ok {
-			return "", nil, fmt.Errorf("outside --root %s", s.cfg.Root)
+			return "", "", nil, fmt.Errorf("outside --root %s", s.cfg.Root)
 		}
-		return p, anchor(s.cfg.Root, rest), nil
+		return p, s.cfg.Root, protect(rest), nil
 	}
 	base := s.cfg.Root
 	if base == "" {
 		base = s.cfg.Cwd
 	}
 	rel := filepath.Clean(p)
-	if rel == ".." || bytes.HasPrefix([]byte(rel), []byte("../")) {
+	if rel == ".." || strings.HasPrefix(rel, "../") {
 		if s.cfg.Root != "" {
-			return "", nil, fmt.Errorf("outside --root %s", s.cfg.Root)
+			return "", "", nil, fmt.Errorf("outside --root %s", s.cfg.Root)
 		}
-		return "", nil, errors.New("outside the working directory: use absolute paths or --root")
+		return "", "", nil, errors.New("outside the working directory: use absolute paths or --root")
 	}
-	return filepath.Join(base, rel), anchor(base, rel), nil
+	abs = filepath.Join(base, rel)
+	if s.cfg.Root == "" && s.cfg.HardLinks && base != "/" {
+		// one source for every path, so that the links of an inode share a chunk
+		return abs, "/", anchor(base[1:], rel), nil
+	}
+	return abs, base, protect(rel), nil
+}
+
+// protect puts "./" before an entry that rsync would read as a comment ('#' or ';'),
+// and turns the empty path (the source directory itself) into ".".
+func protect(rel string) []byte {
+	if rel == "" {
+		return []byte(".")
+	}
+	if rel[0] == '#' || rel[0] == ';' {
+		return append([]byte("./"), rel...)
+	}
+	return []byte(rel)
 }
 
 // under reports whether p is root or below it, and the rest of p after root.
@@ -377,22 +403,20 @@ func under(p, root string) (string, bool) {
 	return "", false
 }
 
-// relOf returns where an entry lands below DEST: the part after "/./", or the path without its leading "/".
-func relOf(entry []byte) string {
+// RelOf returns where an entry lands below DEST: the part after a "/./" anchor, or the
+// whole entry, cleaned.
+func RelOf(entry []byte) string {
 	if i := bytes.Index(entry, []byte("/./")); i >= 0 {
-		return string(entry[i+3:])
+		return filepath.Clean(string(entry[i+3:]))
 	}
-	return string(entry[1:])
+	return filepath.Clean(string(entry))
 }
 
-// anchor writes base/./rel, which rsync (source "/") copies to DEST/rel.
+// anchor writes base/./rel for a relative base: rsync copies it to DEST/rel.
 func anchor(base, rel string) []byte {
 	b := make([]byte, 0, len(base)+3+len(rel))
 	b = append(b, base...)
-	if base != "/" {
-		b = append(b, '/')
-	}
-	b = append(b, "./"...)
+	b = append(b, "/./"...)
 	return append(b, rel...)
 }
 

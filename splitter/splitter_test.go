@@ -85,33 +85,49 @@ func TestChunkBounds(t *testing.T) {
 func TestResolve(t *testing.T) {
 	tests := []struct {
 		root, cwd, in string
-		want          string // entry, or "error"
+		links         bool
+		want          string // src|entry, or "error"
 	}{
-		{"", "/work", "/var/lib/x", "/var/lib/x"},
-		{"", "/work", "/var//lib/./x/", "/var/lib/x"},
-		{"", "/work", "a/b", "/work/./a/b"},
-		{"", "/work", "./a/b", "/work/./a/b"},
-		{"", "/", "a", "/./a"},
-		{"", "/work", "../x", "error"},
-		{"/var/lib", "/work", "/var/lib/cassandra/x", "/var/lib/./cassandra/x"},
-		{"/var/lib", "/work", "/var/libx/y", "error"},
-		{"/var/lib", "/work", "/etc/passwd", "error"},
-		{"/var/lib", "/work", "cassandra/x", "/var/lib/./cassandra/x"},
-		{"/var/lib", "/work", "a/../../x", "error"},
-		{"/", "/work", "/etc/x", "/./etc/x"},
-		{"", "/work", "#hash", "/work/./#hash"},
-		{"", "/work", "-e touch", "/work/./-e touch"},
-		{"", "/work", "a\x00b", "error"},
+		{"", "/work", "/var/lib/x", false, "/|var/lib/x"},
+		{"", "/work", "/var//lib/./x/", false, "/|var/lib/x"},
+		{"", "/work", "/", false, "/|."},
+		{"", "/work", "/#hash", false, "/|./#hash"},
+		{"", "/work", "a/b", false, "/work|a/b"},
+		{"", "/work", "./a/b", false, "/work|a/b"},
+		{"", "/work", "a/b", true, "/|work/./a/b"},
+		{"", "/", "a", true, "/|a"},
+		{"", "/", "a", false, "/|a"},
+		{"", "/work", "../x", false, "error"},
+		{"/var/lib", "/work", "/var/lib/cassandra/x", false, "/var/lib|cassandra/x"},
+		{"/var/lib", "/work", "/var/lib/cassandra/x", true, "/var/lib|cassandra/x"},
+		{"/var/lib", "/work", "/var/lib", false, "/var/lib|."},
+		{"/var/lib", "/work", "/var/libx/y", false, "error"},
+		{"/var/lib", "/work", "/etc/passwd", false, "error"},
+		{"/var/lib", "/work", "cassandra/x", false, "/var/lib|cassandra/x"},
+		{"/var/lib", "/work", ";semi", false, "/var/lib|./;semi"},
+		{"/var/lib", "/work", "a/../../x", false, "error"},
+		{"/", "/work", "/etc/x", false, "/|etc/x"},
+		{"", "/work", "#hash", false, "/work|./#hash"},
+		{"", "/work", "-e touch", false, "/work|-e touch"},
+		{"", "/work", "a\x00b", false, "error"},
 	}
 	for _, tt := range tests {
-		s := New(Config{Root: tt.root, Cwd: tt.cwd}, Hooks{})
-		_, e, err := s.resolve([]byte(tt.in))
-		got := string(e)
+		s := New(Config{Root: tt.root, Cwd: tt.cwd, HardLinks: tt.links}, Hooks{})
+		_, src, e, err := s.resolve([]byte(tt.in))
+		got := src + "|" + string(e)
 		if err != nil {
 			got = "error"
 		}
 		if got != tt.want {
-			t.Errorf("root %q cwd %q: resolve(%q) = %q, want %q", tt.root, tt.cwd, tt.in, got, tt.want)
+			t.Errorf("root %q cwd %q links %v: resolve(%q) = %q, want %q", tt.root, tt.cwd, tt.links, tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestRelOf(t *testing.T) {
+	for e, want := range map[string]string{"a/b": "a/b", "./#h": "#h", "work/./a/b": "a/b", ".": ".", "x//y/": "x/y"} {
+		if got := RelOf([]byte(e)); got != want {
+			t.Errorf("RelOf(%q) = %q, want %q", e, got, want)
 		}
 	}
 }
@@ -156,8 +172,12 @@ func TestEveryByteKept(t *testing.T) {
 		if got := string(cs[0].Inputs[i]); got != filepath.Join(dir, n) {
 			t.Errorf("input %q, want %q", got, filepath.Join(dir, n))
 		}
-		if got := string(cs[0].Entries[i]); got != dir+"/./"+n {
-			t.Errorf("entry %q, want %q", got, dir+"/./"+n)
+		want := n
+		if n[0] == '#' || n[0] == ';' {
+			want = "./" + n
+		}
+		if got := string(cs[0].Entries[i]); got != want || cs[0].Src != dir {
+			t.Errorf("entry %q in %q, want %q in %q", got, cs[0].Src, want, dir)
 		}
 	}
 }
