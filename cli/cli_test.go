@@ -115,7 +115,7 @@ func TestUsageExitCodes(t *testing.T) {
 		{[]string{}, ExitUsage, `expected "<DEST>"`},
 		{[]string{"--rsync", "/nonexistent/rsync", "dst"}, ExitNoRsync, "rsync not found"},
 		{[]string{"--shard", "1/1", "dst"}, ExitUsage, "bad --shard"},
-		{[]string{"-j", "0", "dst"}, ExitUsage, "--jobs 0"},
+		{[]string{"--jobs=-1", "dst"}, ExitUsage, "--jobs -1"},
 		{[]string{"--shard", "", "dst"}, ExitUsage, "empty --shard"},
 		{[]string{"--shard=", "dst"}, ExitUsage, "empty --shard"},
 	}

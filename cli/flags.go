@@ -13,11 +13,11 @@ import (
 // Flags is prsync's command line. Every flag also reads PRSYNC_<NAME> from the environment.
 type Flags struct {
 	Null         bool          `short:"0" help:"Input paths are NUL-separated (find -print0, fd -0, git ls-files -z)."`
-	Jobs         int           `short:"j" aliases:"max-procs" default:"${jobs}" placeholder:"N" help:"Concurrent rsync processes (default: number of CPUs, at least 2)."`
+	Jobs         int           `short:"j" aliases:"max-procs" default:"0" placeholder:"N" help:"Concurrent rsync processes (0: the number of CPUs, at least 2, for a local DEST; at least 8 for a remote one)."`
 	Root         string        `short:"C" placeholder:"DIR" help:"Source root: paths land in DEST relative to it; relative paths are taken relative to it."`
 	From         string        `placeholder:"FILE" help:"Read the path list from FILE instead of stdin."`
 	ChunkFiles   int           `default:"2000" placeholder:"N" help:"Close a chunk at this many paths."`
-	ChunkBytes   Size          `default:"1G" placeholder:"SIZE" help:"Close a chunk at this many bytes (1G, 512M, 64K); a bigger file gets a chunk of its own."`
+	ChunkBytes   Size          `default:"128M" placeholder:"SIZE" help:"Close a chunk at this many bytes (1G, 512M, 64K); a bigger file gets a chunk of its own."`
 	ChunkWait    time.Duration `default:"1s" placeholder:"DURATION" help:"Close a chunk when no new path arrived for this long."`
 	Retries      int           `default:"2" placeholder:"N" help:"Re-run a chunk this many times after a transient rsync failure."`
 	RetryDelay   time.Duration `default:"1s" placeholder:"DURATION" help:"First retry delay; doubled each retry, with jitter."`
@@ -47,7 +47,15 @@ type Flags struct {
 	shard, shards int
 }
 
-func defaultJobs() int { return max(runtime.NumCPU(), 2) }
+// defaultJobs is the -j for a destination. A local copy is CPU-bound: more rsyncs than
+// CPUs only add contention. A remote one is bound by per-stream latency and caps, where
+// more streams keep helping (bench/RESULTS.md: 8 beat 4 on a shaped link).
+func defaultJobs(remote bool) int {
+	if remote {
+		return max(runtime.NumCPU(), 8)
+	}
+	return max(runtime.NumCPU(), 2)
+}
 
 // Size is a byte count written as 1G, 512M, 64K or 1000.
 type Size int64

@@ -104,7 +104,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		kong.Name("prsync"),
 		kong.Description("Copy the paths read on stdin with many rsyncs at once.\n\n"+
 			"  find /data -type f -print0 | prsync -0 -j 8 --root /data /mnt/backup/"),
-		kong.Vars{"version": "prsync " + version(), "jobs": strconv.Itoa(defaultJobs())},
+		kong.Vars{"version": "prsync " + version()},
 		kong.DefaultEnvars("PRSYNC"),
 		kong.Writers(stderr, stderr),
 		kong.Exit(func(c int) { panic(kongExit{c}) }),
@@ -240,8 +240,11 @@ func (r *runner) prepare() error {
 	if f.shard, f.shards, err = parseShard(f.Shard); err != nil {
 		return err
 	}
-	if f.Jobs < 1 {
-		return usageError{msg: fmt.Sprintf("--jobs %d: want at least 1", f.Jobs)}
+	if f.Jobs < 0 {
+		return usageError{msg: fmt.Sprintf("--jobs %d: want at least 1 (0: automatic)", f.Jobs)}
+	}
+	if f.Jobs == 0 {
+		f.Jobs = defaultJobs(exec.IsRemote(f.Dest))
 	}
 	if f.ChunkFiles < 1 {
 		return usageError{msg: fmt.Sprintf("--chunk-files %d: want at least 1", f.ChunkFiles)}
