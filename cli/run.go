@@ -561,6 +561,7 @@ func (r *runner) run(ctx, kill context.Context) int {
 		EmptyRecords: c.Empty, Chunks: st.Chunks, ChunksFailed: st.ChunksFailed, Retries: st.Retries,
 		Suspensions: susp, SecondsSuspended: round3(suspSec), Seconds: round3(el),
 		RateBps: round1(float64(c.BytesTransferred) * 8 / el), ExitCode: code, Shard: f.shard, Shards: f.shards,
+		CPUSeconds: round3(cpuSeconds(syscall.RUSAGE_SELF)), RsyncCPUSeconds: round3(cpuSeconds(syscall.RUSAGE_CHILDREN)),
 	})
 	prog.finish(c, el)
 	switch {
@@ -654,6 +655,15 @@ func isClosed(ch chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// cpuSeconds returns user+system CPU time of prsync itself or of its reaped children.
+func cpuSeconds(who int) float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(who, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
 
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }

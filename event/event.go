@@ -141,9 +141,12 @@ type Summary struct {
 	SecondsSuspended float64 `json:"seconds_suspended"`
 	Seconds          float64 `json:"seconds"`
 	RateBps          float64 `json:"rate_bps"`
-	ExitCode         int     `json:"exit_code"`
-	Shard            int     `json:"shard"`
-	Shards           int     `json:"shards"`
+	// CPUSeconds is prsync's own user+system CPU time; RsyncCPUSeconds its rsyncs'.
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	RsyncCPUSeconds float64 `json:"rsync_cpu_seconds"`
+	ExitCode        int     `json:"exit_code"`
+	Shard           int     `json:"shard"`
+	Shards          int     `json:"shards"`
 }
 
 // PathFields returns the path as a JSON string and, when the name is not valid UTF-8

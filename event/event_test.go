@@ -33,7 +33,7 @@ func TestGolden(t *testing.T) {
 		&Error{Error: "read input: input/output error"},
 		&Summary{Files: 13, Bytes: 4000, FilesTransferred: 10, BytesTransferred: 3000, FilesUpToDate: 1,
 			FilesFailed: 1, FilesVanished: 1, Chunks: 2, ChunksFailed: 1, Retries: 1, Suspensions: 2,
-			SecondsSuspended: 1.25, Seconds: 3.5, RateBps: 6857.1, ExitCode: 23, Shard: 1, Shards: 4},
+			SecondsSuspended: 1.25, Seconds: 3.5, RateBps: 6857.1, CPUSeconds: 0.05, RsyncCPUSeconds: 2.5, ExitCode: 23, Shard: 1, Shards: 4},
 	}
 	for _, ev := range events {
 		enc.Emit(ev)
