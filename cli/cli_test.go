@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/prsync/prsync/exec"
 )
 
 func TestSize(t *testing.T) {
@@ -132,5 +135,32 @@ func TestUsageExitCodes(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := Run([]string{"--version"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "prsync ") {
 		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	ab := &exec.AbortError{ExitCode: 10}
+	killed := &exec.AbortError{ExitCode: -1}
+	tests := []struct {
+		name        string
+		interrupted bool
+		inputErr    error
+		ab          *exec.AbortError
+		c           exec.Counts
+		want        int
+	}{
+		{"clean", false, nil, nil, exec.Counts{Transferred: 3}, ExitOK},
+		{"vanished", false, nil, nil, exec.Counts{Vanished: 1}, ExitVanished},
+		{"failed beats vanished", false, nil, nil, exec.Counts{Vanished: 1, Failed: 1}, ExitPartial},
+		{"not done", false, nil, nil, exec.Counts{NotDone: 1}, ExitPartial},
+		{"stopped early", false, nil, ab, exec.Counts{Failed: 5}, 10},
+		{"stopped by a signal death", false, nil, killed, exec.Counts{Failed: 5}, ExitPartial},
+		{"input", false, errors.New("x"), ab, exec.Counts{}, ExitInput},
+		{"interrupt beats all", true, errors.New("x"), ab, exec.Counts{Failed: 1}, ExitInterrupted},
+	}
+	for _, tt := range tests {
+		if got := exitStatus(tt.interrupted, tt.inputErr, tt.ab, tt.c, nil); got != tt.want {
+			t.Errorf("%s: exit %d, want %d", tt.name, got, tt.want)
+		}
 	}
 }

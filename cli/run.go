@@ -16,12 +16,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
 
-	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
@@ -381,205 +379,35 @@ func firstLine(b []byte) string {
 
 // run copies, reports and returns the exit code.
 func (r *runner) run(ctx, kill context.Context) int {
-	f := &r.f
-	t0 := time.Now()
-	enc := event.NewEncoder(r.stdout)
-	sep := byte('\n')
-	if f.Null {
-		sep = 0
-	}
-	tally := &exec.Tally{Events: enc, Sep: sep}
-	if r.failed != nil {
-		tally.SetFailedList(r.failed)
-	}
+	p := r.newPipeline()
 	defer r.input.Close()
+	defer p.pool.ContinueAll() // never leave a group stopped, whatever happens below
+	p.emitStart()
 
-	enc.Emit(&event.Start{
-		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: f.Jobs, Dest: f.Dest, Root: r.root,
-		Rsync: r.rsync, RsyncVersion: r.rsyncVersion, RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
-		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
-		QuickCheck: r.quick != nil,
-	})
-
-	pool := &exec.Pool{
-		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: f.Jobs,
-		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Events: enc, Tally: tally,
-	}
-	defer pool.ContinueAll() // never leave a group stopped, whatever happens below
-
-	chunks := make(chan *splitter.Chunk)
-	sp := splitter.New(splitter.Config{
-		Sep: sep, Root: r.root, Cwd: r.cwd,
-		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait,
-		Shard: f.shard, Shards: f.shards, HardLinks: hardLinks(r.args), Quick: r.quick,
-	}, splitter.Hooks{
-		Fresh:    tally.Fresh,
-		Settled:  tally.Settled,
-		Accepted: tally.Accepted,
-		Empty:    tally.Empty,
-		Unsent: func(inputs [][]byte) {
-			for _, in := range inputs {
-				tally.Path(in, exec.NotDone, "interrupted before rsync started", 0)
-			}
-		},
-	})
-	var inputDone sync.WaitGroup
-	var inputErr error
-	var inputEnded = make(chan struct{})
-	inputDone.Add(1)
-	go func() {
-		defer pool.RecoverPanic()
-		defer inputDone.Done()
-		defer close(chunks)
-		defer close(inputEnded)
-		err := sp.Run(ctx, r.input, chunks)
-		if err != nil && !errors.Is(err, context.Canceled) {
-			inputErr = err
-			enc.Emit(&event.Error{Error: err.Error()})
-		}
-	}()
-
-	// throttle and progress
-	var lastSample sampleBox
-	sampler := throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(pool))
-	ctl := &throttle.Controller{
-		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: sampler, Target: pool,
-		OnSample: lastSample.set,
-		OnEvent: func(e throttle.Event) {
-			ev := &event.Throttle{Action: e.Action, Reason: e.Reason, CPUPercent: round1(e.Sample.CPU),
-				Chunk: e.Chunk, PID: e.PID, Running: e.Running, Suspended: e.Suspended}
-			if e.Sample.HasOwn {
-				v := round1(e.Sample.Own)
-				ev.OwnCPUPercent = &v
-			}
-			if e.Sample.HasLoad && r.policy.MaxLoad > 0 {
-				v := round1(e.Sample.Load)
-				ev.Load = &v
-			}
-			if e.Sample.HasIO && r.policy.MaxIOPressure > 0 {
-				v := round1(e.Sample.IOPressure)
-				ev.IOPressure = &v
-			}
-			enc.Emit(ev)
-		},
-	}
+	chunks, inputEnded := p.startInput(ctx)
 	bg, bgStop := context.WithCancel(context.Background())
 	var bgDone sync.WaitGroup
-	if !f.NoThrottle {
-		// the throttle stops at the first signal too, and resumes what it paused
-		ctlCtx, ctlStop := context.WithCancel(ctx)
-		stopCtl := context.AfterFunc(bg, ctlStop)
-		bgDone.Add(1)
-		go func() {
-			defer pool.RecoverPanic()
-			defer bgDone.Done()
-			defer stopCtl()
-			ctl.Run(ctlCtx)
-		}()
+	if !r.f.NoThrottle {
+		p.startThrottle(ctx, bg, &bgDone)
 	}
-	prog := newProgress(r.stderr, r.showProgress(), t0)
-	bgDone.Add(1)
-	go func() {
-		defer pool.RecoverPanic()
-		defer bgDone.Done()
-		tick := time.NewTicker(f.ThrottleInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-bg.Done():
-				return
-			case <-tick.C:
-				s, ok := lastSample.get()
-				if f.NoThrottle || !ok {
-					if smp, err := sampler.Sample(bg); err == nil {
-						s = smp
-					}
-				}
-				running, paused := pool.Counts()
-				c := tally.Counts()
-				done := isClosed(inputEnded)
-				el := time.Since(t0).Seconds()
-				ev := &event.Progress{
-					FilesDone: c.Done(), BytesDone: c.BytesTransferred, FilesQueued: c.Queued, InputDone: done,
-					RateBps: round1(float64(c.BytesTransferred) * 8 / el), CPUPercent: round1(s.CPU),
-					Running: running, Suspended: paused, Elapsed: round3(el),
-				}
-				if s.HasOwn {
-					v := round1(s.Own)
-					ev.OwnCPUPercent = &v
-				}
-				enc.Emit(ev)
-				prog.update(ev, c, s.CPU)
-			}
-		}
-	}()
+	p.startProgress(bg, &bgDone, inputEnded)
 
 	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
-	ordered := splitter.BiggestFirst(ctx, chunks, f.Jobs, func(c *splitter.Chunk) {
-		tally.Started(c.Len(), c.Bytes)
-		for _, in := range c.Inputs {
-			tally.Path(in, exec.NotDone, "interrupted before rsync started", c.ID)
-		}
+	ordered := splitter.BiggestFirst(ctx, chunks, r.f.Jobs, func(c *splitter.Chunk) {
+		p.tally.Started(c.Len(), c.Bytes)
+		p.notDone(c.Inputs, c.ID)
 	})
-	pool.Run(ctx, kill, ordered)
-	inputDone.Wait()
+	p.pool.Run(ctx, kill, ordered)
+	<-inputEnded
 	bgStop()
 	bgDone.Wait()
-	pool.ContinueAll()
-	if pool.Killed() {
-		if n := pool.SweepTemp(); n > 0 {
+	p.pool.ContinueAll()
+	if p.pool.Killed() {
+		if n := p.pool.SweepTemp(); n > 0 {
 			fmt.Fprintf(r.stderr, "prsync: removed %d rsync temp file(s) left by killed rsyncs\n", n)
 		}
 	}
-	ferr := tally.Close()
-
-	c := tally.Counts()
-	st := pool.Stats()
-	susp, suspSec := ctl.Stats()
-	code := ExitOK
-	ab := pool.Aborted()
-	switch {
-	case ctx.Err() != nil:
-		code = ExitInterrupted
-	case inputErr != nil:
-		code = ExitInput
-	case ab != nil:
-		code = ExitPartial
-		if ab.ExitCode > 0 {
-			code = ab.ExitCode
-		}
-	case c.Failed > 0 || c.NotDone > 0 || ferr != nil:
-		code = ExitPartial
-	case c.Vanished > 0:
-		code = ExitVanished
-	}
-	el := time.Since(t0).Seconds()
-	enc.Emit(&event.Summary{
-		Files: c.Files, Bytes: c.Bytes, FilesTransferred: c.Transferred, BytesTransferred: c.BytesTransferred,
-		FilesUpToDate: c.UpToDate, FilesFailed: c.Failed, FilesVanished: c.Vanished, FilesNotDone: c.NotDone,
-		EmptyRecords: c.Empty, Chunks: st.Chunks, ChunksFailed: st.ChunksFailed, Retries: st.Retries,
-		Suspensions: susp, SecondsSuspended: round3(suspSec), Seconds: round3(el),
-		RateBps: round1(float64(c.BytesTransferred) * 8 / el), ExitCode: code, Shard: f.shard, Shards: f.shards,
-		CPUSeconds: round3(cpuSeconds(syscall.RUSAGE_SELF)), RsyncCPUSeconds: round3(cpuSeconds(syscall.RUSAGE_CHILDREN)),
-	})
-	prog.finish(c, el)
-	switch {
-	case inputErr != nil:
-		fmt.Fprintf(r.stderr, "prsync: error: %v\n", inputErr)
-	case ab != nil && ctx.Err() == nil:
-		fmt.Fprintf(r.stderr, "prsync: error: %v\n", ab)
-		if ab.Hint != "" {
-			fmt.Fprintf(r.stderr, "prsync: hint: %s\n", ab.Hint)
-		}
-	case code == ExitPartial || code == ExitVanished:
-		fmt.Fprintf(r.stderr, "prsync: error: %d failed, %d vanished, %d not done of %d paths%s\n",
-			c.Failed, c.Vanished, c.NotDone, c.Files, failedListNote(f.Failed))
-	}
-	if ferr != nil {
-		fmt.Fprintf(r.stderr, "prsync: error: %v\n", ferr)
-	}
-	return code
+	return p.finish(ctx.Err() != nil)
 }
 
 func failedListNote(path string) string {
@@ -628,33 +456,6 @@ func (r *runner) showProgress() bool {
 		return isatty.IsTerminal(fh.Fd()) || isatty.IsCygwinTerminal(fh.Fd())
 	}
 	return false
-}
-
-type sampleBox struct {
-	mu sync.Mutex
-	s  throttle.Sample
-	ok bool
-}
-
-func (b *sampleBox) set(s throttle.Sample) {
-	b.mu.Lock()
-	b.s, b.ok = s, true
-	b.mu.Unlock()
-}
-
-func (b *sampleBox) get() (throttle.Sample, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.s, b.ok
-}
-
-func isClosed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // cpuSeconds returns user+system CPU time of prsync itself or of its reaped children.
