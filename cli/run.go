@@ -242,7 +242,7 @@ func (r *runner) prepare() error {
 		return usageError{msg: fmt.Sprintf("--jobs %d: want at least 1 (0: automatic)", f.Jobs)}
 	}
 	if f.Jobs == 0 {
-		f.Jobs = defaultJobs(exec.IsRemote(f.Dest))
+		f.Jobs = defaultJobs()
 	}
 	if f.ChunkFiles < 1 {
 		return usageError{msg: fmt.Sprintf("--chunk-files %d: want at least 1", f.ChunkFiles)}
