@@ -10,8 +10,9 @@ import (
 // matches, exactly as rsync's own quick check with --archive would decide: same type, and for a
 // regular file the same size, modification time (whole seconds, rsync's default
 // --modify-window 0), permission bits and group (and owner when prsync runs as root, since rsync
-// preserves owners only then); for a symlink the same target, time and group. Directories,
-// devices and special files always go to rsync.
+// preserves owners only then); for a symlink the same target, time and group; for a
+// directory the same time, permission bits and group. Devices and special files always go
+// to rsync.
 type QuickCheck struct {
 	// Dest is the absolute local destination directory.
 	Dest string
@@ -22,7 +23,7 @@ type QuickCheck struct {
 // upToDate reports whether dest/rel already matches the source whose lstat is src.
 func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string) bool {
 	kind := src.Mode & syscall.S_IFMT
-	if kind != syscall.S_IFREG && kind != syscall.S_IFLNK {
+	if kind != syscall.S_IFREG && kind != syscall.S_IFLNK && kind != syscall.S_IFDIR {
 		return false
 	}
 	dp := filepath.Join(q.Dest, rel)
@@ -40,6 +41,9 @@ func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string) b
 		a, err1 := os.Readlink(srcPath)
 		b, err2 := os.Readlink(dp)
 		return err1 == nil && err2 == nil && a == b
+	}
+	if kind == syscall.S_IFDIR {
+		return dst.Mode&0o7777 == src.Mode&0o7777
 	}
 	return dst.Size == src.Size && dst.Mode&0o7777 == src.Mode&0o7777
 }

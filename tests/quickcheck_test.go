@@ -25,6 +25,10 @@ func TestQuickCheckMatchesRsync(t *testing.T) {
 		writeFile(t, filepath.Join(src, n), "data of "+n, 0o644)
 		os.Chtimes(filepath.Join(src, n), old, old)
 	}
+	for _, dn := range []string{"dir-same", "dir-mtime", "dir-perms"} {
+		os.Mkdir(filepath.Join(src, dn), 0o755)
+		os.Chtimes(filepath.Join(src, dn), old, old)
+	}
 	os.Symlink("same", filepath.Join(src, "link-same"))
 	os.Symlink("same", filepath.Join(src, "link-retarget"))
 	os.Symlink("same", filepath.Join(src, "link-mtime"))
@@ -56,6 +60,8 @@ func TestQuickCheckMatchesRsync(t *testing.T) {
 	os.Remove(d("link-retarget"))
 	os.Symlink("other", d("link-retarget"))
 	exec.Command("touch", "-h", "-d", "2019-01-01", d("link-mtime")).Run()
+	os.Chtimes(d("dir-mtime"), old.Add(time.Minute), old.Add(time.Minute))
+	os.Chmod(d("dir-perms"), 0o700)
 	os.Remove(d("missing"))
 	os.Remove(d("dir-in-dst"))
 	os.Mkdir(d("dir-in-dst"), 0o755)
@@ -92,6 +98,9 @@ func TestQuickCheckMatchesRsync(t *testing.T) {
 	}
 	if len(rsyncChanged) < 8 {
 		t.Errorf("the tree should hold many changes; rsync saw %v", rsyncChanged)
+	}
+	if !rsyncChanged["dir-mtime"] || !rsyncChanged["dir-perms"] || rsyncChanged["dir-same"] {
+		t.Errorf("directories: rsync changed %v", rsyncChanged)
 	}
 	if rsyncChanged["content-same-size"] || rsyncChanged["subsecond"] || rsyncChanged["same"] {
 		t.Errorf("rsync semantics changed: %v", rsyncChanged)
