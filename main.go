@@ -3,8 +3,21 @@ package main
 
 import (
 	"os"
+	"runtime/pprof"
 
 	"github.com/prsync/prsync/cli"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() {
+	// PRSYNC_CPUPROFILE=FILE writes a Go CPU profile of prsync itself, for development.
+	if p := os.Getenv("PRSYNC_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			pprof.StartCPUProfile(f)
+			code := cli.Main()
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
+	os.Exit(cli.Main())
+}

@@ -3,6 +3,7 @@ package splitter
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 )
 
@@ -18,6 +19,9 @@ type QuickCheck struct {
 	Dest string
 	// Owner compares owners too (rsync -o takes effect only as root).
 	Owner bool
+
+	mu      sync.Mutex
+	missing string // a DEST directory found missing: its files need no lstat
 }
 
 // upToDate reports whether dest/rel already matches the source whose lstat is src.
@@ -27,8 +31,20 @@ func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string) b
 		return false
 	}
 	dp := filepath.Join(q.Dest, rel)
+	dir := filepath.Dir(dp)
+	q.mu.Lock()
+	gone := dir == q.missing
+	q.mu.Unlock()
+	if gone {
+		return false // a fresh copy: one lstat per directory instead of one per file
+	}
 	var dst syscall.Stat_t
 	if err := syscall.Lstat(dp, &dst); err != nil {
+		if err == syscall.ENOENT && syscall.Lstat(dir, &dst) == syscall.ENOENT {
+			q.mu.Lock()
+			q.missing = dir
+			q.mu.Unlock()
+		}
 		return false
 	}
 	if dst.Mode&syscall.S_IFMT != kind || dst.Gid != src.Gid || (q.Owner && dst.Uid != src.Uid) {
