@@ -29,7 +29,7 @@ if [ -n "${CI:-}${PRSYNC_TEST_INSTALL:-}" ] && [ "$(uname)" = Linux ]; then
   /usr/bin/python3 -c 'import yaml' 2>/dev/null || pkgs+=(python3-yaml)
   [ ${#pkgs[@]} -eq 0 ] || apt_install "${pkgs[@]}"
 fi
-rsync --version | head -n 1
+rsync --version | sed -n 1p
 
 echo "== vet"
 go vet ./...
