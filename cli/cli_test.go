@@ -45,68 +45,8 @@ func TestParseShard(t *testing.T) {
 	}
 }
 
-func TestCheckRsyncArgs(t *testing.T) {
-	tests := []struct {
-		args       []string
-		noThrottle bool
-		refused    string // "" when allowed
-	}{
-		{[]string{"--bwlimit=10m", "-H", "-v"}, false, ""},
-		{[]string{"--delete"}, false, "--delete"},
-		{[]string{"--delete-after"}, false, "--delete-after"},
-		{[]string{"--del"}, false, "--del"},
-		{[]string{"--files-from=x"}, false, "--files-from"},
-		{[]string{"--from0"}, false, "--from0"},
-		{[]string{"-0"}, false, "-0"},
-		{[]string{"-av0"}, false, "-av0"},
-		{[]string{"-B1024"}, false, ""},
-		{[]string{"--out-format=%n"}, false, "--out-format"},
-		{[]string{"--timeout=30"}, false, "--timeout"},
-		{[]string{"--timeout=30"}, true, ""},
-		{[]string{"--no-R"}, false, "--no-R"},
-		{[]string{"--contimeout=5"}, false, ""},
-	}
-	for _, tt := range tests {
-		f := Flags{RsyncArgs: tt.args, NoThrottle: tt.noThrottle}
-		err := f.checkRsyncArgs()
-		switch {
-		case tt.refused == "" && err != nil:
-			t.Errorf("%v refused: %v", tt.args, err)
-		case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused) || hintOf(err) == ""):
-			t.Errorf("%v: error %v, hint %q", tt.args, err, hintOf(err))
-		}
-	}
-}
 
-func TestQuickCheckSafe(t *testing.T) {
-	tests := []struct {
-		args []string
-		want bool
-	}{
-		{nil, true},
-		{[]string{"--bwlimit=10m", "-v", "--stats"}, true},
-		{[]string{"--bwlimit", "10m", "-T", "/tmp"}, true},
-		{[]string{"-e", "ssh -p 22"}, true},
-		{[]string{"-c"}, false}, {[]string{"--checksum"}, false}, {[]string{"-I"}, false},
-		{[]string{"--size-only"}, false}, {[]string{"-u"}, false}, {[]string{"--modify-window=2"}, false},
-		{[]string{"-H"}, false}, {[]string{"-A"}, false}, {[]string{"-X"}, false},
-		{[]string{"--no-perms"}, false}, {[]string{"--chmod=u+w"}, false}, {[]string{"-L"}, false},
-	}
-	for _, tt := range tests {
-		if got := quickCheckSafe(tt.args); got != tt.want {
-			t.Errorf("quickCheckSafe(%q) = %v", tt.args, got)
-		}
-	}
-}
 
-func TestHardLinks(t *testing.T) {
-	for args, want := range map[string]bool{"-H": true, "-aH": true, "--hard-links": true, "-a": false, "--bwlimit=1H": false,
-		"-T/tmp/H": false, "-T /tmp/H": false, "-e ssh -H": true, "-avT/H": false, "-avHT/x": true} {
-		if got := hardLinks(strings.Fields(args)); got != want {
-			t.Errorf("hardLinks(%q) = %v", args, got)
-		}
-	}
-}
 
 func TestUsageExitCodes(t *testing.T) {
 	tests := []struct {
@@ -146,17 +86,17 @@ func TestExitStatus(t *testing.T) {
 		interrupted bool
 		inputErr    error
 		ab          *exec.AbortError
-		c           exec.Counts
+		c           Counts
 		want        int
 	}{
-		{"clean", false, nil, nil, exec.Counts{Transferred: 3}, ExitOK},
-		{"vanished", false, nil, nil, exec.Counts{Vanished: 1}, ExitVanished},
-		{"failed beats vanished", false, nil, nil, exec.Counts{Vanished: 1, Failed: 1}, ExitPartial},
-		{"not done", false, nil, nil, exec.Counts{NotDone: 1}, ExitPartial},
-		{"stopped early", false, nil, ab, exec.Counts{Failed: 5}, 10},
-		{"stopped by a signal death", false, nil, killed, exec.Counts{Failed: 5}, ExitPartial},
-		{"input", false, errors.New("x"), ab, exec.Counts{}, ExitInput},
-		{"interrupt beats all", true, errors.New("x"), ab, exec.Counts{Failed: 1}, ExitInterrupted},
+		{"clean", false, nil, nil, Counts{Transferred: 3}, ExitOK},
+		{"vanished", false, nil, nil, Counts{Vanished: 1}, ExitVanished},
+		{"failed beats vanished", false, nil, nil, Counts{Vanished: 1, Failed: 1}, ExitPartial},
+		{"not done", false, nil, nil, Counts{NotDone: 1}, ExitPartial},
+		{"stopped early", false, nil, ab, Counts{Failed: 5}, 10},
+		{"stopped by a signal death", false, nil, killed, Counts{Failed: 5}, ExitPartial},
+		{"input", false, errors.New("x"), ab, Counts{}, ExitInput},
+		{"interrupt beats all", true, errors.New("x"), ab, Counts{Failed: 1}, ExitInterrupted},
 	}
 	for _, tt := range tests {
 		if got := exitStatus(tt.interrupted, tt.inputErr, tt.ab, tt.c, nil); got != tt.want {

@@ -83,51 +83,6 @@ func (s *Size) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// refused are rsync options that prsync manages itself, with the hint for each.
-var refused = []struct{ prefix, hint string }{
-	{"--files-from", "prsync feeds each rsync its own list; give paths on stdin or with --from"},
-	{"--from0", "prsync always passes --from0; use prsync's -0 for NUL-separated input"},
-	{"--delete", "--delete cannot be right on a stream of files; after the copy, run one `rsync -a --delete SRC/ DEST/` pass"},
-	{"--del", "--del cannot be right on a stream of files; after the copy, run one `rsync -a --delete SRC/ DEST/` pass"},
-	{"--out-format", "prsync uses --out-format for its accounting; read the JSON events instead"},
-	{"--log-format", "prsync uses --out-format for its accounting; read the JSON events instead"},
-	{"--timeout", "a paused local rsync with --timeout dies when resumed; use --contimeout, or --no-throttle with a --timeout"},
-	{"--no-relative", "prsync relies on --relative paths to lay out DEST; use --root to strip a prefix"},
-	{"--no-R", "prsync relies on --relative paths to lay out DEST; use --root to strip a prefix"},
-}
-
-// checkRsyncArgs refuses the options prsync manages.
-func (f *Flags) checkRsyncArgs() error {
-	for _, a := range f.RsyncArgs {
-		name, _, _ := strings.Cut(a, "=")
-		for _, r := range refused {
-			if name == r.prefix || (strings.HasPrefix(name, r.prefix) && (r.prefix == "--delete" || r.prefix == "--del")) {
-				if r.prefix == "--timeout" && f.NoThrottle {
-					continue
-				}
-				return usageError{msg: fmt.Sprintf("rsync option %s is managed by prsync", name), hint: r.hint}
-			}
-		}
-		if len(a) > 1 && a[0] == '-' && a[1] != '-' && shortHasZero(a[1:]) {
-			return usageError{msg: fmt.Sprintf("rsync option %s (-0, --from0) is managed by prsync", a), hint: "prsync always passes --from0; use prsync's -0 for NUL-separated input"}
-		}
-	}
-	return nil
-}
-
-// shortHasZero reports whether a cluster of short rsync flags holds -0.
-func shortHasZero(s string) bool {
-	for _, c := range s {
-		if c == '0' {
-			return true
-		}
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false // the rest is a value, as in -B1024 or -e0
-		}
-	}
-	return false
-}
-
 // parseShard reads "K/N"; "" means no sharding.
 func parseShard(s string) (k, n int, err error) {
 	if s == "" {

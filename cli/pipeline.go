@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"syscall"
@@ -11,25 +13,27 @@ import (
 
 	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
 )
 
-// pipeline is the wiring of one run: input → splitter → pool, with the throttle, the
-// progress reports and the accounting beside it.
+// pipeline is the wiring of one run: input → splitter → pool, with the throttle beside
+// it, and every report flowing one way into the reporter, which owns the books and writes
+// the events.
 type pipeline struct {
 	r       *runner
 	t0      time.Time
 	sep     byte
 	enc     *event.Encoder
-	tally   *exec.Tally
+	rep     *reporter
 	pool    *exec.Pool
 	sampler throttle.Sampler
 	ctl     *throttle.Controller
 	last    sampleBox
-	prog    *progress
 
-	inputErr error // set before the input goroutine ends
+	inputErr      error // set before the input goroutine ends
+	inputComplete bool  // the input was read to its end
 }
 
 func (r *runner) newPipeline() *pipeline {
@@ -38,65 +42,148 @@ func (r *runner) newPipeline() *pipeline {
 	if f.Null {
 		p.sep = 0
 	}
-	p.tally = &exec.Tally{Events: p.enc, Sep: p.sep}
-	if r.failed != nil {
-		p.tally.SetFailedList(r.failed)
+	p.enc.OnError = func(err error) {
+		if errors.Is(err, syscall.EPIPE) {
+			fmt.Fprintln(r.stderr, "prsync: warning: stdout closed; no more events are written")
+			return
+		}
+		fmt.Fprintf(r.stderr, "prsync: warning: cannot write events (%v); no more events are written\n", err)
 	}
+	var failed io.WriteCloser
+	if r.failed != nil {
+		failed = r.failed
+	}
+	p.rep = newReporter(p.enc, r.stderr, p.sep, failed)
 	p.pool = &exec.Pool{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: f.Jobs,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Events: p.enc, Tally: p.tally,
+		Confirm: r.confirm, Reports: func(m exec.Report) { p.rep.in <- m },
 	}
 	p.sampler = throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(p.pool))
 	p.ctl = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
-		OnSample: p.last.set, OnEvent: p.emitThrottle,
+		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- e },
 	}
-	p.prog = newProgress(r.stderr, r.showProgress(), p.t0)
+	p.rep.prog = newProgress(r.stderr, r.showProgress(), p.t0)
+	p.rep.pool, p.rep.last, p.rep.t0, p.rep.every = p.pool, &p.last, p.t0, f.ThrottleInterval
+	p.rep.jobsMin, p.rep.jobsMax = f.Jobs, f.Jobs
 	return p
+}
+
+// run copies, reports and returns the exit code.
+func (r *runner) run() int {
+	ctx, kill := r.sig.contexts()
+	p := r.newPipeline()
+	defer r.input.Close()
+	defer p.pool.ContinueAll() // never leave a group stopped, whatever happens below
+	r.sig.attach(p.pool)
+	defer r.sig.detach()
+	p.emitStart()
+
+	chunks, inputEnded := p.startInput(ctx)
+	p.rep.inDone = func() bool { return isClosed(inputEnded) }
+	repDone := make(chan struct{})
+	go func() {
+		defer p.pool.RecoverPanic()
+		defer close(repDone)
+		p.rep.loop()
+	}()
+	bg, bgStop := context.WithCancel(context.Background())
+	var bgDone sync.WaitGroup
+	if !r.f.NoThrottle {
+		p.startThrottle(ctx, bg, &bgDone)
+	} else {
+		p.startSampling(bg, &bgDone)
+	}
+
+	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
+	ordered := splitter.BiggestFirst(ctx, chunks, r.f.Jobs, func(c *splitter.Chunk) {
+		p.rep.in <- exec.ChunkDropped{Chunk: c, Status: rsync.NotDone, Reason: "interrupted before rsync started"}
+	})
+	p.pool.Run(ctx, kill, ordered)
+	<-inputEnded
+	bgStop()
+	bgDone.Wait()
+	p.pool.ContinueAll()
+	close(p.rep.in)
+	<-repDone
+	if p.pool.Killed() {
+		if n := p.pool.SweepTemp(); n > 0 {
+			fmt.Fprintf(r.stderr, "prsync: removed %d rsync temp file(s) left by killed rsyncs\n", n)
+		}
+	}
+	return p.finish(ctx.Err() != nil)
 }
 
 func (p *pipeline) emitStart() {
 	r, f := p.r, &p.r.f
 	p.enc.Emit(&event.Start{
 		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: f.Jobs, Dest: f.Dest, Root: r.root,
-		Rsync: r.rsync, RsyncVersion: r.rsyncVersion, RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
+		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
 		QuickCheck: r.quick != nil,
 	})
 }
 
-// notDone settles paths that never reached an rsync because the run was interrupted.
-func (p *pipeline) notDone(inputs [][]byte, chunk int) {
-	for _, in := range inputs {
-		p.tally.Path(in, exec.NotDone, "interrupted before rsync started", chunk)
+// splitHooks batch what the splitter settles and pass it to the reporter once per block
+// and before each chunk, so that the per-path hot path costs no channel send.
+type splitHooks struct {
+	b   *splitBatch
+	out chan<- any
+}
+
+func (h *splitHooks) hooks() splitter.Hooks {
+	h.b = &splitBatch{}
+	return splitter.Hooks{
+		Fresh:    func(_ []byte, size int64) { h.b.fresh++; h.b.freshBytes += size },
+		Accepted: func(size int64) { h.b.accepted++; h.b.acceptedBytes += size },
+		Empty:    func() { h.b.empty++ },
+		Settled: func(in []byte, status, reason string) {
+			h.b.settled = append(h.b.settled, settled{bytes.Clone(in), status, reason})
+			if len(h.b.settled) >= 256 {
+				h.flush() // bound what waits for the reporter
+			}
+		},
+		Unsent: func(inputs [][]byte) {
+			h.flush()
+			h.out <- exec.ChunkDropped{Chunk: &splitter.Chunk{Inputs: inputs}, Status: rsync.NotDone, Reason: "interrupted before rsync started"}
+		},
+		Flush: h.flush,
 	}
+}
+
+func (h *splitHooks) flush() {
+	b := h.b
+	if b.accepted+b.fresh+b.empty == 0 && len(b.settled) == 0 {
+		return
+	}
+	h.out <- b
+	h.b = &splitBatch{}
 }
 
 // startInput runs the splitter over the input. The chunk channel and the returned done
 // channel are closed when the input has ended (or ctx has).
 func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-chan struct{}) {
 	r, f := p.r, &p.r.f
+	h := &splitHooks{out: p.rep.in}
 	sp := splitter.New(splitter.Config{
 		Sep: p.sep, Root: r.root, Cwd: r.cwd,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait,
-		Shard: f.shard, Shards: f.shards, HardLinks: hardLinks(r.args), Quick: r.quick,
-	}, splitter.Hooks{
-		Fresh:    p.tally.Fresh,
-		Settled:  p.tally.Settled,
-		Accepted: p.tally.Accepted,
-		Empty:    p.tally.Empty,
-		Unsent:   func(inputs [][]byte) { p.notDone(inputs, 0) },
-	})
+		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick,
+	}, h.hooks())
 	chunks := make(chan *splitter.Chunk)
 	done := make(chan struct{})
 	go func() {
 		defer p.pool.RecoverPanic()
 		defer close(done)
 		defer close(chunks)
-		if err := sp.Run(ctx, r.input, chunks); err != nil && !errors.Is(err, context.Canceled) {
+		err := sp.Run(ctx, r.input, chunks)
+		switch {
+		case err == nil:
+			p.inputComplete = true
+		case !errors.Is(err, context.Canceled):
 			p.inputErr = err
-			p.enc.Emit(&event.Error{Error: err.Error()})
+			p.rep.in <- inputError{err}
 		}
 	}()
 	return chunks, done
@@ -116,34 +203,12 @@ func (p *pipeline) startThrottle(ctx, bg context.Context, wg *sync.WaitGroup) {
 	}()
 }
 
-func (p *pipeline) emitThrottle(e throttle.Event) {
-	pol := p.r.policy
-	p.enc.Emit(&event.Throttle{
-		Action: e.Action, Reason: e.Reason, CPUPercent: round1(e.Sample.CPU),
-		OwnCPUPercent: optional(e.Sample.HasOwn, e.Sample.Own),
-		Load:          optional(e.Sample.HasLoad && pol.MaxLoad > 0, e.Sample.Load),
-		IOPressure:    optional(e.Sample.HasIO && pol.MaxIOPressure > 0, e.Sample.IOPressure),
-		Chunk:         e.Chunk, PID: e.PID, Running: e.Running, Suspended: e.Suspended,
-	})
-}
-
-// optional is v, rounded, for an event field that is there only when has is true.
-func optional(has bool, v float64) *float64 {
-	if !has {
-		return nil
-	}
-	v = round1(v)
-	return &v
-}
-
-// startProgress writes a progress event, and updates the terminal line, every interval.
-func (p *pipeline) startProgress(bg context.Context, wg *sync.WaitGroup, inputEnded <-chan struct{}) {
-	f := &p.r.f
+// startSampling measures CPU for the progress events when the throttle does not.
+func (p *pipeline) startSampling(bg context.Context, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
-		defer p.pool.RecoverPanic()
 		defer wg.Done()
-		tick := time.NewTicker(f.ThrottleInterval)
+		tick := time.NewTicker(p.r.f.ThrottleInterval)
 		defer tick.Stop()
 		for {
 			select {
@@ -151,22 +216,9 @@ func (p *pipeline) startProgress(bg context.Context, wg *sync.WaitGroup, inputEn
 				return
 			case <-tick.C:
 			}
-			s, ok := p.last.get()
-			if f.NoThrottle || !ok {
-				if smp, err := p.sampler.Sample(bg); err == nil {
-					s = smp
-				}
+			if s, err := p.sampler.Sample(bg); err == nil {
+				p.last.set(s)
 			}
-			running, paused := p.pool.Counts()
-			c := p.tally.Counts()
-			el := time.Since(p.t0).Seconds()
-			ev := &event.Progress{
-				FilesDone: c.Done(), BytesDone: c.BytesTransferred, FilesQueued: c.Queued, InputDone: isClosed(inputEnded),
-				RateBps: round1(float64(c.BytesTransferred) * 8 / el), CPUPercent: round1(s.CPU),
-				OwnCPUPercent: optional(s.HasOwn, s.Own), Running: running, Suspended: paused, Elapsed: round3(el),
-			}
-			p.enc.Emit(ev)
-			p.prog.update(ev, c, s.CPU)
 		}
 	}()
 }
@@ -174,8 +226,8 @@ func (p *pipeline) startProgress(bg context.Context, wg *sync.WaitGroup, inputEn
 // finish writes the summary and the closing messages, and returns the exit code.
 func (p *pipeline) finish(interrupted bool) int {
 	r, f := p.r, &p.r.f
-	ferr := p.tally.Close()
-	c := p.tally.Counts()
+	ferr := p.rep.closeList()
+	c := p.rep.c
 	st := p.pool.Stats()
 	susp, suspSec := p.ctl.Stats()
 	ab := p.pool.Aborted()
@@ -188,8 +240,10 @@ func (p *pipeline) finish(interrupted bool) int {
 		Suspensions: susp, SecondsSuspended: round3(suspSec), Seconds: round3(el),
 		RateBps: round1(float64(c.BytesTransferred) * 8 / el), ExitCode: code, Shard: f.shard, Shards: f.shards,
 		CPUSeconds: round3(cpuSeconds(syscall.RUSAGE_SELF)), RsyncCPUSeconds: round3(cpuSeconds(syscall.RUSAGE_CHILDREN)),
+		InputComplete: p.inputComplete, ChunkErrors: c.ChunkErrors, ConfirmSeconds: round3(c.ConfirmSeconds),
+		JobsMin: p.rep.jobsMin, JobsMax: p.rep.jobsMax,
 	})
-	p.prog.finish(c, el)
+	p.rep.prog.finish(c, el)
 	switch {
 	case p.inputErr != nil:
 		fmt.Fprintf(r.stderr, "prsync: error: %v\n", p.inputErr)
@@ -201,6 +255,15 @@ func (p *pipeline) finish(interrupted bool) int {
 	case code == ExitPartial || code == ExitVanished:
 		fmt.Fprintf(r.stderr, "prsync: error: %d failed, %d vanished, %d not done of %d paths%s\n",
 			c.Failed, c.Vanished, c.NotDone, c.Files, failedListNote(f.Failed))
+		if c.ChunkErrors > 0 {
+			fmt.Fprintf(r.stderr, "prsync: error: rsync reported %d error(s) that name no listed path; see the chunk_end events' unexplained field\n", c.ChunkErrors)
+		}
+		if h := p.rep.hint; h != "" {
+			fmt.Fprintf(r.stderr, "prsync: hint: %s\n", h)
+		}
+	}
+	if !p.inputComplete && p.inputErr == nil {
+		fmt.Fprintln(r.stderr, "prsync: error: stopped before the end of the input: the paths never read are not in any list; re-run the same command to finish the job")
 	}
 	if ferr != nil {
 		fmt.Fprintf(r.stderr, "prsync: error: %v\n", ferr)
@@ -208,10 +271,17 @@ func (p *pipeline) finish(interrupted bool) int {
 	return code
 }
 
+func failedListNote(path string) string {
+	if path == "" {
+		return " (list them with --failed FILE)"
+	}
+	return "; they are listed in " + path
+}
+
 // exitStatus picks the exit code of a run that started: an interrupt first, then an
-// unreadable input, then a run stopped early (rsync's own code), then failed paths,
-// then vanished ones.
-func exitStatus(interrupted bool, inputErr error, ab *exec.AbortError, c exec.Counts, ferr error) int {
+// unreadable input, then a run stopped early (rsync's own code), then failed paths (or an
+// error no path carries), then vanished ones.
+func exitStatus(interrupted bool, inputErr error, ab *exec.AbortError, c Counts, ferr error) int {
 	switch {
 	case interrupted:
 		return ExitInterrupted
@@ -219,7 +289,7 @@ func exitStatus(interrupted bool, inputErr error, ab *exec.AbortError, c exec.Co
 		return ExitInput
 	case ab != nil && ab.ExitCode > 0:
 		return ab.ExitCode
-	case ab != nil || c.Failed > 0 || c.NotDone > 0 || ferr != nil:
+	case ab != nil || c.Failed > 0 || c.NotDone > 0 || c.ChunkErrors > 0 || ferr != nil:
 		return ExitPartial
 	case c.Vanished > 0:
 		return ExitVanished

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/event"
-	"github.com/prsync/prsync/exec"
 )
 
 // progress draws one human status line on a terminal, updated in place.
@@ -21,7 +20,7 @@ func newProgress(w io.Writer, on bool, t0 time.Time) *progress {
 	return &progress{w: w, on: on, t0: t0}
 }
 
-func (p *progress) update(ev *event.Progress, c exec.Counts, cpu float64) {
+func (p *progress) update(ev *event.Progress, c Counts, cpu float64) {
 	if !p.on {
 		return
 	}
@@ -46,7 +45,7 @@ func (p *progress) update(ev *event.Progress, c exec.Counts, cpu float64) {
 }
 
 // finish prints the one summary line, as parasync does.
-func (p *progress) finish(c exec.Counts, seconds float64) {
+func (p *progress) finish(c Counts, seconds float64) {
 	if !p.on {
 		return
 	}

@@ -2,25 +2,21 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	osexec "os/exec"
-	"os/signal"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
 
 	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
 )
@@ -90,13 +86,19 @@ func hintOf(err error) string {
 
 type kongExit struct{ code int }
 
-// Main runs prsync with the process's arguments, streams and signals, and returns the exit code.
+// Main runs prsync with the process's arguments, streams and signals, and returns the
+// exit code. The signal handlers stay until the process exits, so that a signal after the
+// summary cannot change the outcome.
 func Main() int {
-	return Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	return run(notifySignals(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
-// Run runs prsync. It installs handlers for SIGINT, SIGTERM and SIGHUP for its duration.
-func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+// Run runs prsync with no signal handling, for tests and embedding.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(nil, args, stdin, stdout, stderr)
+}
+
+func run(sig *signals, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	var f Flags
 	parser, err := kong.New(&f,
 		kong.Name("prsync"),
@@ -132,17 +134,14 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if len(f.RsyncArgs) > 0 && !containsDashDash(args) {
 		return fail(stderr, usageError{msg: fmt.Sprintf("unexpected argument %q", f.RsyncArgs[0]), hint: "put rsync options after --, as in: prsync DEST -- --bwlimit=10m"})
 	}
-	// handle signals before the checks below run rsync: a SIGINT then still ends with a summary
-	ctx, kill, stop := signalContexts()
-	defer stop()
 	if f.Shard == "" && emptyShardGiven(args) {
 		return fail(stderr, usageError{msg: "empty --shard (or PRSYNC_SHARD)", hint: "write --shard K/N with 0 <= K < N; an array job must set the task index"})
 	}
-	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr}
+	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr, sig: sig}
 	if err := r.prepare(); err != nil {
 		return fail(stderr, err)
 	}
-	return r.run(ctx, kill)
+	return r.run()
 }
 
 // emptyShardGiven reports an explicitly empty shard spec, such as an unset array index.
@@ -178,61 +177,34 @@ func fail(stderr io.Writer, err error) int {
 	return exitCode(err)
 }
 
-// signalContexts returns a context that ends at the first SIGINT, SIGTERM or SIGHUP,
-// and one that ends at the second.
-func signalContexts() (ctx, kill context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	kill, killCancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-ch:
-				n++
-				if n == 1 {
-					cancel()
-				} else {
-					killCancel()
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return ctx, kill, func() {
-		signal.Stop(ch)
-		close(done)
-		cancel()
-		killCancel()
-	}
-}
-
 // runner is one run of prsync.
 type runner struct {
 	f              Flags
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
+	sig            *signals
+
 	rsync        string
-	rsyncVersion string
+	rsyncVersion rsync.Version
 	args         []string
 	root, cwd    string
 	input        io.ReadCloser
 	failed       *os.File
 	policy       throttle.Policy
 	quick        *splitter.QuickCheck
+	confirm      exec.ConfirmMode
 }
-
-var versionRE = regexp.MustCompile(`version\s+v?(\d+)\.(\d+)\.(\d+)`)
 
 // prepare checks everything that can be checked before the first rsync starts.
 func (r *runner) prepare() error {
 	f := &r.f
-	if err := f.checkRsyncArgs(); err != nil {
-		return err
+	if err := rsync.CheckOptions(f.RsyncArgs, f.NoThrottle); err != nil {
+		var oe *rsync.OptionError
+		if errors.As(err, &oe) {
+			return usageError{msg: oe.Error(), hint: oe.Hint}
+		}
+		return usageError{msg: err.Error()}
 	}
 	var err error
 	if f.shard, f.shards, err = parseShard(f.Shard); err != nil {
@@ -295,21 +267,25 @@ func (r *runner) prepare() error {
 		}
 		return &exitError{code: ExitNoRsync, msg: fmt.Sprintf("run %s --version: %v: %s", path, err, firstLine(out))}
 	}
-	m := versionRE.FindSubmatch(out)
-	if m == nil {
+	ver, ok := rsync.ParseVersion(out)
+	if !ok {
 		return &exitError{code: ExitNoRsync, msg: fmt.Sprintf("%s does not look like rsync: %s", path, firstLine(out))}
 	}
-	r.rsyncVersion = fmt.Sprintf("%s.%s.%s", m[1], m[2], m[3])
-	maj, _ := strconv.Atoi(string(m[1]))
-	mnr, _ := strconv.Atoi(string(m[2]))
-	pat, _ := strconv.Atoi(string(m[3]))
-	ver := maj*10000 + mnr*100 + pat
-	if ver < 30100 {
-		fmt.Fprintf(r.stderr, "prsync: warning: rsync %s is older than 3.1; upgrade if copies fail\n", r.rsyncVersion)
+	r.rsyncVersion = ver
+	if !ver.AtLeast(3, 1, 0) {
+		fmt.Fprintf(r.stderr, "prsync: warning: rsync %s is older than 3.1; upgrade if copies fail\n", ver)
 	}
 
 	if err := r.checkDest(ver); err != nil {
 		return err
+	}
+	switch {
+	case f.DryRun:
+		r.confirm = exec.ConfirmNothing
+	case !exec.IsRemote(f.Dest) && rsync.StatConfirmable(!f.NoArchive, f.RsyncArgs):
+		r.confirm = exec.ConfirmStat
+	default:
+		r.confirm = exec.ConfirmDryRun
 	}
 
 	// input
@@ -332,18 +308,18 @@ func (r *runner) prepare() error {
 }
 
 // checkDest fails fast on a local DEST that cannot work, and creates its missing parents.
-func (r *runner) checkDest(ver int) error {
+func (r *runner) checkDest(ver rsync.Version) error {
 	dest := r.f.Dest
 	if dest == "" {
 		return usageError{msg: "DEST is empty"}
 	}
 	if exec.IsRemote(dest) {
-		if ver >= 30203 {
+		if ver.AtLeast(3, 2, 3) {
 			r.args = append(r.args, "--mkpath")
 		}
 		return nil
 	}
-	if !r.f.NoQuickCheck && !r.f.NoArchive && quickCheckSafe(r.f.RsyncArgs) {
+	if !r.f.NoQuickCheck && !r.f.NoArchive && rsync.QuickCheckSafe(r.f.RsyncArgs) {
 		if abs, err := filepath.Abs(dest); err == nil {
 			r.quick = &splitter.QuickCheck{Dest: abs, Owner: os.Geteuid() == 0}
 		}
@@ -376,74 +352,6 @@ func firstLine(b []byte) string {
 	}
 	return s
 }
-
-// run copies, reports and returns the exit code.
-func (r *runner) run(ctx, kill context.Context) int {
-	p := r.newPipeline()
-	defer r.input.Close()
-	defer p.pool.ContinueAll() // never leave a group stopped, whatever happens below
-	p.emitStart()
-
-	chunks, inputEnded := p.startInput(ctx)
-	bg, bgStop := context.WithCancel(context.Background())
-	var bgDone sync.WaitGroup
-	if !r.f.NoThrottle {
-		p.startThrottle(ctx, bg, &bgDone)
-	}
-	p.startProgress(bg, &bgDone, inputEnded)
-
-	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
-	ordered := splitter.BiggestFirst(ctx, chunks, r.f.Jobs, func(c *splitter.Chunk) {
-		p.tally.Started(c.Len(), c.Bytes)
-		p.notDone(c.Inputs, c.ID)
-	})
-	p.pool.Run(ctx, kill, ordered)
-	<-inputEnded
-	bgStop()
-	bgDone.Wait()
-	p.pool.ContinueAll()
-	if p.pool.Killed() {
-		if n := p.pool.SweepTemp(); n > 0 {
-			fmt.Fprintf(r.stderr, "prsync: removed %d rsync temp file(s) left by killed rsyncs\n", n)
-		}
-	}
-	return p.finish(ctx.Err() != nil)
-}
-
-func failedListNote(path string) string {
-	if path == "" {
-		return " (list them with --failed FILE)"
-	}
-	return "; they are listed in " + path
-}
-
-// hardLinks reports whether the rsync options preserve hard links.
-func hardLinks(args []string) bool {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--hard-links" {
-			return true
-		}
-		if len(a) < 2 || a[0] != '-' || a[1] == '-' {
-			continue
-		}
-		for _, c := range a[1:] {
-			if c == 'H' {
-				return true
-			}
-			if strings.ContainsRune(shortWithValue, c) {
-				if len(a) == 2 {
-					i++ // -T DIR: the value is the next argument
-				}
-				break // the rest of the cluster is the value, as in -T/tmp/H
-			}
-		}
-	}
-	return false
-}
-
-// shortWithValue are rsync's short options that take a value.
-const shortWithValue = "BeTfM@"
 
 func (r *runner) showProgress() bool {
 	switch {

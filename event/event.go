@@ -72,6 +72,26 @@ type ChunkEnd struct {
 	Status           string  `json:"status"`
 	Error            string  `json:"error,omitempty"`
 	Hint             string  `json:"hint,omitempty"`
+	// ConfirmedBy says how the paths were proven after a non-zero exit: "lstat" of a
+	// local DEST, a "dry-run" pass of rsync, or "none"; ConfirmPaths of them needed it,
+	// ConfirmLanded were proven, in ConfirmSeconds.
+	ConfirmedBy    string  `json:"confirmed_by,omitempty"`
+	ConfirmPaths   int     `json:"confirm_paths,omitempty"`
+	ConfirmLanded  int     `json:"confirm_landed,omitempty"`
+	ConfirmSeconds float64 `json:"confirm_seconds,omitempty"`
+	// Unexplained is an rsync error that names no path, although every path was proven.
+	Unexplained string `json:"unexplained,omitempty"`
+}
+
+// Jobs is written when the number of rsyncs allowed at once changes.
+type Jobs struct {
+	Header
+	Old    int    `json:"old"`
+	New    int    `json:"new"`
+	Reason string `json:"reason"`
+	// Detail is the far side's own words when it refused sessions.
+	Detail  string  `json:"detail,omitempty"`
+	RateBps float64 `json:"rate_bps"`
 }
 
 // Throttle is written for each pause or resume of an rsync process group.
@@ -104,6 +124,8 @@ type Progress struct {
 	Running       int      `json:"running"`
 	Suspended     int      `json:"suspended"`
 	Elapsed       float64  `json:"elapsed"`
+	// Jobs is the number of rsyncs allowed at once.
+	Jobs int `json:"jobs"`
 }
 
 // PathFailed is written for each input path that failed, vanished or was not done.
@@ -147,6 +169,16 @@ type Summary struct {
 	ExitCode        int     `json:"exit_code"`
 	Shard           int     `json:"shard"`
 	Shards          int     `json:"shards"`
+	// InputComplete is false when prsync stopped before reading its input to the end:
+	// the paths never read are in no list.
+	InputComplete bool `json:"input_complete"`
+	// ChunkErrors counts rsync errors that named no path while every path was proven.
+	ChunkErrors int64 `json:"chunk_errors"`
+	// ConfirmSeconds is the time spent proving paths after rsyncs that exited non-zero.
+	ConfirmSeconds float64 `json:"confirm_seconds"`
+	// JobsMin and JobsMax are the range of the number of rsyncs allowed at once.
+	JobsMin int `json:"jobs_min"`
+	JobsMax int `json:"jobs_max"`
 }
 
 // PathFields returns the path as a JSON string and, when the name is not valid UTF-8
@@ -158,14 +190,17 @@ func PathFields(p []byte) (path, b64 string) {
 	return string(p), base64.StdEncoding.EncodeToString(p)
 }
 
-// Encoder writes events as JSON lines. It is safe for concurrent use.
+// Encoder writes events as JSON lines. It is safe for concurrent use, but prsync calls it
+// from one goroutine at a time: the reporter that owns the books.
 type Encoder struct {
 	mu  sync.Mutex
 	w   io.Writer
 	enc *json.Encoder
 	// Now returns the time stamped on each event; tests replace it.
 	Now func() time.Time
-	err error
+	// OnError, if set, is called once, with the first write error.
+	OnError func(error)
+	err     error
 }
 
 // NewEncoder returns an Encoder writing to w, one event per line.
@@ -188,6 +223,9 @@ func (e *Encoder) Emit(ev Event) {
 	}
 	if err := e.enc.Encode(ev); err != nil {
 		e.err = fmt.Errorf("write event: %w", err)
+		if e.OnError != nil {
+			e.OnError(err)
+		}
 	}
 }
 
@@ -214,6 +252,8 @@ func typeName(ev Event) string {
 		return "path_failed"
 	case *Error:
 		return "error"
+	case *Jobs:
+		return "jobs"
 	case *Summary:
 		return "summary"
 	}

@@ -26,14 +26,18 @@ func TestGolden(t *testing.T) {
 		&ChunkEnd{Chunk: 1, Attempt: 1, Files: 3, Bytes: 3000, FilesTransferred: 2, BytesTransferred: 2000,
 			FilesVanished: 1, Seconds: 0.5, ExitCode: 24, Status: "vanished", Error: "file has vanished: \"/var/lib/./x\"\n"},
 		&ChunkEnd{Chunk: 2, Attempt: 1, Files: 1, ExitCode: 10, Status: "retrying", Error: "connection refused", Hint: "check the daemon"},
+		&ChunkEnd{Chunk: 3, Attempt: 1, Files: 2, Bytes: 10, FilesTransferred: 1, BytesTransferred: 5, FilesFailed: 1, Seconds: 0.25,
+			ExitCode: 23, Status: "partial", Error: "rsync: [receiver] mkstemp …", ConfirmedBy: "lstat", ConfirmPaths: 2, ConfirmLanded: 1, ConfirmSeconds: 0.001},
+		&Jobs{Old: 8, New: 2, Reason: "refused", Detail: "@ERROR: max connections (2) reached -- try again later", RateBps: 1e6},
 		&Throttle{Action: "suspend", Reason: "cpu", CPUPercent: 91.5, OwnCPUPercent: &own, Load: &load, IOPressure: &psi, Chunk: 2, PID: 1235, Running: 1, Suspended: 1},
-		&Progress{FilesDone: 10, BytesDone: 1000, FilesQueued: 5, InputDone: true, RateBps: 8000, CPUPercent: 50, Running: 2, Elapsed: 1.5},
+		&Progress{FilesDone: 10, BytesDone: 1000, FilesQueued: 5, InputDone: true, RateBps: 8000, CPUPercent: 50, Running: 2, Elapsed: 1.5, Jobs: 8},
 		&PathFailed{Path: p, PathB64: b64, Status: "failed", Reason: "lstat: permission denied", Chunk: 0},
 		&PathFailed{Path: "<html>&", Status: "vanished", Reason: "x", Chunk: 3},
 		&Error{Error: "read input: input/output error"},
 		&Summary{Files: 13, Bytes: 4000, FilesTransferred: 10, BytesTransferred: 3000, FilesUpToDate: 1,
 			FilesFailed: 1, FilesVanished: 1, Chunks: 2, ChunksFailed: 1, Retries: 1, Suspensions: 2,
-			SecondsSuspended: 1.25, Seconds: 3.5, RateBps: 6857.1, CPUSeconds: 0.05, RsyncCPUSeconds: 2.5, ExitCode: 23, Shard: 1, Shards: 4},
+			SecondsSuspended: 1.25, Seconds: 3.5, RateBps: 6857.1, CPUSeconds: 0.05, RsyncCPUSeconds: 2.5, ExitCode: 23, Shard: 1, Shards: 4,
+			InputComplete: true, ChunkErrors: 1, ConfirmSeconds: 0.002, JobsMin: 2, JobsMax: 8},
 	}
 	for _, ev := range events {
 		enc.Emit(ev)

@@ -1,44 +1,62 @@
-// Package exec runs one rsync per chunk, up to a limit at once, and accounts for every path.
+// Package exec runs one rsync per chunk, up to a limit at once that can change while it runs.
 package exec
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/prsync/prsync/event"
+	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
 )
 
+// ConfirmMode says how the paths of a chunk are proven after rsync exits non-zero.
+type ConfirmMode int
+
+const (
+	// ConfirmStat compares an lstat of where each path lands in a local DEST with the source.
+	ConfirmStat ConfirmMode = iota
+	// ConfirmDryRun runs the same rsync again with --dry-run over the unproven paths: what
+	// it would still change did not land.
+	ConfirmDryRun
+	// ConfirmNothing: a dry run, where nothing is meant to land.
+	ConfirmNothing
+)
+
 // Pool runs rsyncs on chunks.
 type Pool struct {
-	Rsync      string   // rsync binary
-	Args       []string // options for every rsync, before the ones prsync manages
-	Dest       string
-	Jobs       int
+	Rsync string   // rsync binary
+	Args  []string // options for every rsync, before the ones prsync manages
+	Dest  string
+	// Jobs is the number of rsyncs allowed at once when Run starts; SetLimit changes it.
+	Jobs int
+	// MaxJobs bounds SetLimit; 0 means Jobs.
+	MaxJobs    int
 	Retries    int
 	RetryDelay time.Duration // first backoff; doubled each retry, with jitter
 	Grace      time.Duration // how long a cancelled rsync has between TERM and KILL
-	Events     *event.Encoder
-	Tally      *Tally
+	Confirm    ConfirmMode
+	// Reports receives what happens, in order per chunk, from the pool's goroutines. It
+	// may block (it hands the report to the one goroutine that owns the books).
+	Reports func(Report)
+
+	once      sync.Once
+	localDest string // absolute local DEST, or "" when it is remote
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	gate    bool
+	limit   int  // rsyncs allowed at once
+	active  int  // slots taken: rsyncs running or about to, and their confirmations
+	gate    bool // the throttle allows new rsyncs
+	held    bool // job control stopped the run (Ctrl-Z)
 	procs   map[int]*proc
 	queued  int
 	closing bool // ctx ended: nothing may be paused any more
@@ -49,6 +67,7 @@ type Pool struct {
 	chunks       atomic.Int64
 	failedC      atomic.Int64
 	retries      atomic.Int64
+	inflight     atomic.Int64 // bytes rsync logged in attempts still running
 }
 
 type proc struct {
@@ -82,25 +101,39 @@ func (p *Pool) Stats() Stats {
 
 // Aborted returns the error that stopped the run early, or nil.
 func (p *Pool) Aborted() *AbortError {
+	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.abort
 }
 
 func (p *Pool) init() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cond == nil {
+	p.once.Do(func() {
 		p.cond = sync.NewCond(&p.mu)
 		p.gate = true
 		p.procs = make(map[int]*proc)
+		p.limit = max(p.Jobs, 1)
+		if p.MaxJobs < p.limit {
+			p.MaxJobs = p.limit
+		}
+		if !IsRemote(p.Dest) {
+			if d, err := filepath.Abs(p.Dest); err == nil {
+				p.localDest = d
+			}
+		}
+	})
+}
+
+func (p *Pool) report(r Report) {
+	if p.Reports != nil {
+		p.Reports(r)
 	}
 }
 
-// Run starts an rsync for each chunk from chunks, up to Jobs at once, until chunks is
-// closed and every rsync has ended. When ctx ends, running rsyncs are cancelled (TERM,
-// then CONT, to the group), and queued paths are counted as not done. When kill ends,
-// running rsyncs get KILL at once.
+// Run starts an rsync for each chunk from chunks, up to the limit at once, until chunks
+// is closed and every rsync has ended. When ctx ends, running rsyncs are cancelled (TERM,
+// then CONT, to the group), and the chunks not started are dropped as not done. When
+// kill ends, running rsyncs get KILL at once.
 func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) error {
 	p.init()
 	stop := context.AfterFunc(kill, p.KillAll)
@@ -112,12 +145,28 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		p.mu.Unlock()
 	})
 	defer wake()
+	// errgroup bounds the goroutines; the pool's own gate (acquire) bounds the rsyncs,
+	// because its limit changes while goroutines run, which SetLimit cannot do.
 	var g errgroup.Group
-	g.SetLimit(max(p.Jobs, 1))
-	for c := range chunks {
+	g.SetLimit(2 * p.MaxJobs)
+	for {
+		// wait for a free slot before taking a chunk, so that the chunks not yet taken
+		// stay where the biggest-first order can still rearrange them
+		p.waitFree(ctx)
+		c, ok := <-chunks
+		if !ok {
+			break
+		}
 		p.mu.Lock()
 		p.queued++
 		p.mu.Unlock()
+		if !p.acquire(ctx) {
+			p.mu.Lock()
+			p.queued--
+			p.mu.Unlock()
+			p.drop(ctx, c, false)
+			continue
+		}
 		g.Go(func() error {
 			defer p.RecoverPanic()
 			p.runChunk(ctx, c)
@@ -136,356 +185,267 @@ func (p *Pool) RecoverPanic() {
 	}
 }
 
-// waitGate blocks until a new rsync may start. It returns false when ctx ended or the
-// run was aborted.
-func (p *Pool) waitGate(ctx context.Context) bool {
+// open reports whether a new rsync may start now; the caller holds p.mu.
+func (p *Pool) open() bool { return p.gate && !p.held && p.active < p.limit }
+
+// waitFree blocks until a slot is free, ctx has ended or the run was aborted.
+func (p *Pool) waitFree(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !p.gate && ctx.Err() == nil && p.abort == nil {
+	for !p.open() && ctx.Err() == nil && p.abort == nil {
 		p.cond.Wait()
 	}
-	return ctx.Err() == nil && p.abort == nil
+}
+
+// acquire takes a slot. It returns false when ctx ended or the run was aborted.
+func (p *Pool) acquire(ctx context.Context) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.open() && ctx.Err() == nil && p.abort == nil {
+		p.cond.Wait()
+	}
+	if ctx.Err() != nil || p.abort != nil {
+		return false
+	}
+	p.active++
+	return true
+}
+
+func (p *Pool) release() {
+	p.mu.Lock()
+	p.active--
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// drop settles a chunk that will not run (again, when started).
+func (p *Pool) drop(ctx context.Context, c *splitter.Chunk, started bool) {
+	p.mu.Lock()
+	ab := p.abort
+	p.mu.Unlock()
+	status, reason := rsync.NotDone, "interrupted before rsync started"
+	switch {
+	case ab != nil && ctx.Err() == nil && started:
+		status, reason = rsync.Failed, "not retried: "+ab.Error()
+	case ab != nil && ctx.Err() == nil:
+		status, reason = rsync.Failed, "not attempted: "+ab.Error()
+	case started:
+		reason = "interrupted while waiting to retry"
+	}
+	p.report(ChunkDropped{Chunk: c, Status: status, Reason: reason, Started: started})
+}
+
+// Limit returns the number of rsyncs allowed at once.
+func (p *Pool) Limit() int {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limit
+}
+
+// SetLimit changes the number of rsyncs allowed at once, within 1 and MaxJobs. Lowering
+// it lets running rsyncs finish; it never stops one. It reports the change.
+func (p *Pool) SetLimit(n int, reason, detail string) {
+	p.init()
+	p.mu.Lock()
+	n = max(1, min(n, p.MaxJobs))
+	old := p.limit
+	p.limit = n
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	if n != old {
+		p.report(LimitChanged{Old: old, New: n, Reason: reason, Detail: detail})
+	}
+}
+
+// lowerForRefusal brings the limit down to the rsyncs the far side accepted when it
+// refused one more (the others holding a slot), never below 1. It reports whether the
+// limit came down.
+func (p *Pool) lowerForRefusal(detail string) bool {
+	p.mu.Lock()
+	n := max(1, min(p.limit, p.active-1))
+	old := p.limit
+	if n >= old {
+		p.mu.Unlock()
+		return false
+	}
+	p.limit = n
+	p.mu.Unlock()
+	p.report(LimitChanged{Old: old, New: n, Reason: "refused", Detail: detail})
+	return true
 }
 
 // chunkState is what is known about each path of a chunk across attempts.
 type chunkState struct {
-	c        *splitter.Chunk
-	status   []string // "" while unknown
-	reason   []string
-	byName   map[string]int // rsync's relative name -> index
-	byPath   map[string]int // absolute source path -> index
-	dstRoot  string         // local DEST, to match receiver-side names
-	anyError bool           // a stderr line that named no path of the chunk
-	noSpace  bool
-	// mkdirRace: rsync lost a race with a sibling creating DEST's parents; a retry succeeds
-	mkdirRace bool
-	fileB     int64
-}
-
-func newChunkState(c *splitter.Chunk, dest string) *chunkState {
-	s := &chunkState{c: c, status: make([]string, c.Len()), reason: make([]string, c.Len())}
-	s.byName = make(map[string]int, c.Len())
-	s.byPath = make(map[string]int, c.Len())
-	for i, e := range c.Entries {
-		abs, rel := splitEntry(c.Src, e)
-		s.byName[rel] = i
-		s.byPath[abs] = i
-	}
-	if !isRemote(dest) {
-		if d, err := filepath.Abs(dest); err == nil {
-			s.dstRoot = d
-		}
-	}
-	return s
-}
-
-// splitEntry returns the absolute source path and the name rsync reports for an entry.
-func splitEntry(src string, e []byte) (abs, rel string) {
-	return filepath.Join(src, string(e)), splitter.RelOf(e)
-}
-
-// srcArg is rsync's source argument for a chunk's directory.
-func srcArg(src string) string {
-	if strings.HasSuffix(src, "/") {
-		return src
-	}
-	return src + "/"
-}
-
-// confirmTransferred is for a chunk cut short: rsync may report a file done just before
-// its receiver, interrupted, drops it. A transferred path stands only when the local DEST
-// holds it with the source's size and mtime; otherwise (and always with a remote DEST) it
-// becomes not done, so that --failed lists it again.
-func (s *chunkState) confirmTransferred() {
-	for i, e := range s.c.Entries {
-		if s.status[i] != Transferred {
-			continue
-		}
-		if s.dstRoot != "" {
-			abs, rel := splitEntry(s.c.Src, e)
-			d, derr := os.Lstat(filepath.Join(s.dstRoot, rel))
-			src, serr := os.Lstat(abs)
-			if derr == nil && serr == nil && d.Size() == src.Size() && d.ModTime().Equal(src.ModTime()) {
-				continue
-			}
-		}
-		s.status[i], s.reason[i] = "", ""
-	}
-}
-
-// reset forgets what the previous attempt said went wrong; what it copied stays copied.
-func (s *chunkState) reset() {
-	s.noSpace, s.mkdirRace, s.anyError = false, false, false
-	for i, st := range s.status {
-		if st != Transferred {
-			s.status[i], s.reason[i] = "", ""
-		}
-	}
-}
-
-func (s *chunkState) item(it Item) (int64, bool) {
-	i, ok := s.byName[string(it.Name)]
-	if !ok {
-		return 0, false
-	}
-	s.status[i] = Transferred
-	s.reason[i] = ""
-	if it.IsFile() {
-		return it.Size, true
-	}
-	return 0, true
-}
-
-func (s *chunkState) problem(line []byte) {
-	pr, ok := ParseProblem(line)
-	if !ok {
-		if !IsSummaryLine(line) && bytes.HasPrefix(line, []byte("rsync")) {
-			s.anyError = true
-		}
-		return
-	}
-	if pr.NoSpace {
-		s.noSpace = true
-	}
-	if pr.MkdirRace {
-		s.mkdirRace = true
-	}
-	name := filepath.Clean(string(pr.Name))
-	i, ok := s.byPath[name]
-	if !ok {
-		i, ok = s.byName[name]
-	}
-	if !ok && s.dstRoot != "" {
-		if rel, under := strings.CutPrefix(name, s.dstRoot+"/"); under {
-			i, ok = s.byName[rel]
-		}
-	}
-	if !ok {
-		s.anyError = true
-		return
-	}
-	if pr.Vanished {
-		s.status[i], s.reason[i] = Vanished, string(line)
-	} else {
-		s.status[i], s.reason[i] = Failed, string(line)
-	}
+	c *splitter.Chunk
+	// logged keeps what earlier attempts logged, so that a path copied by the first
+	// attempt counts as transferred when the retry finds it up to date
+	logged []rsync.PathState
 }
 
 func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
-	st := newChunkState(c, p.Dest)
-	started := false
-	defer func() {
-		if !started {
-			p.Tally.Started(c.Len(), c.Bytes)
-			p.mu.Lock()
-			p.queued--
-			p.mu.Unlock()
-		}
-	}()
+	p.mu.Lock()
+	p.queued--
+	p.mu.Unlock()
+	p.chunks.Add(1)
+	st := &chunkState{c: c, logged: make([]rsync.PathState, c.Len())}
+	free := 0 // retries after a refusal that lowered the limit: prsync's doing, not rsync's
 	for attempt := 1; ; attempt++ {
-		if !p.waitGate(ctx) {
-			reason, status := "interrupted before rsync started", NotDone
-			if ab := p.Aborted(); ab != nil && ctx.Err() == nil {
-				reason, status = "not attempted: "+ab.Error(), Failed
+		res := p.attempt(ctx, c, c.Entries, attempt, nil)
+		st.remember(res.r)
+		class := rsync.Classify(res.code, res.cancelled, res.r)
+		retry := false
+		switch class {
+		case rsync.Refused:
+			if p.lowerForRefusal(res.r.SessionLine) {
+				free++
+				retry = true
+			} else {
+				retry = attempt-free <= p.Retries
 			}
-			p.settle(st, status, reason)
-			return
+		case rsync.Transient:
+			retry = attempt-free <= p.Retries
 		}
-		if !started {
-			started = true
-			p.Tally.Started(c.Len(), c.Bytes)
-			p.mu.Lock()
-			p.queued--
-			p.mu.Unlock()
-			p.chunks.Add(1)
-		}
-		st.reset()
-		res := p.attempt(ctx, st, attempt)
-		class := Classify(res.code, res.cancelled, st.noSpace)
-		if res.code == 11 && st.mkdirRace {
-			class = Transient
-		}
-		if class == Transient && attempt <= p.Retries && ctx.Err() == nil {
+		if retry && ctx.Err() == nil {
 			p.retries.Add(1)
-			p.endEvent(st, attempt, res, "retrying")
-			if !sleepCtx(ctx, backoff(p.RetryDelay, attempt)) {
-				p.settle(st, NotDone, "interrupted while waiting to retry")
+			p.report(p.endReport(c, attempt, res, "retrying"))
+			if !p.wait(ctx, class, backoff(p.RetryDelay, attempt-free)) {
+				p.drop(ctx, c, true)
 				return
 			}
 			continue
 		}
-		if class == Transient {
-			class = Fatal
+		if class == rsync.Transient || class == rsync.Refused {
+			class = rsync.Fatal
 		}
-		status := p.finish(st, class, res)
-		p.endEvent(st, attempt, res, status)
+		p.finish(ctx, st, class, res, attempt)
+		p.release()
 		return
 	}
 }
 
-type result struct {
-	code      int
-	cancelled bool
-	err       error // a start error
-	stderr    string
-	seconds   float64
-	pid       int
+// wait sleeps before a retry and reports whether to go on (holding a slot). A chunk
+// the far side refused gives its slot up meanwhile and queues for one again, under the
+// lowered limit; any other keeps its slot, so that an unreachable destination is not
+// tried by new chunks while this one waits.
+func (p *Pool) wait(ctx context.Context, class rsync.Class, d time.Duration) bool {
+	if class == rsync.Refused {
+		p.release()
+		if !sleepCtx(ctx, d) || !p.acquire(ctx) {
+			return false
+		}
+	} else if !sleepCtx(ctx, d) {
+		p.release()
+		return false
+	}
+	if p.Aborted() != nil {
+		p.release()
+		return false
+	}
+	return true
 }
 
-func (p *Pool) attempt(ctx context.Context, st *chunkState, attempt int) result {
-	c := st.c
-	args := append(append([]string(nil), p.Args...),
-		"--files-from=-", "--from0", "--out-format="+OutFormat, "--", srcArg(c.Src), p.Dest)
-	cmd := osexec.CommandContext(ctx, p.Rsync, args...)
-	cmd.Stdin = &entryReader{entries: c.Entries}
-	out := &lineWriter{fn: func(line []byte) {
-		if it, ok := ParseItem(line); ok {
-			if n, ok := st.item(it); ok && n > 0 {
-				st.fileB += n
-				p.Tally.BytesTransferred(n)
-			}
+// remember keeps what an attempt logged for each path.
+func (s *chunkState) remember(r *rsync.Result) {
+	for i, ps := range r.Paths {
+		if ps.Logged {
+			s.logged[i] = ps
 		}
-	}}
-	errBuf := &capWriter{max: 4 << 10}
-	errLines := &lineWriter{fn: st.problem}
-	cmd.Stdout = out
-	cmd.Stderr = io.MultiWriter(errBuf, errLines)
-	cancelled := atomic.Bool{}
-	setProcAttr(cmd)
-	cmd.Cancel = func() error {
-		cancelled.Store(true)
-		return terminateGroup(cmd.Process.Pid)
-	}
-	cmd.WaitDelay = p.Grace
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return result{code: 127, err: err, stderr: err.Error()}
-	}
-	pid := cmd.Process.Pid
-	p.mu.Lock()
-	p.procs[c.ID] = &proc{chunk: c.ID, pid: pid, started: t0}
-	p.mu.Unlock()
-	if p.killed.Load() {
-		killGroup(pid)
-	}
-	p.Events.Emit(&event.ChunkStart{Chunk: c.ID, Attempt: attempt, Files: c.Len(), Bytes: c.Bytes, PID: pid})
-	err := cmd.Wait()
-	p.mu.Lock()
-	delete(p.procs, c.ID)
-	p.mu.Unlock()
-	if cancelled.Load() || p.killed.Load() || errors.Is(err, osexec.ErrWaitDelay) {
-		// the leader is gone; make sure no child of it lingers
-		killGroup(pid)
-		waitGroupGone(pid, 5*time.Second)
-		p.markKilled(c) // a receiver killed before its TERM cleanup leaves its temp file
-	}
-	out.flush()
-	errLines.flush()
-	code := cmd.ProcessState.ExitCode()
-	if err != nil && code == 0 {
-		code = -1
-	}
-	if code < 0 {
-		killGroup(pid)
-		waitGroupGone(pid, 5*time.Second)
-		p.markKilled(c)
-	}
-	return result{
-		code:      code,
-		cancelled: cancelled.Load() || p.killed.Load(),
-		stderr:    errBuf.String(),
-		seconds:   time.Since(t0).Seconds(),
-		pid:       pid,
 	}
 }
 
-// finish settles every path of a chunk after its last attempt and returns its status.
-func (p *Pool) finish(st *chunkState, class Class, res result) string {
-	msg := lastLine(res.stderr)
-	switch class {
-	case OK:
-		p.settle(st, UpToDate, "")
-		return "ok"
-	case Partial:
-		if st.anyError && res.code == 23 {
-			p.settle(st, Failed, "rsync exit 23: "+msg)
-		} else {
-			p.settle(st, UpToDate, "")
+// finish settles every path of a chunk after its last attempt.
+func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, res result, attempt int) {
+	r := res.r
+	for i := range r.Paths {
+		if !r.Paths[i].Logged && st.logged[i].Logged {
+			kind, reason := r.Paths[i].Kind, r.Paths[i].Reason
+			r.Paths[i] = st.logged[i]
+			r.Paths[i].Kind, r.Paths[i].Reason = kind, reason
 		}
-		for _, s := range st.status {
-			if s == Failed {
-				p.failedC.Add(1)
-				return "partial"
-			}
-		}
-		return "vanished"
-	case Cancelled:
-		st.confirmTransferred()
-		p.settle(st, NotDone, "interrupted")
-		return "cancelled"
-	case Fatal:
+	}
+	if class == rsync.Fatal {
 		p.mu.Lock()
 		if p.abort == nil {
-			p.abort = &AbortError{Chunk: st.c.ID, ExitCode: res.code, Msg: msg, Hint: Hint(res.code, st.noSpace)}
+			p.abort = &AbortError{Chunk: st.c.ID, ExitCode: res.code, Msg: lastLine(res), Hint: rsync.Hint(res.code, r)}
 			p.cond.Broadcast()
 		}
 		p.mu.Unlock()
 	}
-	p.failedC.Add(1)
-	p.settle(st, Failed, fmt.Sprintf("rsync exit %d: %s", res.code, msg))
-	return "failed"
+	var conf *Confirmation
+	outcomes, unexplained := rsync.Decide(r, res.code, class == rsync.Cancelled, func(idx []int) []rsync.Verdict {
+		t0 := time.Now()
+		vs, method := p.confirm(ctx, st.c, idx, res, class)
+		conf = &Confirmation{Method: method, Paths: len(idx), Seconds: round3(time.Since(t0).Seconds())}
+		for _, v := range vs {
+			if v.Landed {
+				conf.Landed++
+			}
+		}
+		return vs
+	})
+	status := chunkStatus(class, outcomes, unexplained)
+	if status == "partial" || status == "failed" {
+		p.failedC.Add(1)
+	}
+	ev := p.endReport(st.c, attempt, res, status)
+	ev.Outcomes, ev.Unexplained, ev.Confirm = outcomes, unexplained, conf
+	p.report(ev)
 }
 
-// settle gives every path without an outcome the given one, and reports them all.
-func (p *Pool) settle(st *chunkState, status, reason string) {
-	for i, in := range st.c.Inputs {
-		if st.status[i] == "" {
-			st.status[i], st.reason[i] = status, reason
-		}
-		p.Tally.Path(in, st.status[i], st.reason[i], st.c.ID)
+// chunkStatus names how a settled chunk ended.
+func chunkStatus(class rsync.Class, outcomes []rsync.Outcome, unexplained string) string {
+	if class == rsync.Cancelled {
+		return "cancelled"
 	}
-	p.Tally.Flush()
+	var proven, failed, vanished int
+	for _, o := range outcomes {
+		switch o.Status {
+		case rsync.Transferred, rsync.UpToDate:
+			proven++
+		case rsync.Failed:
+			failed++
+		case rsync.Vanished:
+			vanished++
+		}
+	}
+	switch {
+	case failed > 0 && proven == 0 && vanished == 0:
+		return "failed"
+	case failed > 0 || unexplained != "":
+		return "partial"
+	case vanished > 0:
+		return "vanished"
+	}
+	return "ok"
 }
 
-func (p *Pool) endEvent(st *chunkState, attempt int, res result, status string) {
-	ev := &event.ChunkEnd{
-		Chunk: st.c.ID, Attempt: attempt, Files: st.c.Len(), Bytes: st.c.Bytes,
-		BytesTransferred: st.fileB, Seconds: res.seconds, ExitCode: res.code, Status: status,
-		Error: res.stderr,
+func (p *Pool) endReport(c *splitter.Chunk, attempt int, res result, status string) ChunkEnded {
+	ev := ChunkEnded{
+		Chunk: c, Attempt: attempt, Status: status, ExitCode: res.code, Seconds: res.seconds,
+		BytesLogged: res.logged, Error: res.stderr,
 	}
-	for _, s := range st.status {
-		switch s {
-		case Transferred:
-			ev.FilesTransferred++
-		case Failed:
-			ev.FilesFailed++
-		case Vanished:
-			ev.FilesVanished++
-		}
+	if res.code != 0 && res.code != 24 || status == "partial" {
+		ev.Hint = rsync.Hint(res.code, res.r)
 	}
-	if res.code != 0 && res.code != 24 {
-		ev.Hint = Hint(res.code, st.noSpace)
-	}
-	p.Events.Emit(ev)
+	return ev
 }
 
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	lines := strings.Split(s, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := strings.TrimSpace(lines[i])
-		if l != "" && !IsSummaryLine([]byte(l)) {
-			return l
-		}
+func lastLine(res result) string {
+	if res.r.SessionLine != "" {
+		return res.r.SessionLine
 	}
-	if s == "" {
-		return "no error output"
+	if res.r.Last != "" {
+		return res.r.Last
 	}
-	return lines[len(lines)-1]
+	if res.stderr != "" {
+		return res.stderr
+	}
+	return "no error output"
 }
 
 func backoff(base time.Duration, attempt int) time.Duration {
-	d := base << (attempt - 1)
+	d := base << max(attempt-1, 0)
 	if d > time.Minute || d <= 0 {
 		d = time.Minute
 	}
@@ -503,6 +463,11 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+// InFlight returns the file bytes that running rsyncs have logged so far.
+func (p *Pool) InFlight() int64 { return p.inflight.Load() }
+
 // Procs returns the running rsync groups, for the throttle.
 func (p *Pool) Procs() []throttle.Proc {
 	p.init()
@@ -516,7 +481,8 @@ func (p *Pool) Procs() []throttle.Proc {
 	return out
 }
 
-// Queued returns the number of chunks waiting to start.
+// Queued returns the number of chunks taken from the input and not started (waiting for
+// a slot, or for a retry).
 func (p *Pool) Queued() int {
 	p.init()
 	p.mu.Lock()
@@ -530,7 +496,7 @@ func (p *Pool) Counts() (running, paused int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pr := range p.procs {
-		if pr.paused {
+		if pr.paused || p.held {
 			paused++
 		} else {
 			running++
@@ -556,7 +522,7 @@ func (p *Pool) Pause(chunk int) error {
 	return nil
 }
 
-// Resume continues a chunk's rsync group with SIGCONT.
+// Resume continues a chunk's rsync group with SIGCONT, unless the whole run is held.
 func (p *Pool) Resume(chunk int) error {
 	p.init()
 	p.mu.Lock()
@@ -566,6 +532,9 @@ func (p *Pool) Resume(chunk int) error {
 		return nil
 	}
 	pr.paused = false
+	if p.held {
+		return nil
+	}
 	return continueGroup(pr.pid)
 }
 
@@ -578,15 +547,43 @@ func (p *Pool) SetGate(open bool) {
 	p.cond.Broadcast()
 }
 
-// ContinueAll sends SIGCONT to every group, paused or not.
+// Hold stops every rsync group with SIGSTOP and starts no new one until Release: job
+// control (Ctrl-Z) for the whole run, apart from the throttle's own pauses.
+func (p *Pool) Hold() {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = true
+	for _, pr := range p.procs {
+		stopGroup(pr.pid)
+	}
+}
+
+// Release ends a Hold: it continues every group the throttle is not holding.
+func (p *Pool) Release() {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = false
+	for _, pr := range p.procs {
+		if !pr.paused {
+			continueGroup(pr.pid)
+		}
+	}
+	p.cond.Broadcast()
+}
+
+// ContinueAll sends SIGCONT to every group, paused, held or not.
 func (p *Pool) ContinueAll() {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.held = false
 	for _, pr := range p.procs {
 		pr.paused = false
 		continueGroup(pr.pid)
 	}
+	p.cond.Broadcast()
 }
 
 // TerminateAll sends TERM then CONT to every group.
@@ -614,6 +611,7 @@ func (p *Pool) KillAll() {
 // Killed reports whether KillAll ran or an rsync died of a signal, such as a KILL from
 // outside (rsync temp files may be left behind).
 func (p *Pool) Killed() bool {
+	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.killed.Load() || len(p.killedChunks) > 0
@@ -626,77 +624,3 @@ func (p *Pool) markKilled(c *splitter.Chunk) {
 		p.killedChunks = append(p.killedChunks, c)
 	}
 }
-
-// entryReader yields the entries NUL-terminated, without building one big buffer.
-type entryReader struct {
-	entries [][]byte
-	off     int
-}
-
-func (r *entryReader) Read(b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		if len(r.entries) == 0 {
-			if n == 0 {
-				return 0, io.EOF
-			}
-			return n, nil
-		}
-		e := r.entries[0]
-		if r.off < len(e) {
-			k := copy(b[n:], e[r.off:])
-			r.off += k
-			n += k
-			continue
-		}
-		b[n] = 0
-		n++
-		r.entries = r.entries[1:]
-		r.off = 0
-	}
-	return n, nil
-}
-
-// capWriter keeps the first max bytes written to it.
-type capWriter struct {
-	max  int
-	buf  []byte
-	more bool
-}
-
-func (w *capWriter) Write(b []byte) (int, error) {
-	room := w.max - len(w.buf)
-	if room >= len(b) {
-		w.buf = append(w.buf, b...)
-	} else {
-		if room > 0 {
-			w.buf = append(w.buf, b[:room]...)
-		}
-		w.more = true
-	}
-	return len(b), nil
-}
-
-func (w *capWriter) String() string {
-	if w.more {
-		return string(w.buf) + "…(cut)"
-	}
-	return string(w.buf)
-}
-
-// isRemote reports whether an rsync destination is on another host.
-func isRemote(dest string) bool {
-	if strings.HasPrefix(dest, "rsync://") {
-		return true
-	}
-	i := strings.IndexByte(dest, ':')
-	if i < 0 {
-		return false
-	}
-	slash := strings.IndexByte(dest, '/')
-	return slash < 0 || i < slash
-}
-
-// IsRemote reports whether an rsync destination is on another host (host:path,
-// host::module or rsync://).
-func IsRemote(dest string) bool { return isRemote(dest) }

@@ -3,7 +3,8 @@ package exec
 import (
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/prsync/prsync/rsync"
 )
 
 // SweepTemp removes the temp files that killed rsyncs left in a local DEST: for each path
@@ -13,7 +14,7 @@ import (
 // wrote the data but before its rename has already given the temp file the source's mode
 // and mtime. It returns how many files it removed.
 func (p *Pool) SweepTemp() int {
-	if isRemote(p.Dest) {
+	if IsRemote(p.Dest) {
 		return 0
 	}
 	dest, err := filepath.Abs(p.Dest)
@@ -26,7 +27,7 @@ func (p *Pool) SweepTemp() int {
 	byDir := map[string]map[string]bool{} // directory -> base names copied into it
 	for _, c := range chunks {
 		for _, e := range c.Entries {
-			_, rel := splitEntry(c.Src, e)
+			rel := rsync.LandsAt(e)
 			d := filepath.Join(dest, filepath.Dir(rel))
 			if byDir[d] == nil {
 				byDir[d] = map[string]bool{}
@@ -41,7 +42,7 @@ func (p *Pool) SweepTemp() int {
 			continue
 		}
 		for _, de := range ents {
-			base, ok := tempOf(de.Name())
+			base, ok := rsync.TempOf(de.Name())
 			if !ok || !names[base] || !de.Type().IsRegular() {
 				continue
 			}
@@ -51,15 +52,4 @@ func (p *Pool) SweepTemp() int {
 		}
 	}
 	return n
-}
-
-// tempOf returns the file name an rsync temp name (".<name>.XXXXXX") stands for.
-func tempOf(tmp string) (string, bool) {
-	if len(tmp) < 9 || tmp[0] != '.' || tmp[len(tmp)-7] != '.' {
-		return "", false
-	}
-	if strings.ContainsAny(tmp[len(tmp)-6:], "./") {
-		return "", false
-	}
-	return tmp[1 : len(tmp)-7], true
 }

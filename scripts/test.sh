@@ -42,7 +42,7 @@ echo "== tests (race)"
 go test -race -count=1 -timeout 20m ./...
 echo "== fuzz smoke"
 go test -run '^$' -fuzz '^FuzzRecords$' -fuzztime 10s ./splitter/
-go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./exec/
+go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./rsync/
 if [ -f bench/go.mod ]; then
   echo "== bench module and smoke"
   (cd bench && go vet ./... && go test -count=1 ./...)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/prsync/prsync/rsync"
 )
 
 // Chunk is a batch of paths handed to one rsync.
@@ -77,6 +79,9 @@ type Hooks struct {
 	Empty func()
 	// Unsent receives the paths of a chunk that was being built when ctx ended.
 	Unsent func(inputs [][]byte)
+	// Flush is called after each block of input and before each chunk is sent, so that a
+	// caller can batch what the hooks above told it and pass it on before the chunk.
+	Flush func()
 }
 
 // Splitter turns a stream of records into chunks.
@@ -215,7 +220,14 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 	}
 }
 
+func (s *Splitter) flushHooks() {
+	if s.hooks.Flush != nil {
+		s.hooks.Flush()
+	}
+}
+
 func (s *Splitter) unsent() {
+	defer s.flushHooks()
 	if s.cur != nil && s.hooks.Unsent != nil {
 		s.hooks.Unsent(s.cur.Inputs)
 	}
@@ -224,6 +236,9 @@ func (s *Splitter) unsent() {
 			ins := make([][]byte, len(g))
 			for i, r := range g {
 				ins[i] = r.input
+				if s.hooks.Accepted != nil {
+					s.hooks.Accepted(r.size) // held for its other links, never counted yet
+				}
 			}
 			s.hooks.Unsent(ins)
 		}
@@ -272,7 +287,7 @@ func (s *Splitter) examine(in []byte, l *look) {
 		return
 	}
 	if s.cfg.Quick != nil && !s.linked(&l.st) && !(s.cfg.HardLinks && s.otherShard(in)) {
-		l.fresh = s.cfg.Quick.upToDate(RelOf(l.entry), &l.st, l.abs)
+		l.fresh = s.cfg.Quick.upToDate(rsync.LandsAt(l.entry), &l.st, l.abs)
 	}
 }
 
@@ -313,6 +328,7 @@ func (s *Splitter) batch(ctx context.Context, recs [][]byte, out chan<- *Chunk) 
 			return err
 		}
 	}
+	s.flushHooks()
 	return nil
 }
 
@@ -408,6 +424,7 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 }
 
 func (s *Splitter) flush(ctx context.Context, out chan<- *Chunk) error {
+	s.flushHooks()
 	if s.cur == nil {
 		return nil
 	}
@@ -483,15 +500,6 @@ func under(p, root string) (string, bool) {
 		return p[len(root)+1:], true
 	}
 	return "", false
-}
-
-// RelOf returns where an entry lands below DEST: the part after a "/./" anchor, or the
-// whole entry, cleaned.
-func RelOf(entry []byte) string {
-	if i := bytes.Index(entry, []byte("/./")); i >= 0 {
-		return filepath.Clean(string(entry[i+3:]))
-	}
-	return filepath.Clean(string(entry))
 }
 
 // anchor writes base/./rel for a relative base: rsync copies it to DEST/rel.

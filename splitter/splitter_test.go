@@ -124,14 +124,6 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func TestRelOf(t *testing.T) {
-	for e, want := range map[string]string{"a/b": "a/b", "./#h": "#h", "work/./a/b": "a/b", ".": ".", "x//y/": "x/y"} {
-		if got := RelOf([]byte(e)); got != want {
-			t.Errorf("RelOf(%q) = %q, want %q", e, got, want)
-		}
-	}
-}
-
 func TestSettled(t *testing.T) {
 	dir := t.TempDir()
 	ok := filepath.Join(dir, "ok")

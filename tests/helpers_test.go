@@ -20,12 +20,17 @@ import (
 	"github.com/prsync/prsync/cli"
 )
 
-// prsyncBin is a prsync binary built for the tests; fakeRsync runs the test binary as rsync.
+// The prsync binaries built for the tests: race-enabled for every test of behaviour, and
+// a plain one for the tests that measure memory (the race detector multiplies it).
 var (
-	prsyncBin  string
-	prsyncOnce sync.Once
-	prsyncErr  error
+	raceBin, plainBin build
 )
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
 
 func TestMain(m *testing.M) {
 	if os.Getenv("PRSYNC_TEST_FAKE_RSYNC") != "" {
@@ -36,38 +41,46 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// cleanupM removes the prsync build when the tests are done.
+// cleanupM removes the prsync builds when the tests are done.
 type cleanupM struct{ m *testing.M }
 
 func (c cleanupM) Run() int {
 	code := c.m.Run()
-	if prsyncBin != "" {
-		os.RemoveAll(filepath.Dir(prsyncBin))
+	for _, b := range []*build{&raceBin, &plainBin} {
+		if b.path != "" {
+			os.RemoveAll(filepath.Dir(b.path))
+		}
 	}
 	return code
 }
 
-// bin builds prsync once per test binary run.
-func bin(t testing.TB) string {
+// bin builds the race-enabled prsync once per test binary run.
+func bin(t testing.TB) string { return raceBin.get(t, "-race") }
+
+// plainPrsync builds prsync without the race detector, for memory measurements.
+func plainPrsync(t testing.TB) string { return plainBin.get(t) }
+
+func (b *build) get(t testing.TB, flags ...string) string {
 	t.Helper()
-	prsyncOnce.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "prsync-bin-")
 		if err != nil {
-			prsyncErr = err
+			b.err = err
 			return
 		}
 		os.Chmod(dir, 0o755) // tests run it as an unprivileged user too
 		p := filepath.Join(dir, "prsync")
-		if out, err := exec.Command("go", "build", "-o", p, "..").CombinedOutput(); err != nil {
-			prsyncErr = fmt.Errorf("build prsync: %v\n%s", err, out)
+		args := append(append([]string{"build"}, flags...), "-o", p, "..")
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("build prsync: %v\n%s", err, out)
 			return
 		}
-		prsyncBin = p
+		b.path = p
 	})
-	if prsyncErr != nil {
-		t.Fatal(prsyncErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return prsyncBin
+	return b.path
 }
 
 func needRsync(t testing.TB) {

@@ -45,7 +45,7 @@ func TestMemoryStreaming(t *testing.T) {
 		pw.CloseWithError(w.Flush())
 	}()
 
-	cmd := exec.Command(bin(t), "--no-throttle", "--no-progress", filepath.Join(base, "dst"))
+	cmd := exec.Command(plainPrsync(t), "--no-throttle", "--no-progress", filepath.Join(base, "dst"))
 	cmd.Dir = base
 	cmd.Stdin = pr
 	var stderr fltBuf

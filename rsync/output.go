@@ -1,4 +1,5 @@
-package exec
+// Package rsync is rsync's language: its output formats, messages, exit codes, temp names and options; it starts no processes.
+package rsync
 
 import (
 	"bytes"
@@ -69,74 +70,8 @@ func Unescape(s []byte) []byte {
 
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
-// Problem is what one rsync stderr line says about one path.
-type Problem struct {
-	Name     []byte // the quoted name, decoded
-	Vanished bool   // missing at the start, or vanished during the copy
-	NoSpace  bool   // ENOSPC
-	// MkdirRace: another rsync created the same directory first (--mkpath to a daemon).
-	MkdirRace bool
-}
-
-// ParseProblem reads an rsync stderr line that names a path, such as
-//
-//	rsync: [sender] link_stat "/src/x" failed: No such file or directory (2)
-//	file has vanished: "/src/x"
-//	rsync: [sender] send_files failed to open "/src/x": Permission denied (13)
-//
-// ok is false for lines that name no path.
-func ParseProblem(line []byte) (p Problem, ok bool) {
-	i := bytes.IndexByte(line, '"')
-	j := bytes.LastIndexByte(line, '"')
-	if i < 0 || j <= i {
-		return Problem{}, false
-	}
-	p.Name = Unescape(line[i+1 : j])
-	p.Vanished = bytes.Contains(line, []byte("file has vanished")) ||
-		(bytes.Contains(line, []byte("link_stat")) && bytes.Contains(line, []byte("No such file or directory (2)")))
-	p.NoSpace = bytes.Contains(line, []byte("No space left on device (28)"))
-	p.MkdirRace = bytes.Contains(line, []byte("mkdir")) && bytes.Contains(line, []byte("File exists (17)"))
-	return p, true
-}
-
 // IsSummaryLine reports whether an rsync stderr line is its closing "rsync error:" or
 // "rsync warning:" line, which repeats what the lines before it said.
 func IsSummaryLine(line []byte) bool {
 	return bytes.HasPrefix(line, []byte("rsync error: ")) || bytes.HasPrefix(line, []byte("rsync warning: "))
-}
-
-// lineWriter calls fn for each complete line written to it.
-type lineWriter struct {
-	buf []byte
-	fn  func(line []byte)
-}
-
-func (w *lineWriter) Write(b []byte) (int, error) {
-	n := len(b)
-	for len(b) > 0 {
-		i := bytes.IndexAny(b, "\n\r")
-		if i < 0 {
-			w.buf = append(w.buf, b...)
-			break
-		}
-		line := b[:i]
-		if len(w.buf) > 0 {
-			w.buf = append(w.buf, line...)
-			line = w.buf
-		}
-		if len(line) > 0 {
-			w.fn(line)
-		}
-		w.buf = w.buf[:0]
-		b = b[i+1:]
-	}
-	return n, nil
-}
-
-// flush hands over a last line that had no terminator.
-func (w *lineWriter) flush() {
-	if len(w.buf) > 0 {
-		w.fn(w.buf)
-		w.buf = w.buf[:0]
-	}
 }

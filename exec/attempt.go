@@ -1,0 +1,139 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"io"
+	osexec "os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prsync/prsync/rsync"
+	"github.com/prsync/prsync/splitter"
+)
+
+// result is how one rsync run ended and what its output said.
+type result struct {
+	code      int // rsync's exit code; -1 when killed by a signal, 127 when it did not start
+	cancelled bool
+	stderr    string // the first few KiB
+	seconds   float64
+	pid       int
+	r         *rsync.Result
+	logged    int64 // file bytes its output said it transferred
+}
+
+// sink takes both output streams of one rsync. One lock serialises them: the
+// attribution of a path must not depend on which stream's goroutine ran first.
+type sink struct {
+	mu     sync.Mutex
+	a      *rsync.Attributor
+	logged int64
+	pool   *Pool
+}
+
+func (s *sink) stdout(line []byte) {
+	s.mu.Lock()
+	n := s.a.Stdout(line)
+	s.logged += n
+	s.mu.Unlock()
+	if n > 0 && s.pool != nil {
+		s.pool.inflight.Add(n)
+	}
+}
+
+func (s *sink) stderr(line []byte) {
+	s.mu.Lock()
+	s.a.Stderr(line)
+	s.mu.Unlock()
+}
+
+// srcArg is rsync's source argument for a chunk's directory.
+func srcArg(src string) string {
+	if strings.HasSuffix(src, "/") {
+		return src
+	}
+	return src + "/"
+}
+
+// attempt runs one rsync over entries of chunk c, extra options first (such as
+// --dry-run for a verification pass). Only a first pass (extra == nil) reports its start.
+func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte, attempt int, extra []string) result {
+	src := srcArg(c.Src)
+	args := append(append(append([]string(nil), p.Args...), extra...),
+		"--files-from=-", "--from0", "--out-format="+rsync.OutFormat, "--", src, p.Dest)
+	cmd := osexec.CommandContext(ctx, p.Rsync, args...)
+	cmd.Stdin = &entryReader{entries: entries}
+	sk := &sink{a: rsync.NewAttributor(entries, src, p.Dest, p.localDest)}
+	if extra == nil {
+		sk.pool = p
+	}
+	out := &lineWriter{fn: sk.stdout}
+	errBuf := &capWriter{max: 4 << 10}
+	errLines := &lineWriter{fn: sk.stderr}
+	cmd.Stdout = out
+	cmd.Stderr = io.MultiWriter(errBuf, errLines)
+	var cancelled atomic.Bool
+	setProcAttr(cmd)
+	cmd.Cancel = func() error {
+		cancelled.Store(true)
+		return terminateGroup(cmd.Process.Pid)
+	}
+	cmd.WaitDelay = p.Grace
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		sk.stderr([]byte(err.Error()))
+		return result{code: 127, stderr: err.Error(), r: sk.a.Result()}
+	}
+	pid := cmd.Process.Pid
+	p.mu.Lock()
+	p.procs[c.ID] = &proc{chunk: c.ID, pid: pid, started: t0}
+	if p.held {
+		stopGroup(pid) // Ctrl-Z came while it started
+	}
+	p.mu.Unlock()
+	if p.killed.Load() {
+		killGroup(pid)
+	}
+	if extra == nil {
+		p.report(ChunkStarted{Chunk: c, Attempt: attempt, PID: pid})
+	}
+	err := cmd.Wait()
+	p.mu.Lock()
+	delete(p.procs, c.ID)
+	p.mu.Unlock()
+	if cancelled.Load() || p.killed.Load() || errors.Is(err, osexec.ErrWaitDelay) {
+		// the leader is gone; make sure no child of it lingers
+		killGroup(pid)
+		waitGroupGone(pid, 5*time.Second)
+		p.markKilled(c) // a receiver killed before its TERM cleanup leaves its temp file
+	}
+	out.flush()
+	errLines.flush()
+	code := cmd.ProcessState.ExitCode()
+	if err != nil && code == 0 {
+		code = -1
+	}
+	if code < 0 {
+		killGroup(pid)
+		waitGroupGone(pid, 5*time.Second)
+		p.markKilled(c)
+	}
+	sk.mu.Lock()
+	logged := sk.logged
+	sk.mu.Unlock()
+	if sk.pool != nil {
+		p.inflight.Add(-logged)
+	}
+	return result{
+		code:      code,
+		cancelled: cancelled.Load() || p.killed.Load(),
+		stderr:    errBuf.String(),
+		seconds:   round3(time.Since(t0).Seconds()),
+		pid:       pid,
+		r:         sk.a.Result(),
+		logged:    logged,
+	}
+}

@@ -1,0 +1,98 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/prsync/prsync/rsync"
+	"github.com/prsync/prsync/splitter"
+)
+
+// confirm proves which of the paths idx of chunk c landed, after its rsync exited
+// non-zero or was cancelled, and says how: "lstat" of a local DEST, a "dry-run" pass of
+// the same rsync, or "none" when nothing can be proven (a session that never started, an
+// interrupt with a remote DEST) or nothing was meant to land (a dry run).
+func (p *Pool) confirm(ctx context.Context, c *splitter.Chunk, idx []int, res result, class rsync.Class) ([]rsync.Verdict, string) {
+	vs := make([]rsync.Verdict, len(idx))
+	switch {
+	case p.Confirm == ConfirmNothing:
+		for k := range vs {
+			vs[k] = rsync.Verdict{Landed: class != rsync.Cancelled}
+		}
+		return vs, "none"
+	case p.localDest != "" && (p.Confirm == ConfirmStat || class == rsync.Cancelled):
+		for k, i := range idx {
+			vs[k] = statLanded(c.Src, c.Entries[i], p.localDest)
+		}
+		return vs, "lstat"
+	case class == rsync.Cancelled || ctx.Err() != nil || noSession(res):
+		reason := "not confirmed: the rsync session failed"
+		if class == rsync.Cancelled || ctx.Err() != nil {
+			reason = "interrupted"
+		}
+		for k := range vs {
+			vs[k] = rsync.Verdict{Reason: reason}
+		}
+		return vs, "none"
+	}
+	entries := make([][]byte, len(idx))
+	for k, i := range idx {
+		entries[k] = c.Entries[i]
+	}
+	pass := p.attempt(ctx, c, entries, 0, []string{"--dry-run"})
+	if pass.cancelled {
+		for k := range vs {
+			vs[k] = rsync.Verdict{Reason: "interrupted"}
+		}
+		return vs, "dry-run"
+	}
+	return rsync.Differences(pass.r, pass.code), "dry-run"
+}
+
+// noSession reports an rsync that failed before or outside any transfer: nothing it
+// could have copied is worth a verification pass.
+func noSession(res result) bool {
+	if res.r.Session != rsync.NoSession {
+		return true
+	}
+	switch res.code {
+	case 1, 2, 3, 4, 5, 10, 12, 14, 30, 35, 127, 255:
+		return true
+	}
+	return res.code < 0
+}
+
+// statLanded reports whether a local DEST holds an entry of a chunk as its source has it:
+// the same type; for a regular file the same size and mtime (whole seconds); for a
+// symlink the same target; a directory only has to exist.
+func statLanded(srcDir string, entry []byte, dest string) rsync.Verdict {
+	src := filepath.Join(srcDir, strings.Replace(string(entry), "/./", "/", 1))
+	dst := filepath.Join(dest, rsync.LandsAt(entry))
+	s, err := os.Lstat(src)
+	if err != nil {
+		return rsync.Verdict{Reason: fmt.Sprintf("source gone: %v", err)}
+	}
+	d, err := os.Lstat(dst)
+	if err != nil {
+		return rsync.Verdict{Reason: "not in DEST"}
+	}
+	kind := s.Mode().Type()
+	switch {
+	case d.Mode().Type() != kind:
+		return rsync.Verdict{Reason: "DEST holds another type of file there"}
+	case kind.IsRegular() && d.Size() != s.Size():
+		return rsync.Verdict{Reason: fmt.Sprintf("DEST has %d of %d bytes", d.Size(), s.Size())}
+	case kind.IsRegular() && d.ModTime().Unix() != s.ModTime().Unix():
+		return rsync.Verdict{Reason: "DEST has another modification time"}
+	case kind&os.ModeSymlink != 0:
+		a, err1 := os.Readlink(src)
+		b, err2 := os.Readlink(dst)
+		if err1 != nil || err2 != nil || a != b {
+			return rsync.Verdict{Reason: "DEST's symlink has another target"}
+		}
+	}
+	return rsync.Verdict{Landed: true}
+}

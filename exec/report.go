@@ -1,0 +1,68 @@
+package exec
+
+import (
+	"github.com/prsync/prsync/rsync"
+	"github.com/prsync/prsync/splitter"
+)
+
+// Report is what the pool tells the one goroutine that owns the books and writes the
+// events. Reports of one chunk arrive in order.
+type Report interface{ isReport() }
+
+// ChunkStarted: an rsync started on a chunk.
+type ChunkStarted struct {
+	Chunk   *splitter.Chunk
+	Attempt int
+	PID     int
+}
+
+// ChunkEnded: an rsync on a chunk ended. Outcomes is set (one per path, in the order
+// of Chunk.Inputs) when the chunk is settled; it is nil for an attempt that is retried.
+type ChunkEnded struct {
+	Chunk    *splitter.Chunk
+	Attempt  int
+	Status   string // ok, partial, vanished, failed, retrying, cancelled
+	ExitCode int
+	Seconds  float64
+	// BytesLogged is what rsync's output said it transferred in this attempt.
+	BytesLogged int64
+	Error       string // rsync's stderr, cut to a few KiB
+	Hint        string
+	Outcomes    []rsync.Outcome
+	// Unexplained is an error rsync reported that names no path while every path was
+	// confirmed: the run must not end as a success.
+	Unexplained string
+	// Confirm says how paths were proven after a non-zero exit, when they had to be.
+	Confirm *Confirmation
+}
+
+// Confirmation is what proving a chunk's paths after a non-zero exit cost.
+type Confirmation struct {
+	Method  string  // "lstat" or "dry-run"
+	Paths   int     // paths that needed proof
+	Landed  int     // of them, proven landed
+	Seconds float64 // time it took
+}
+
+// ChunkDropped: a chunk that no rsync will run (interrupted, or the run stopped early);
+// every path has the same outcome.
+type ChunkDropped struct {
+	Chunk  *splitter.Chunk
+	Status rsync.Status
+	Reason string
+	// Started: an earlier attempt ran (the chunk was waiting to retry).
+	Started bool
+}
+
+// LimitChanged: the number of rsyncs allowed at once changed.
+type LimitChanged struct {
+	Old, New int
+	Reason   string
+	// Detail is the far side's own words, when it refused sessions.
+	Detail string
+}
+
+func (ChunkStarted) isReport() {}
+func (ChunkEnded) isReport()   {}
+func (ChunkDropped) isReport() {}
+func (LimitChanged) isReport() {}

@@ -1,0 +1,381 @@
+package rsync
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Status is what became of one input path. Every path ends in exactly one.
+type Status string
+
+// The statuses of a path.
+const (
+	Transferred Status = "transferred"
+	UpToDate    Status = "up_to_date"
+	Vanished    Status = "vanished"
+	Failed      Status = "failed"
+	NotDone     Status = "not_done"
+)
+
+// PathState is what rsync's output said about one path of a chunk.
+type PathState struct {
+	Logged bool   // an out-format line named it (not proof that it landed)
+	Change string // that line's %i
+	Size   int64  // that line's %l, for a regular file
+	File   bool   // that line is for a regular file
+	Kind   Kind   // what a stderr line said against it, if any
+	Reason string // that line
+}
+
+// Result is what rsync's output said about a chunk.
+type Result struct {
+	Paths []PathState
+	// Unattributed are the error lines that name no path of the chunk (summary lines left out).
+	Unattributed []string
+	// Session is the first session failure reported, with its line.
+	Session     Session
+	SessionLine string
+	NoSpace     bool
+	MkdirRace   bool
+	// Last is rsync's last stderr line that is not its closing summary, or "".
+	Last string
+}
+
+// Attributor reads the output of one rsync run over a chunk and attributes each line to
+// the paths it concerns. It is not safe for concurrent use: feed both output streams of
+// one rsync from one goroutine, or behind one lock.
+type Attributor struct {
+	rels   []string         // where each path lands, relative to the destination
+	byRel  map[string][]int // rel -> indexes (a path may be listed twice)
+	bySrc  map[string][]int // the source path as the sender names it -> indexes
+	strip  []string         // prefixes that receiver- and sender-side names may carry
+	res    Result
+	remote bool // a side is remote: names may carry a prefix we cannot know
+}
+
+// NewAttributor returns an Attributor for a chunk. entries are the chunk's --files-from
+// entries (relative to src, perhaps with a "/./" anchor), src and dest rsync's source and
+// destination arguments, and localDest the absolute local destination directory ("" when
+// it is remote).
+func NewAttributor(entries [][]byte, src, dest, localDest string) *Attributor {
+	a := &Attributor{
+		rels:  make([]string, len(entries)),
+		byRel: make(map[string][]int, len(entries)),
+		bySrc: make(map[string][]int, len(entries)),
+		res:   Result{Paths: make([]PathState, len(entries))},
+	}
+	srcPath, srcRemote := endpointPath(src)
+	destPath, destRemote := endpointPath(dest)
+	a.remote = srcRemote || destRemote
+	for i, e := range entries {
+		rel := LandsAt(e)
+		a.rels[i] = rel
+		a.byRel[rel] = append(a.byRel[rel], i)
+		full := path.Clean(strings.Replace(string(e), "/./", "/", 1))
+		if !srcRemote {
+			full = path.Join(srcPath, full)
+		}
+		a.bySrc[full] = append(a.bySrc[full], i)
+	}
+	add := func(p string) {
+		p = strings.TrimSuffix(p, "/")
+		if p != "" && p != "." {
+			a.strip = append(a.strip, p+"/")
+			if !strings.HasPrefix(p, "/") {
+				a.strip = append(a.strip, "/"+p+"/")
+			}
+		}
+	}
+	if localDest != "" {
+		add(localDest)
+	}
+	add(destPath)
+	add(srcPath)
+	return a
+}
+
+// LandsAt returns where a --files-from entry lands below the destination: the part after
+// a "/./" anchor, or the whole entry, cleaned, without a "./" in front.
+func LandsAt(entry []byte) string {
+	if i := bytes.Index(entry, []byte("/./")); i >= 0 {
+		return path.Clean(string(entry[i+3:]))
+	}
+	return path.Clean(string(entry))
+}
+
+// endpointPath returns the path part of an rsync source or destination argument, and
+// whether it is remote: "host:p" and "user@host:p" give p; "host::mod/p" and
+// "rsync://host[:port]/mod/p" give p (relative to the module); a local path is itself.
+func endpointPath(arg string) (string, bool) {
+	if rest, ok := strings.CutPrefix(arg, "rsync://"); ok {
+		_, p, _ := strings.Cut(rest, "/") // host[:port]
+		_, p, _ = strings.Cut(p, "/")     // module
+		return p, true
+	}
+	i := strings.IndexByte(arg, ':')
+	if i < 0 || (strings.IndexByte(arg, '/') >= 0 && strings.IndexByte(arg, '/') < i) {
+		return arg, false
+	}
+	if strings.HasPrefix(arg[i:], "::") {
+		_, p, _ := strings.Cut(arg[i+2:], "/")
+		return p, true
+	}
+	return arg[i+1:], true
+}
+
+// Stdout takes one line of rsync's standard output. It returns the file bytes the line
+// reports for a path of the chunk not logged before.
+func (a *Attributor) Stdout(line []byte) int64 {
+	it, ok := ParseItem(line)
+	if !ok {
+		return 0
+	}
+	var n int64
+	for k, i := range a.byRel[path.Clean(string(it.Name))] {
+		ps := &a.res.Paths[i]
+		first := !ps.Logged
+		ps.Logged, ps.Change, ps.File = true, it.Change, it.IsFile()
+		if ps.File && k == 0 { // a path listed twice is copied once
+			ps.Size = it.Size
+			if first {
+				n += it.Size
+			}
+		}
+	}
+	return n
+}
+
+// Stderr takes one line of rsync's standard error.
+func (a *Attributor) Stderr(line []byte) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if IsSummaryLine(line) {
+		return
+	}
+	a.res.Last = string(line)
+	if benign(line) {
+		return
+	}
+	m := ParseMessage(line)
+	a.res.NoSpace = a.res.NoSpace || m.NoSpace
+	a.res.MkdirRace = a.res.MkdirRace || m.MkdirRace
+	if m.Session != NoSession {
+		if a.res.Session == NoSession {
+			a.res.Session, a.res.SessionLine = m.Session, string(line)
+		}
+		a.res.Unattributed = append(a.res.Unattributed, string(line))
+		return
+	}
+	idx := a.resolve(m)
+	if len(idx) == 0 || m.Kind == KindOther {
+		a.res.Unattributed = append(a.res.Unattributed, string(line))
+		return
+	}
+	for _, i := range idx {
+		ps := &a.res.Paths[i]
+		if ps.Kind == KindFailed || (ps.Kind == KindVanished && m.Kind == KindVanished) {
+			continue // keep the first reason; a failure outranks a vanish
+		}
+		ps.Kind, ps.Reason = m.Kind, string(line)
+	}
+}
+
+// benign reports stderr lines that are not rsync errors.
+func benign(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("Warning: Permanently added"))
+}
+
+// resolve returns the indexes of the paths a message names.
+func (a *Attributor) resolve(m Message) []int {
+	if m.Name == nil {
+		return nil
+	}
+	name := string(m.Name)
+	if idx := a.bySrc[path.Clean(name)]; len(idx) > 0 && m.Side != "receiver" {
+		return idx
+	}
+	cands := []string{name}
+	for _, p := range a.strip {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			cands = append(cands, rest)
+		}
+	}
+	if rest, ok := strings.CutPrefix(name, "/"); ok {
+		cands = append(cands, rest)
+	}
+	for _, c := range cands {
+		rel := path.Clean(landingOf(path.Clean(c)))
+		if m.Scope == Below {
+			if idx := a.below(rel); len(idx) > 0 {
+				return idx
+			}
+			continue
+		}
+		if idx := a.byRel[rel]; len(idx) > 0 {
+			return idx
+		}
+	}
+	if idx := a.bySrc[path.Clean(name)]; len(idx) > 0 {
+		return idx
+	}
+	if a.remote {
+		return a.bySuffix(path.Clean(landingOf(name)))
+	}
+	return nil
+}
+
+// below returns the paths at dir or under it.
+func (a *Attributor) below(dir string) []int {
+	var idx []int
+	for i, r := range a.rels {
+		if r == dir || dir == "." || strings.HasPrefix(r, dir+"/") {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// bySuffix returns the paths whose landing name is the longest suffix (at a '/') of
+// name: a remote side may prefix a directory prsync cannot know (a home directory).
+func (a *Attributor) bySuffix(name string) []int {
+	best := ""
+	for r := range a.byRel {
+		if len(r) > len(best) && strings.HasSuffix(name, "/"+r) {
+			best = r
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	return a.byRel[best]
+}
+
+// Result returns what the output said so far.
+func (a *Attributor) Result() *Result { return &a.res }
+
+// Verdict is what confirming one path after a failed rsync found.
+type Verdict struct {
+	Landed bool   // the destination holds it as the source has it
+	Reason string // why not, when it did not land
+}
+
+// Outcome is the settled outcome of one path.
+type Outcome struct {
+	Status Status
+	Reason string
+	Bytes  int64 // file bytes transferred, for a transferred regular file
+}
+
+// Decide settles every path of a chunk from what rsync said and how it exited. A path is
+// transferred or up to date only when it is proven: rsync exited 0 and said nothing
+// against it, or confirm (called once, with the indexes of every path that rsync did not
+// fail itself, after any non-zero exit or a cancel) found that it landed. Everything else
+// is failed (or vanished, when rsync said so), with the most specific reason at hand;
+// after a cancel, a path not proven is not done. An out-format line proves nothing: in
+// push form rsync's sender logs a file before its receiver writes it.
+//
+// The second result is an error rsync reported that no path carries (it exited non-zero,
+// named no path, and every path was confirmed): the caller must not call that run a success.
+func Decide(r *Result, code int, cancelled bool, confirm func(idx []int) []Verdict) ([]Outcome, string) {
+	out := make([]Outcome, len(r.Paths))
+	var need []int
+	for i, ps := range r.Paths {
+		switch {
+		case cancelled:
+			need = append(need, i)
+		case ps.Kind == KindFailed:
+			out[i] = Outcome{Status: Failed, Reason: ps.Reason}
+		case ps.Kind == KindVanished:
+			out[i] = Outcome{Status: Vanished, Reason: ps.Reason}
+		case code == 0:
+			out[i] = proven(ps)
+		default:
+			need = append(need, i)
+		}
+	}
+	if len(need) == 0 {
+		return out, ""
+	}
+	vs := confirm(need)
+	fallback := r.failReason(code)
+	bad := 0
+	for k, i := range need {
+		v := vs[k]
+		switch {
+		case v.Landed:
+			out[i] = proven(r.Paths[i])
+		case cancelled:
+			out[i] = Outcome{Status: NotDone, Reason: "interrupted"}
+		default:
+			bad++
+			out[i] = Outcome{Status: Failed, Reason: join(fallback, v.Reason)}
+		}
+	}
+	if cancelled || bad > 0 {
+		return out, ""
+	}
+	for _, o := range out {
+		if o.Status == Failed || o.Status == Vanished {
+			return out, ""
+		}
+	}
+	return out, fallback
+}
+
+func join(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// proven is the outcome of a path that rsync's exit, or a confirmation, proved.
+func proven(ps PathState) Outcome {
+	if ps.Logged {
+		o := Outcome{Status: Transferred}
+		if ps.File {
+			o.Bytes = ps.Size
+		}
+		return o
+	}
+	return Outcome{Status: UpToDate}
+}
+
+// failReason is the reason for a path rsync did not name, after a non-zero exit: the
+// first error line that named no path, or the exit code.
+func (r *Result) failReason(code int) string {
+	if len(r.Unattributed) > 0 {
+		return fmt.Sprintf("rsync exit %d: %s", code, r.Unattributed[0])
+	}
+	if r.Last != "" {
+		return fmt.Sprintf("rsync exit %d: %s", code, r.Last)
+	}
+	return fmt.Sprintf("rsync exit %d", code)
+}
+
+// Differences reads the output of a verification pass (the same rsync with --dry-run
+// over the paths to confirm) into a Verdict per path: a path landed when the pass exited
+// 0 and neither logged a change for it nor named it in an error.
+func Differences(r *Result, code int) []Verdict {
+	vs := make([]Verdict, len(r.Paths))
+	for i, ps := range r.Paths {
+		switch {
+		case ps.Kind != KindOther:
+			vs[i] = Verdict{Reason: "not in DEST after rsync: " + ps.Reason}
+		case ps.Logged:
+			vs[i] = Verdict{Reason: fmt.Sprintf("DEST still differs after rsync (%s)", ps.Change)}
+		case code != 0:
+			vs[i] = Verdict{Reason: "could not be confirmed: " + r.failReason(code)}
+		default:
+			vs[i] = Verdict{Landed: true}
+		}
+	}
+	return vs
+}

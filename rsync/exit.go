@@ -1,0 +1,143 @@
+package rsync
+
+import "strings"
+
+// Class is what prsync does about an rsync exit.
+type Class int
+
+const (
+	// OK: nothing went wrong.
+	OK Class = iota
+	// Partial: some paths failed or vanished (23, 24); the rest may have been copied.
+	Partial
+	// Transient: worth retrying (10, 12, 30, 35, 255, or killed by a signal prsync did not send).
+	Transient
+	// Refused: the far side is up but takes no more sessions now ("max connections",
+	// sshd's MaxStartups): retry, with fewer rsyncs at once.
+	Refused
+	// Fatal: the destination or the setup is wrong (1, 3, 5, 11 with ENOSPC, or Transient
+	// after the retries); later chunks would fail the same way, so the run stops.
+	Fatal
+	// ChunkFailed: this chunk failed as a whole; the others go on.
+	ChunkFailed
+	// Cancelled: prsync stopped it.
+	Cancelled
+)
+
+// String names the class.
+func (c Class) String() string {
+	return [...]string{"ok", "partial", "transient", "refused", "fatal", "chunk-failed", "cancelled"}[c]
+}
+
+// Classify maps an rsync exit to a Class. code is -1 when the process was killed by a
+// signal; cancelled says prsync itself signalled it; r is what its output said.
+func Classify(code int, cancelled bool, r *Result) Class {
+	switch {
+	case cancelled:
+		return Cancelled
+	case code == 0:
+		return OK
+	case r.Session.Refusal():
+		return Refused
+	case r.NoSpace:
+		return Fatal
+	case r.Session == ReadOnly || r.Session == RefusedOption || r.Session == UnknownModule ||
+		r.Session == AuthFailed || r.Session == AccessDenied || r.Session == HostUnknown || r.Session == SSHAuth:
+		return Fatal
+	case code == 23 || code == 24:
+		return Partial
+	case code == 11 && r.MkdirRace:
+		return Transient
+	case code == 10 || code == 12 || code == 30 || code == 35 || code == 255 || code == 20 || code < 0:
+		return Transient
+	case code == 1 || code == 3 || code == 5:
+		return Fatal
+	}
+	return ChunkFailed
+}
+
+// Hint returns advice for an rsync exit, from its code and what its output said, or "".
+func Hint(code int, r *Result) string {
+	switch r.Session {
+	case MaxConnections:
+		return "the rsync daemon limits its sessions (max connections in rsyncd.conf): prsync retries with fewer rsyncs at once; pin -j to that number to avoid the retries"
+	case SSHRefused:
+		return "sshd dropped new connections (its MaxStartups, default 10:30:100): prsync retries with fewer rsyncs at once; use a lower -j, or an ssh ControlMaster (see README)"
+	case UnknownModule:
+		return "the rsync daemon has no such module: list its modules with `rsync rsync://HOST/`"
+	case AuthFailed:
+		return "the rsync daemon refused the login: check the user in DEST, RSYNC_PASSWORD or --password-file, and the module's auth users and secrets file"
+	case AccessDenied:
+		return "the rsync daemon does not accept this host for the module: check its hosts allow and hosts deny"
+	case ReadOnly:
+		return "the rsync daemon's module is read only: set `read only = no` for it in rsyncd.conf, or copy into another module"
+	case RefusedOption:
+		return "the rsync daemon refuses an option (refuse options in rsyncd.conf): drop it after --"
+	case HostUnknown:
+		return "the host name does not resolve; a local directory whose name holds a colon must be written with ./ in front, as ./" + "back:up/"
+	case SSHAuth:
+		return "ssh could not log in: check that `ssh HOST true` works without a prompt"
+	case ConnectFailed:
+		return "rsync could not reach the destination: check that the host or daemon is up, then re-run with the --failed list"
+	}
+	switch {
+	case r.NoSpace:
+		return "the destination is full: free space, then re-run with the --failed list"
+	case code == 1:
+		return "rsync rejected its options or the far side refused them: check the options after --"
+	case code == 3:
+		return "rsync could not use the destination: check that it is a writable directory"
+	case code == 5:
+		return "the rsync daemon refused the session: check the module name and its access rules"
+	case code == 10 || code == 35:
+		return "rsync could not reach the destination: check that the host or daemon is up, then re-run with the --failed list"
+	case code == 12 || code == 30:
+		return "the connection to the destination broke or timed out: re-run with the --failed list"
+	case code == 255:
+		return "ssh failed: check that `ssh HOST true` works without a prompt"
+	case code < 0:
+		return "rsync was killed by a signal"
+	}
+	return failureHint(r)
+}
+
+// failureHint returns advice for per-path failures that share a cause.
+func failureHint(r *Result) string {
+	for _, ps := range r.Paths {
+		if ps.Kind != KindFailed {
+			continue
+		}
+		if h := ReasonHint(ps.Reason); h != "" {
+			return h
+		}
+	}
+	for _, l := range r.Unattributed {
+		if h := ReasonHint(l); h != "" {
+			return h
+		}
+	}
+	return ""
+}
+
+// ReasonHint returns advice for one path's failure reason, or "".
+func ReasonHint(reason string) string {
+	switch {
+	case strings.Contains(reason, "mkstemp") && strings.Contains(reason, "(in ") && strings.Contains(reason, "Permission denied (13)"):
+		return "the rsync daemon cannot write into its module: it runs as `uid = nobody` unless rsyncd.conf says otherwise; set uid and gid for the module, or make its path writable for that user"
+	case strings.Contains(reason, "Read-only file system (30)"):
+		return "the destination file system is mounted read-only"
+	case strings.Contains(reason, "Operation not permitted (1)") && (strings.Contains(reason, "mkstemp") || strings.Contains(reason, "rename")):
+		return "the destination refuses new files there: an immutable or append-only directory or file (lsattr shows it), or a file system that does not allow it"
+	case strings.Contains(reason, "Permission denied (13)") && strings.Contains(reason, "[receiver]"):
+		return "the destination directory is not writable for the user rsync runs as"
+	case strings.Contains(reason, "Permission denied (13)"):
+		return "the source is not readable for the user prsync runs as"
+	case strings.Contains(reason, "daemon-excluded") || strings.Contains(reason, "daemon refused to receive"):
+		return "the rsync daemon excludes these paths (exclude or filter in rsyncd.conf)"
+	case strings.Contains(reason, "could not make way") || strings.Contains(reason, "cannot delete non-empty directory"):
+		return "DEST has a directory where the source has a file (or the other way round): move it away, then re-run with the --failed list"
+	case strings.Contains(reason, "untrusted user"):
+		return "rsync refuses a symlink in the path owned by another user; run as its owner, or pass -- --insecure-links deliberately"
+	}
+	return ""
+}

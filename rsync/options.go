@@ -1,0 +1,208 @@
+package rsync
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// OptionError is an rsync option that prsync manages itself.
+type OptionError struct {
+	Option string
+	Hint   string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("rsync option %s is managed by prsync", e.Option)
+}
+
+// refused are rsync options that prsync manages itself, with the hint for each.
+var refused = []struct{ prefix, hint string }{
+	{"--files-from", "prsync feeds each rsync its own list; give paths on stdin or with --from"},
+	{"--from0", "prsync always passes --from0; use prsync's -0 for NUL-separated input"},
+	{"--delete", "--delete cannot be right on a stream of files; after the copy, run one `rsync -a --delete SRC/ DEST/` pass"},
+	{"--del", "--del cannot be right on a stream of files; after the copy, run one `rsync -a --delete SRC/ DEST/` pass"},
+	{"--out-format", "prsync uses --out-format for its accounting; read the JSON events instead"},
+	{"--log-format", "prsync uses --out-format for its accounting; read the JSON events instead"},
+	{"--timeout", "a paused local rsync with --timeout dies when resumed; use --contimeout, or --no-throttle with a --timeout"},
+	{"--no-relative", "prsync relies on --relative paths to lay out DEST; use --root to strip a prefix"},
+	{"--no-R", "prsync relies on --relative paths to lay out DEST; use --root to strip a prefix"},
+}
+
+// CheckOptions refuses the rsync options that prsync manages. timeoutOK allows --timeout
+// (nothing will be paused).
+func CheckOptions(args []string, timeoutOK bool) error {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		for _, r := range refused {
+			if name == r.prefix || (strings.HasPrefix(name, r.prefix) && (r.prefix == "--delete" || r.prefix == "--del")) {
+				if r.prefix == "--timeout" && timeoutOK {
+					continue
+				}
+				return &OptionError{Option: name, Hint: r.hint}
+			}
+		}
+		if len(a) > 1 && a[0] == '-' && a[1] != '-' && shortHasZero(a[1:]) {
+			return &OptionError{Option: a + " (-0, --from0)", Hint: "prsync always passes --from0; use prsync's -0 for NUL-separated input"}
+		}
+	}
+	return nil
+}
+
+// shortHasZero reports whether a cluster of short rsync flags holds -0.
+func shortHasZero(s string) bool {
+	for _, c := range s {
+		if c == '0' {
+			return true
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false // the rest is a value, as in -B1024 or -e0
+		}
+	}
+	return false
+}
+
+// HardLinks reports whether the rsync options preserve hard links.
+func HardLinks(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--hard-links" {
+			return true
+		}
+		if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		for _, c := range a[1:] {
+			if c == 'H' {
+				return true
+			}
+			if strings.ContainsRune(shortWithValue, c) {
+				if len(a) == 2 {
+					i++ // -T DIR: the value is the next argument
+				}
+				break // the rest of the cluster is the value, as in -T/tmp/H
+			}
+		}
+	}
+	return false
+}
+
+// shortWithValue are rsync's short options that take a value.
+const shortWithValue = "BeTfM@"
+
+// Version is an rsync version.
+type Version struct{ Major, Minor, Patch int }
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+
+// AtLeast reports whether v is major.minor.patch or newer.
+func (v Version) AtLeast(major, minor, patch int) bool {
+	return v.Major*10000+v.Minor*100+v.Patch >= major*10000+minor*100+patch
+}
+
+var versionRE = regexp.MustCompile(`version\s+v?(\d+)\.(\d+)\.(\d+)`)
+
+// ParseVersion reads the version from the output of rsync --version.
+func ParseVersion(out []byte) (Version, bool) {
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return Version{}, false
+	}
+	var v Version
+	v.Major, _ = strconv.Atoi(string(m[1]))
+	v.Minor, _ = strconv.Atoi(string(m[2]))
+	v.Patch, _ = strconv.Atoi(string(m[3]))
+	return v, true
+}
+
+// quickSafe are rsync options that leave rsync's quick-check decision (and so prsync's own
+// up-to-date check) unchanged. Any other option after -- turns prsync's check off.
+var quickSafe = map[string]bool{
+	"-v": true, "--verbose": true, "-q": true, "--quiet": true, "--stats": true,
+	"-h": true, "--human-readable": true, "--progress": true, "-P": true, "--partial": true,
+	"--mkpath": true, "-z": true, "--compress": true, "--no-compress": true, "--numeric-ids": true,
+	"--no-motd": true, "-8": true, "--8-bit-output": true, "-W": true, "--whole-file": true,
+	"--no-whole-file": true, "--inplace": true, "--sparse": true, "-S": true, "--preallocate": true,
+	"--fsync": true, "--delay-updates": true, "-s": true, "--protect-args": true, "--secluded-args": true,
+	"--old-args": true, "-x": true, "--one-file-system": true, "--ignore-missing-args": true,
+	"-a": true, "--archive": true, "-r": true, "--recursive": true, "-l": true, "--links": true,
+	"-p": true, "--perms": true, "-t": true, "--times": true, "-g": true, "--group": true,
+	"-o": true, "--owner": true, "-D": true, "--devices": true, "--specials": true,
+}
+
+// quickSafeValue are options that take a value and leave the decision unchanged.
+var quickSafeValue = map[string]bool{
+	"--bwlimit": true, "--info": true, "--debug": true, "--partial-dir": true, "--temp-dir": true,
+	"-T": true, "--compress-level": true, "--compress-choice": true, "--zc": true, "--zl": true,
+	"--contimeout": true, "--timeout": true, "--port": true, "--sockopts": true, "--block-size": true,
+	"-B": true, "--rsh": true, "-e": true, "--rsync-path": true, "--log-file": true,
+	"--log-file-format": true, "--outbuf": true, "--skip-compress": true, "--address": true,
+	"--password-file": true, "--max-alloc": true,
+}
+
+// QuickCheckSafe reports whether prsync's own up-to-date check decides exactly as rsync
+// would with these options (prsync's --archive plus the options after --).
+func QuickCheckSafe(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if quickSafe[a] {
+			continue
+		}
+		name, _, hasValue := strings.Cut(a, "=")
+		if quickSafeValue[name] {
+			if !hasValue {
+				i++ // the value is the next argument
+			}
+			continue
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && quickSafeValue[a[:2]] {
+			continue // -T/tmp, -B1024, -essh
+		}
+		return false
+	}
+	return true
+}
+
+// statConfirmSafe are options, beyond the quick-check-safe ones, under which a copied path
+// still lands with the source's type, size, mtime and link target, so that an lstat of
+// DEST confirms it.
+var statConfirmSafe = map[string]bool{
+	"-H": true, "--hard-links": true, "-A": true, "--acls": true, "-X": true, "--xattrs": true,
+	"--no-implied-dirs": true, "--numeric-ids": true, "-c": true, "--checksum": true,
+	"-I": true, "--ignore-times": true, "--size-only": true, "--insecure-links": true,
+	"--super": true, "--fake-super": true, "--open-noatime": true, "--executability": true,
+	"-E": true, "--atimes": true, "-U": true, "--crtimes": true, "-N": true,
+}
+
+// StatConfirmable reports whether, with these options (prsync's --archive plus the
+// options after --), a path that landed in a local DEST can be confirmed by an lstat: it
+// has the source's type, size and mtime (regular files) or link target (symlinks). Other
+// options (--no-times, -L, --link-dest, --backup, --chmod, filters, ...) need a dry-run
+// pass of rsync itself.
+func StatConfirmable(archive bool, args []string) bool {
+	if !archive {
+		return false
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if quickSafe[a] || statConfirmSafe[a] {
+			continue
+		}
+		name, _, hasValue := strings.Cut(a, "=")
+		if quickSafeValue[name] {
+			if !hasValue {
+				i++
+			}
+			continue
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && quickSafeValue[a[:2]] {
+			continue
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.Trim(a[1:], "avqhPzHAXW8xSIcEUNtrlpgoD") == "" {
+			continue // a cluster of safe short flags, as in -avH
+		}
+		return false
+	}
+	return true
+}

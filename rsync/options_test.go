@@ -1,0 +1,98 @@
+package rsync
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCheckOptions(t *testing.T) {
+	tests := []struct {
+		args       []string
+		noThrottle bool
+		refused    string // "" when allowed
+	}{
+		{[]string{"--bwlimit=10m", "-H", "-v"}, false, ""},
+		{[]string{"--delete"}, false, "--delete"},
+		{[]string{"--delete-after"}, false, "--delete-after"},
+		{[]string{"--del"}, false, "--del"},
+		{[]string{"--files-from=x"}, false, "--files-from"},
+		{[]string{"--from0"}, false, "--from0"},
+		{[]string{"-0"}, false, "-0"},
+		{[]string{"-av0"}, false, "-av0"},
+		{[]string{"-B1024"}, false, ""},
+		{[]string{"--out-format=%n"}, false, "--out-format"},
+		{[]string{"--timeout=30"}, false, "--timeout"},
+		{[]string{"--timeout=30"}, true, ""},
+		{[]string{"--no-R"}, false, "--no-R"},
+		{[]string{"--contimeout=5"}, false, ""},
+	}
+	for _, tt := range tests {
+		err := CheckOptions(tt.args, tt.noThrottle)
+		var oe *OptionError
+		switch {
+		case tt.refused == "" && err != nil:
+			t.Errorf("%v refused: %v", tt.args, err)
+		case tt.refused != "" && (!errors.As(err, &oe) || !strings.Contains(err.Error(), tt.refused) || oe.Hint == ""):
+			t.Errorf("%v: error %v", tt.args, err)
+		}
+	}
+}
+
+func TestQuickCheckSafe(t *testing.T) {
+	tests := []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--bwlimit=10m", "-v", "--stats"}, true},
+		{[]string{"--bwlimit", "10m", "-T", "/tmp"}, true},
+		{[]string{"-e", "ssh -p 22"}, true},
+		{[]string{"-c"}, false}, {[]string{"--checksum"}, false}, {[]string{"-I"}, false},
+		{[]string{"--size-only"}, false}, {[]string{"-u"}, false}, {[]string{"--modify-window=2"}, false},
+		{[]string{"-H"}, false}, {[]string{"-A"}, false}, {[]string{"-X"}, false},
+		{[]string{"--no-perms"}, false}, {[]string{"--chmod=u+w"}, false}, {[]string{"-L"}, false},
+	}
+	for _, tt := range tests {
+		if got := QuickCheckSafe(tt.args); got != tt.want {
+			t.Errorf("QuickCheckSafe(%q) = %v", tt.args, got)
+		}
+	}
+}
+
+func TestHardLinks(t *testing.T) {
+	for args, want := range map[string]bool{"-H": true, "-aH": true, "--hard-links": true, "-a": false, "--bwlimit=1H": false,
+		"-T/tmp/H": false, "-T /tmp/H": false, "-e ssh -H": true, "-avT/H": false, "-avHT/x": true} {
+		if got := HardLinks(strings.Fields(args)); got != want {
+			t.Errorf("HardLinks(%q) = %v", args, got)
+		}
+	}
+}
+
+func TestStatConfirmable(t *testing.T) {
+	tests := []struct {
+		archive bool
+		args    string
+		want    bool
+	}{
+		{true, "", true}, {false, "", false}, {true, "-H -A -X", true}, {true, "-avH", true},
+		{true, "--bwlimit 10m -v", true}, {true, "--no-times", false}, {true, "-L", false},
+		{true, "--link-dest=/x", false}, {true, "-u", false}, {true, "--chmod=u+w", false},
+		{true, "--exclude=*.tmp", false}, {true, "-b", false}, {true, "-c", true},
+	}
+	for _, tt := range tests {
+		if got := StatConfirmable(tt.archive, strings.Fields(tt.args)); got != tt.want {
+			t.Errorf("StatConfirmable(%v, %q) = %v", tt.archive, tt.args, got)
+		}
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	v, ok := ParseVersion([]byte("rsync  version 3.5.0  protocol version 32\nCopyright"))
+	if !ok || v != (Version{3, 5, 0}) || !v.AtLeast(3, 2, 3) || v.AtLeast(3, 5, 1) || v.String() != "3.5.0" {
+		t.Errorf("ParseVersion = %v, %v", v, ok)
+	}
+	if _, ok := ParseVersion([]byte("openrsync: protocol version 29")); ok {
+		t.Error("a version without three numbers parsed")
+	}
+}

@@ -1,0 +1,108 @@
+package rsync
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestUnescape(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{`new\#012line`, "new\nline"},
+		{`bad\#377utf8`, "bad\xffutf8"},
+		{`cr\#015`, "cr\r"},
+		{`lit\#134#012`, `lit\#012`},
+		{`back\slash`, `back\slash`},
+		{`\#`, `\#`},
+		{`\#01`, `\#01`},
+		{`\#999`, `\#999`},
+		{`\#400`, `\#400`},
+		{`a\#012\#012b`, "a\n\nb"},
+	}
+	for _, tt := range tests {
+		if got := string(Unescape([]byte(tt.in))); got != tt.want {
+			t.Errorf("Unescape(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParseItem(t *testing.T) {
+	tests := []struct {
+		line string
+		ok   bool
+		file bool
+		size int64
+		name string
+	}{
+		{">f+++++++++|3000|3043|ks/t1/a.db", true, true, 3000, "ks/t1/a.db"},
+		{"<f..t......|59|59|x", true, true, 59, "x"},
+		{"cd+++++++++|4096|0|ks/", true, false, 4096, "ks"},
+		{"cL+++++++++|8|0|link", true, false, 8, "link"},
+		{">f+++++++++|3|46|a/new\\#012line", true, true, 3, "a/new\nline"},
+		{">f+++++++++|3|46|pipe|in|name", true, true, 3, "pipe|in|name"},
+		{"created directory dst", false, false, 0, ""},
+		{"sent 137 bytes  received 66 bytes  406.00 bytes/sec", false, false, 0, ""},
+		{">f+++|3|46|short", false, false, 0, ""},
+		{">f+++++++++|x|46|a", false, false, 0, ""},
+	}
+	for _, tt := range tests {
+		it, ok := ParseItem([]byte(tt.line))
+		if ok != tt.ok {
+			t.Errorf("ParseItem(%q) ok = %v", tt.line, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if it.IsFile() != tt.file || it.Size != tt.size || string(it.Name) != tt.name {
+			t.Errorf("ParseItem(%q) = %+v (file %v)", tt.line, it, it.IsFile())
+		}
+	}
+}
+
+// FuzzParse: the out-format and stderr decoders never panic, and escaping round-trips.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(">f+++++++++|3000|3043|ks/t1/a\\#012.db"))
+	f.Add([]byte(`rsync: [sender] link_stat "/src/x" failed: No such file or directory (2)`))
+	f.Add([]byte(`\#\#1\#777\#0`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ParseItem(line)
+		ParseMessage(line)
+		// rsync's escaping: \ before # becomes \#134, control and high bytes \#ooo
+		var esc []byte
+		for i, c := range line {
+			switch {
+			case c == '\\' && i+1 < len(line) && line[i+1] == '#':
+				esc = append(esc, `\#134`...)
+			case c < 32 || c >= 127:
+				esc = append(esc, '\\', '#', '0'+c>>6, '0'+(c>>3)&7, '0'+c&7)
+			default:
+				esc = append(esc, c)
+			}
+		}
+		if got := Unescape(esc); !bytes.Equal(got, line) {
+			t.Fatalf("Unescape(escape(%q)) = %q", line, got)
+		}
+	})
+}
+
+func TestTempOf(t *testing.T) {
+	tests := map[string]string{
+		".big2.YeplO7": "big2", ".a.b.c.XyZ123": "a.b.c", ".big2.Ye": "", "big2.YeplO7": "",
+		".hidden": "", ".x.abcdefg": "", ". lead.abcdef": " lead",
+	}
+	for tmp, want := range tests {
+		got, ok := TempOf(tmp)
+		if ok != (want != "") || got != want {
+			t.Errorf("TempOf(%q) = %q, %v", tmp, got, ok)
+		}
+	}
+}
+
+func TestLandsAt(t *testing.T) {
+	for e, want := range map[string]string{"a/b": "a/b", "./#h": "#h", "work/./a/b": "a/b", ".": ".", "x//y/": "x/y"} {
+		if got := LandsAt([]byte(e)); got != want {
+			t.Errorf("LandsAt(%q) = %q, want %q", e, got, want)
+		}
+	}
+}
