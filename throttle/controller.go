@@ -43,9 +43,9 @@ type Event struct {
 	Chunk  int
 	PID    int
 	Sample Sample // the sample behind the action; on stop, the last sample
-	// Reason is the Decision's reason: "cpu", "load" or "io" for a
-	// suspend, "" for a resume on a cool machine, and ReasonStop for the
-	// resumes done when Run returns.
+	// Reason is the Decision's reason: "cpu", "cgroup-cpu", "load",
+	// "cpu-pressure" or "io" for a suspend, "" for a resume on a cool
+	// machine, and ReasonStop for the resumes done when Run returns.
 	Reason    string
 	Running   int // groups running and not paused, after the action
 	Suspended int // groups paused, after the action

@@ -130,18 +130,6 @@ func parseStat(b []byte) (pgrp int, ticks uint64, ok bool) {
 	return g, ticks, true
 }
 
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // atClkTck is AT_CLKTCK of the ELF auxiliary vector: the kernel's USER_HZ,
 // the unit of the times in /proc/PID/stat.
 const atClkTck = 17

@@ -121,7 +121,7 @@ func TestOwnCPUOfRealGroup(t *testing.T) {
 	var groups groupList
 	groups.set(hog.Process.Pid)
 	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60}, nil, groups.get)
-	ncpu := float64(s.(*systemSampler).ncpu)
+	ncpu := float64(s.ncpu)
 
 	time.Sleep(500 * time.Millisecond)
 	s1, err := s.Sample(t.Context())
@@ -160,7 +160,7 @@ func TestOwnCPUWithoutGroups(t *testing.T) {
 	busyGroup(t) // unlisted
 	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60}, nil, func() []int { return nil })
 	t0 := time.Now()
-	ncpu := float64(s.(*systemSampler).ncpu)
+	ncpu := float64(s.ncpu)
 
 	burn := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
 	if err := burn.Run(); err != nil {

@@ -8,27 +8,31 @@ import (
 
 // Policy holds the limits that decide when rsync groups are paused and resumed.
 //
-// Suspend and Resume are system-wide CPU use in percent. The machine is hot
-// above Suspend and cool below Resume; between them nothing changes, so the
-// gap is the hysteresis that keeps the controller from flapping. When the
-// sample also measures prsync's own rsyncs (Sample.HasOwn), prsync never
-// throttles itself: see Decide.
+// Suspend and Resume are CPU use in percent, on two scales: system-wide CPU
+// (Sample.CPU) and, inside a cgroup with a CPU quota, the cgroup's use of its
+// budget (Sample.CgroupCPU, when Sample.HasCgroup). The machine is hot above
+// Suspend on either scale and cool once both are below Resume; between them
+// nothing changes, so the gap is the hysteresis that keeps the controller
+// from flapping. When the sample also measures prsync's own rsyncs
+// (Sample.HasOwn), prsync never throttles itself: see Decide.
 //
-// MaxLoad (1-minute load average) and MaxIOPressure (Linux PSI io "some
-// avg10", in percent) are optional extra limits; zero turns each one off.
-// They use the same hysteresis as CPU: the machine is hot above the limit and
-// counts as cool for that limit only below limit × Resume/Suspend. With the
-// default thresholds 80 and 60, --max-load 8 pauses above 8 and allows
-// resuming below 6.
+// MaxLoad (1-minute load average), MaxCPUPressure and MaxIOPressure (Linux
+// PSI cpu and io "some avg10", in percent) are optional extra limits; zero
+// turns each one off. They use the same hysteresis as CPU: the machine is
+// hot above the limit and counts as cool for that limit only below limit ×
+// Resume/Suspend. With the default thresholds 80 and 60, --max-load 8 pauses
+// above 8 and allows resuming below 6.
 type Policy struct {
-	Suspend       float64 // pause while CPU % is above this
-	Resume        float64 // resume once CPU % is below this
-	MaxLoad       float64 // 1-minute load average limit; 0 = off
-	MaxIOPressure float64 // PSI io "some avg10" limit in %; 0 = off
+	Suspend        float64 // pause while CPU % is above this
+	Resume         float64 // resume once CPU % is below this
+	MaxLoad        float64 // 1-minute load average limit; 0 = off
+	MaxIOPressure  float64 // PSI io "some avg10" limit in %; 0 = off
+	MaxCPUPressure float64 // PSI cpu "some avg10" limit in %; 0 = off
 }
 
 // Validate reports whether p is usable: both thresholds in (0, 100], Resume
-// below Suspend, MaxLoad zero or positive, and MaxIOPressure in [0, 100].
+// below Suspend, MaxLoad zero or positive, and MaxIOPressure and
+// MaxCPUPressure in [0, 100].
 func (p Policy) Validate() error {
 	if !(p.Suspend > 0 && p.Suspend <= 100) {
 		return fmt.Errorf("suspend threshold %g must be above 0 and at most 100", p.Suspend)
@@ -45,6 +49,9 @@ func (p Policy) Validate() error {
 	if !(p.MaxIOPressure >= 0 && p.MaxIOPressure <= 100) {
 		return fmt.Errorf("max io pressure %g must be 0 (off) or a percentage up to 100", p.MaxIOPressure)
 	}
+	if !(p.MaxCPUPressure >= 0 && p.MaxCPUPressure <= 100) {
+		return fmt.Errorf("max cpu pressure %g must be 0 (off) or a percentage up to 100", p.MaxCPUPressure)
+	}
 	return nil
 }
 
@@ -60,6 +67,29 @@ type Sample struct {
 	HasOwn     bool
 	HasLoad    bool
 	HasIO      bool
+
+	// CgroupCPU is the CPU use of the cgroup that limits prsync's CPU
+	// (see CgroupInfo) since the previous sample, in percent of its
+	// budget: 100 means the quota is used up. It is in [0, 100]; valid
+	// only if HasCgroup.
+	CgroupCPU float64
+	// CgroupOwn is the part of CgroupCPU used by prsync's rsync groups, on
+	// the same scale, in [0, CgroupCPU]; valid only if HasCgroup and
+	// HasOwn.
+	CgroupOwn float64
+	// CgroupCPUs is the cgroup's CPU budget in CPUs (quota / period, 0.5
+	// for half a CPU); valid only if HasCgroup.
+	CgroupCPUs float64
+	// Throttled is the fraction of the cgroup's scheduler periods over the
+	// interval in which it ran out of quota (nr_throttled / nr_periods of
+	// cpu.stat), in [0, 1]; 0 if the cgroup ran in no period or the
+	// kernel does not count them. Valid only if HasCgroup.
+	Throttled   float64
+	CPUPressure float64 // PSI cpu "some avg10" in percent; valid only if HasCPUPressure
+	// HasCgroup says that prsync runs in a cgroup with a CPU quota and the
+	// cgroup figures above were measured.
+	HasCgroup      bool
+	HasCPUPressure bool
 }
 
 // State is what the controller knows about the rsync groups when it decides.
@@ -95,9 +125,11 @@ func (a Action) String() string {
 
 // Reasons name the limit behind a Decision.
 const (
-	ReasonCPU  = "cpu"
-	ReasonLoad = "load"
-	ReasonIO   = "io"
+	ReasonCPU         = "cpu"          // system-wide CPU, Sample.CPU
+	ReasonCgroupCPU   = "cgroup-cpu"   // the cgroup's CPU budget, Sample.CgroupCPU
+	ReasonLoad        = "load"         // Sample.Load
+	ReasonCPUPressure = "cpu-pressure" // Sample.CPUPressure
+	ReasonIO          = "io"           // Sample.IOPressure
 )
 
 // Decision is the result of Decide.
@@ -106,10 +138,13 @@ type Decision struct {
 	Action Action
 	// GateOpen says whether new chunks may start.
 	GateOpen bool
-	// Reason names the limit behind the decision: "cpu", "load" or "io".
-	// When the machine is hot it is the first limit exceeded, in that order;
-	// between the thresholds it is the first limit not yet below its resume
-	// level. It is empty when the machine is cool, since every limit is met.
+	// Reason names the limit behind the decision: "cpu", "cgroup-cpu",
+	// "load", "cpu-pressure" or "io". When the machine is hot it is the
+	// first limit exceeded, in that order; between the thresholds it is the
+	// first limit not yet below its resume level. The two CPU scales come
+	// first together: if both are hot (or both not yet cool), the reason is
+	// the one with the higher figure, "cpu" on a tie. It is empty when the
+	// machine is cool, since every limit is met.
 	Reason string
 }
 
@@ -131,8 +166,15 @@ type Decision struct {
 // instead, so others over the threshold on their own always count. CPU is
 // cool when CPU < Resume or others < headroom (the other load has gone), and
 // between the two it holds. Without HasOwn, CPU is hot above Suspend and
-// cool below Resume, counting prsync's own use. The load and io limits count
-// everything, prsync included.
+// cool below Resume, counting prsync's own use.
+//
+// With HasCgroup, the same rule applies on its own to the cgroup's scale,
+// with CgroupCPU and CgroupOwn in place of CPU and Own, and Decide acts on
+// whichever scale is busier: CPU is hot if either scale is hot (reason
+// "cpu" or "cgroup-cpu") and cool only when both are cool. So a cgroup
+// that uses up its quota is hot even when the host has room, and prsync's
+// own rsyncs filling the quota alone still do not pause them. The load and
+// pressure limits count everything, prsync included.
 func Decide(p Policy, st State, s Sample) Decision {
 	if reason := hotReason(p, s); reason != "" {
 		d := Decision{Action: Hold, GateOpen: false, Reason: reason}
@@ -152,11 +194,15 @@ func Decide(p Policy, st State, s Sample) Decision {
 
 // hotReason returns the first limit that s exceeds, or "".
 func hotReason(p Policy, s Sample) string {
+	host := cpuHot(p, s.CPU, s.Own, s.HasOwn)
+	cg := s.HasCgroup && cpuHot(p, s.CgroupCPU, s.CgroupOwn, s.HasOwn)
 	switch {
-	case cpuHot(p, s):
-		return ReasonCPU
+	case host || cg:
+		return cpuReason(host, cg, s)
 	case loadOn(p, s) && s.Load > p.MaxLoad:
 		return ReasonLoad
+	case cpuPressureOn(p, s) && s.CPUPressure > p.MaxCPUPressure:
+		return ReasonCPUPressure
 	case ioOn(p, s) && s.IOPressure > p.MaxIOPressure:
 		return ReasonIO
 	}
@@ -167,27 +213,41 @@ func hotReason(p Policy, s Sample) string {
 // of, or "" if the machine is cool.
 func warmReason(p Policy, s Sample) string {
 	ratio := p.Resume / p.Suspend
+	host := !cpuCool(p, s.CPU, s.Own, s.HasOwn)
+	cg := s.HasCgroup && !cpuCool(p, s.CgroupCPU, s.CgroupOwn, s.HasOwn)
 	switch {
-	case !cpuCool(p, s):
-		return ReasonCPU
+	case host || cg:
+		return cpuReason(host, cg, s)
 	case loadOn(p, s) && !(s.Load < p.MaxLoad*ratio):
 		return ReasonLoad
+	case cpuPressureOn(p, s) && !(s.CPUPressure < p.MaxCPUPressure*ratio):
+		return ReasonCPUPressure
 	case ioOn(p, s) && !(s.IOPressure < p.MaxIOPressure*ratio):
 		return ReasonIO
 	}
 	return ""
 }
 
-// cpuHot reports whether CPU is above Suspend with at least the headroom
-// used by something other than prsync (when that is measured).
-func cpuHot(p Policy, s Sample) bool {
-	return s.CPU > p.Suspend && (!s.HasOwn || s.CPU-s.Own >= headroom(p))
+// cpuReason names the CPU scale that holds: the host's, the cgroup's, or if
+// both, the one with the higher figure (the host's on a tie).
+func cpuReason(host, cgroup bool, s Sample) string {
+	if cgroup && (!host || s.CgroupCPU > s.CPU) {
+		return ReasonCgroupCPU
+	}
+	return ReasonCPU
 }
 
-// cpuCool reports whether CPU is below Resume, or the load other than
-// prsync's (when measured) is below the headroom.
-func cpuCool(p Policy, s Sample) bool {
-	return s.CPU < p.Resume || (s.HasOwn && s.CPU-s.Own < headroom(p))
+// cpuHot reports whether cpu % (on either scale) is above Suspend with at
+// least the headroom used by something other than prsync's own % (when
+// hasOwn says it is measured).
+func cpuHot(p Policy, cpu, own float64, hasOwn bool) bool {
+	return cpu > p.Suspend && (!hasOwn || cpu-own >= headroom(p))
+}
+
+// cpuCool reports whether cpu % (on either scale) is below Resume, or the
+// load other than prsync's own % (when measured) is below the headroom.
+func cpuCool(p Policy, cpu, own float64, hasOwn bool) bool {
+	return cpu < p.Resume || (hasOwn && cpu-own < headroom(p))
 }
 
 // headroom is the CPU % that load other than prsync's must reach for prsync
@@ -198,3 +258,5 @@ func headroom(p Policy) float64 { return min(100-p.Suspend, p.Suspend) }
 func loadOn(p Policy, s Sample) bool { return p.MaxLoad > 0 && s.HasLoad }
 
 func ioOn(p Policy, s Sample) bool { return p.MaxIOPressure > 0 && s.HasIO }
+
+func cpuPressureOn(p Policy, s Sample) bool { return p.MaxCPUPressure > 0 && s.HasCPUPressure }

@@ -28,6 +28,10 @@ func TestValidate(t *testing.T) {
 		{"max load Inf", Policy{Suspend: 80, Resume: 60, MaxLoad: math.Inf(1)}, "max load +Inf must be 0 (off) or a positive number"},
 		{"max io negative", Policy{Suspend: 80, Resume: 60, MaxIOPressure: -0.5}, "max io pressure -0.5 must be 0 (off) or a percentage up to 100"},
 		{"max io over 100", Policy{Suspend: 80, Resume: 60, MaxIOPressure: 150}, "max io pressure 150 must be 0 (off) or a percentage up to 100"},
+		{"max cpu pressure set", Policy{Suspend: 80, Resume: 60, MaxCPUPressure: 100}, ""},
+		{"max cpu pressure negative", Policy{Suspend: 80, Resume: 60, MaxCPUPressure: -1}, "max cpu pressure -1 must be 0 (off) or a percentage up to 100"},
+		{"max cpu pressure over 100", Policy{Suspend: 80, Resume: 60, MaxCPUPressure: 100.5}, "max cpu pressure 100.5 must be 0 (off) or a percentage up to 100"},
+		{"max cpu pressure NaN", Policy{Suspend: 80, Resume: 60, MaxCPUPressure: math.NaN()}, "max cpu pressure NaN must be 0 (off) or a percentage up to 100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +65,15 @@ func TestDecide(t *testing.T) {
 	load := func(c, l float64) Sample { return Sample{CPU: c, Load: l, HasLoad: true} }
 	iop := func(c, p float64) Sample { return Sample{CPU: c, IOPressure: p, HasIO: true} }
 	own := func(c, o float64) Sample { return Sample{CPU: c, Own: o, HasOwn: true} }
+	// Ratio 0.75: cpu pressure resumes below 30.
+	cpuPSI := Policy{Suspend: 80, Resume: 60, MaxLoad: 8, MaxCPUPressure: 40, MaxIOPressure: 20}
+	cpup := func(c, p float64) Sample { return Sample{CPU: c, CPUPressure: p, HasCPUPressure: true} }
+	// A cgroup with half a CPU: host CPU c, the cgroup's use g of its budget.
+	cg := func(c, g float64) Sample { return Sample{CPU: c, CgroupCPU: g, CgroupCPUs: 0.5, HasCgroup: true} }
+	// The same with prsync's own use o on the host and og in the cgroup.
+	cgOwn := func(c, o, g, og float64) Sample {
+		return Sample{CPU: c, Own: o, CgroupCPU: g, CgroupOwn: og, CgroupCPUs: 0.5, HasCgroup: true, HasOwn: true}
+	}
 
 	tests := []struct {
 		name string
@@ -138,6 +151,59 @@ func TestDecide(t *testing.T) {
 		// Without HasOwn, Own is ignored and prsync's use counts, as before.
 		{"no own: copy alone at 100 suspends", cpuOnly, State{Running: 2, GateOpen: true}, Sample{CPU: 100, Own: 98}, Decision{Suspend, false, "cpu"}},
 		{"no own: between holds", cpuOnly, State{Suspended: 1}, Sample{CPU: 70, Own: 65}, Decision{Hold, false, "cpu"}},
+
+		// CPU pressure, with the same hysteresis as io.
+		{"cpu pressure hot", cpuPSI, State{Running: 2, GateOpen: true}, cpup(10, 45), Decision{Suspend, false, "cpu-pressure"}},
+		{"cpu pressure at limit is not hot", cpuPSI, State{Running: 2, GateOpen: true}, cpup(10, 40), Decision{Hold, true, "cpu-pressure"}},
+		{"cpu pressure between holds", cpuPSI, State{Suspended: 1}, cpup(10, 35), Decision{Hold, false, "cpu-pressure"}},
+		{"cpu pressure at resume level holds", cpuPSI, State{Suspended: 1}, cpup(10, 30), Decision{Hold, false, "cpu-pressure"}},
+		{"cpu pressure below resume level resumes", cpuPSI, State{Suspended: 1}, cpup(10, 29.9), Decision{Resume, true, ""}},
+		{"cpu pressure unavailable is ignored", cpuPSI, State{Running: 1}, Sample{CPU: 10, CPUPressure: 90}, Decision{Hold, true, ""}},
+		{"cpu pressure off is ignored", limits, State{Running: 1}, cpup(10, 90), Decision{Hold, true, ""}},
+		{"NaN cpu pressure holds", cpuPSI, State{Suspended: 1}, cpup(10, math.NaN()), Decision{Hold, false, "cpu-pressure"}},
+		{"load named before cpu pressure", cpuPSI, State{Running: 1}, Sample{CPU: 10, Load: 20, HasLoad: true, CPUPressure: 90, HasCPUPressure: true}, Decision{Suspend, false, "load"}},
+		{"cpu pressure named before io", cpuPSI, State{Running: 1}, Sample{CPU: 10, CPUPressure: 90, HasCPUPressure: true, IOPressure: 90, HasIO: true}, Decision{Suspend, false, "cpu-pressure"}},
+		{"hot io beats warm cpu pressure", cpuPSI, State{Running: 1}, Sample{CPU: 10, CPUPressure: 35, HasCPUPressure: true, IOPressure: 90, HasIO: true}, Decision{Suspend, false, "io"}},
+		{"warm cpu pressure named before warm io", cpuPSI, State{Suspended: 1}, Sample{CPU: 10, CPUPressure: 35, HasCPUPressure: true, IOPressure: 17, HasIO: true}, Decision{Hold, false, "cpu-pressure"}},
+		{"own does not hide cpu pressure", cpuPSI, State{Running: 1, GateOpen: true}, Sample{CPU: 100, Own: 100, HasOwn: true, CPUPressure: 50, HasCPUPressure: true}, Decision{Suspend, false, "cpu-pressure"}},
+
+		// A cgroup with a CPU quota (HasCgroup): CgroupCPU is % of the budget.
+		{"cgroup hot, host idle suspends", cpuOnly, State{Running: 2, GateOpen: true}, cg(25, 100), Decision{Suspend, false, "cgroup-cpu"}},
+		{"cgroup hot closes the gate", cpuOnly, State{Queued: 2, GateOpen: true}, cg(25, 95), Decision{Hold, false, "cgroup-cpu"}},
+		{"cgroup at suspend threshold holds", cpuOnly, State{Running: 2, GateOpen: true}, cg(25, 80), Decision{Hold, true, "cgroup-cpu"}},
+		{"cgroup between keeps gate closed", cpuOnly, State{Running: 1, Suspended: 1}, cg(25, 70), Decision{Hold, false, "cgroup-cpu"}},
+		{"cgroup at resume threshold holds", cpuOnly, State{Suspended: 1}, cg(25, 60), Decision{Hold, false, "cgroup-cpu"}},
+		{"cgroup cool resumes", cpuOnly, State{Suspended: 1}, cg(25, 59.9), Decision{Resume, true, ""}},
+		{"cgroup cool, host hot suspends on cpu", cpuOnly, State{Running: 1, GateOpen: true}, cg(90, 10), Decision{Suspend, false, "cpu"}},
+		{"cgroup cool, host warm holds on cpu", cpuOnly, State{Suspended: 1}, cg(70, 10), Decision{Hold, false, "cpu"}},
+		{"cgroup warm, host cool holds on cgroup", cpuOnly, State{Suspended: 1}, cg(10, 70), Decision{Hold, false, "cgroup-cpu"}},
+		{"cgroup hot, host warm", cpuOnly, State{Running: 1, GateOpen: true}, cg(70, 95), Decision{Suspend, false, "cgroup-cpu"}},
+		{"host hot, cgroup warm", cpuOnly, State{Running: 1, GateOpen: true}, cg(95, 70), Decision{Suspend, false, "cpu"}},
+		{"both hot, cgroup higher", cpuOnly, State{Running: 1, GateOpen: true}, cg(90, 100), Decision{Suspend, false, "cgroup-cpu"}},
+		{"both hot, host higher", cpuOnly, State{Running: 1, GateOpen: true}, cg(95, 90), Decision{Suspend, false, "cpu"}},
+		{"both hot, tie names cpu", cpuOnly, State{Running: 1, GateOpen: true}, cg(90, 90), Decision{Suspend, false, "cpu"}},
+		{"both warm, cgroup higher", cpuOnly, State{Suspended: 1}, cg(65, 75), Decision{Hold, false, "cgroup-cpu"}},
+		{"both cool resumes", cpuOnly, State{Suspended: 1}, cg(30, 50), Decision{Resume, true, ""}},
+		{"NaN cgroup holds", cpuOnly, State{Running: 1, Suspended: 1}, cg(10, math.NaN()), Decision{Hold, false, "cgroup-cpu"}},
+		{"no HasCgroup: CgroupCPU is ignored", cpuOnly, State{Running: 1, GateOpen: true}, Sample{CPU: 10, CgroupCPU: 100, CgroupCPUs: 0.5}, Decision{Hold, true, ""}},
+		{"cgroup-cpu named before load", limits, State{Running: 1}, Sample{CPU: 10, CgroupCPU: 100, HasCgroup: true, Load: 20, HasLoad: true}, Decision{Suspend, false, "cgroup-cpu"}},
+		{"hot load beats warm cgroup", limits, State{Running: 1}, Sample{CPU: 10, CgroupCPU: 70, HasCgroup: true, Load: 20, HasLoad: true}, Decision{Suspend, false, "load"}},
+		{"warm cgroup named before warm io", limits, State{Suspended: 1}, Sample{CPU: 10, CgroupCPU: 70, HasCgroup: true, IOPressure: 17, HasIO: true}, Decision{Hold, false, "cgroup-cpu"}},
+
+		// prsync's own use on the cgroup's scale: others = CgroupCPU - CgroupOwn, headroom 20.
+		{"copy alone fills the quota: holds, gate open", cpuOnly, State{Running: 2, Queued: 3, GateOpen: true}, cgOwn(25, 24, 100, 96), Decision{Hold, true, ""}},
+		{"copy alone fills the quota: opens a closed gate", cpuOnly, State{Running: 2, Queued: 3}, cgOwn(25, 24, 100, 96), Decision{Hold, true, ""}},
+		{"hog and copy share the quota: suspends", cpuOnly, State{Running: 2, GateOpen: true}, cgOwn(25, 12, 100, 50), Decision{Suspend, false, "cgroup-cpu"}},
+		{"cgroup others exactly at headroom suspends", cpuOnly, State{Running: 2, GateOpen: true}, cgOwn(25, 17, 90, 70), Decision{Suspend, false, "cgroup-cpu"}},
+		{"cgroup others just below headroom is cool", cpuOnly, State{Running: 2, GateOpen: true}, cgOwn(25, 17, 90, 70.5), Decision{Hold, true, ""}},
+		{"paused, cgroup others gone resumes", cpuOnly, State{Running: 1, Suspended: 2}, cgOwn(20, 16, 75, 65), Decision{Resume, false, ""}},
+		{"paused, cgroup others still 70 holds", cpuOnly, State{Suspended: 2}, cgOwn(20, 0, 70, 0), Decision{Hold, false, "cgroup-cpu"}},
+		{"host own-cool does not hide a hot cgroup", cpuOnly, State{Running: 1, GateOpen: true}, cgOwn(90, 80, 100, 40), Decision{Suspend, false, "cgroup-cpu"}},
+		{"cgroup own-cool does not hide a hot host", cpuOnly, State{Running: 1, GateOpen: true}, cgOwn(100, 50, 100, 100), Decision{Suspend, false, "cpu"}},
+		{"both own-cool holds", cpuOnly, State{Running: 1, GateOpen: true}, cgOwn(100, 90, 100, 95), Decision{Hold, true, ""}},
+		{"no own: copy alone in the cgroup suspends", cpuOnly, State{Running: 1, GateOpen: true}, Sample{CPU: 25, CgroupCPU: 100, CgroupOwn: 100, HasCgroup: true}, Decision{Suspend, false, "cgroup-cpu"}},
+		{"NaN cgroup own holds", cpuOnly, State{Running: 1, Suspended: 1}, cgOwn(10, 0, 95, math.NaN()), Decision{Hold, false, "cgroup-cpu"}},
+		{"suspend 100: a full cgroup is never hot", Policy{Suspend: 100, Resume: 50}, State{Running: 1, GateOpen: true}, cg(25, 100), Decision{Hold, true, "cgroup-cpu"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

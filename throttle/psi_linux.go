@@ -7,13 +7,12 @@ import (
 	"os"
 )
 
-const psiIOPath = "/proc/pressure/io"
-
-// readIOPressure returns the PSI io "some avg10" figure in percent.
-func readIOPressure() (float64, error) {
-	f, err := os.Open(psiIOPath)
+// readPressure returns the "some avg10" figure, in percent, of the PSI file
+// name, such as /proc/pressure/io or a cgroup's cpu.pressure.
+func readPressure(name string) (float64, error) {
+	f, err := os.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("%s is missing (PSI needs Linux 4.20 or later with CONFIG_PSI)", psiIOPath)
+		return 0, fmt.Errorf("%s is missing (PSI needs Linux 4.20 or later with CONFIG_PSI)", name)
 	}
 	if err != nil {
 		return 0, err
@@ -21,7 +20,7 @@ func readIOPressure() (float64, error) {
 	defer f.Close()
 	pct, err := parsePSI(f)
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", psiIOPath, err)
+		return 0, fmt.Errorf("read %s: %w", name, err)
 	}
 	return pct, nil
 }

@@ -4,7 +4,7 @@ package throttle
 
 import "errors"
 
-// readIOPressure fails: pressure stall information exists only on Linux.
-func readIOPressure() (float64, error) {
-	return 0, errors.New("io pressure (PSI) is only available on Linux")
+// readPressure fails: pressure stall information exists only on Linux.
+func readPressure(string) (float64, error) {
+	return 0, errors.New("pressure stall information (PSI) is only available on Linux")
 }

@@ -19,13 +19,24 @@ type Sampler interface {
 	Sample(ctx context.Context) (Sample, error)
 }
 
-// NewSystemSampler returns a Sampler that measures the whole machine.
+// NewSystemSampler returns a Sampler that measures the whole machine and,
+// on Linux inside a cgroup with a CPU quota, the cgroup.
 //
 // CPU use is the system-wide percentage since the previous call. The
-// 1-minute load average is read only if p.MaxLoad > 0, and Linux PSI io
-// pressure only if p.MaxIOPressure > 0. If either cannot be read, the sampler
-// writes one warning line to warn (which may be nil) and stops reading it, so
-// that limit is ignored from then on.
+// 1-minute load average is read only if p.MaxLoad > 0, Linux PSI io pressure
+// only if p.MaxIOPressure > 0, and PSI cpu pressure only if
+// p.MaxCPUPressure > 0. The PSI files are those of this process's cgroup
+// (v2) if it has them, else /proc/pressure's. If a figure cannot be read,
+// the sampler writes one warning line to warn (which may be nil) and stops
+// reading it, so that limit is ignored from then on.
+//
+// It detects this process's cgroup once, here, as DetectCgroup does; Source
+// reports what it found. If the cgroup or one of its ancestors has a CPU
+// limit, each Sample also measures the CPU use of the cgroup with the
+// tightest limit as a percentage of that budget (Sample.CgroupCPU, with
+// HasCgroup), from the source named by CgroupInfo.Usage, and the fraction
+// of its periods throttled. If that cannot be read, it warns once and
+// measures the host alone from then on.
 //
 // groups, if not nil, returns the process group ids of prsync's running
 // rsyncs (see GroupsOf); it is called once per Sample, and once here. On
@@ -36,35 +47,52 @@ type Sampler interface {
 // process in one of the groups, its own and that of the children it has
 // reaped (utime, stime, cutime and cstime of /proc/PID/stat, found by one
 // scan of /proc per call). Own is a percentage of the whole machine, like
-// CPU, clamped to [0, CPU]. If /proc cannot be scanned, it warns once and
-// stops measuring Own. On other systems, or with a nil groups, HasOwn is
-// false, so prsync's own rsyncs count toward the CPU thresholds (on macOS,
-// for instance).
+// CPU, clamped to [0, CPU]; the same CPU-seconds over the cgroup's budget
+// give CgroupOwn, clamped to [0, CgroupCPU]. If /proc cannot be scanned, it
+// warns once and stops measuring Own. On other systems, or with a nil
+// groups, HasOwn is false, so prsync's own rsyncs count toward the CPU
+// thresholds (on macOS, for instance).
 //
 // It uses gopsutil's process-wide "since the last call" CPU state, so other
 // callers of cpu.Percent with a zero interval would shorten its intervals.
-func NewSystemSampler(p Policy, warn io.Writer, groups func() []int) Sampler {
+func NewSystemSampler(p Policy, warn io.Writer, groups func() []int) *SystemSampler {
+	found, meter, err := hostCgroupMeter()
+	return newSystemSampler(p, warn, groups, found, meter, err)
+}
+
+// newSystemSampler is NewSystemSampler with the cgroup detection done:
+// found, its meter (nil for none) and the detection error.
+func newSystemSampler(p Policy, warn io.Writer, groups func() []int, found cgroupFound, meter *cgroupMeter, cgErr error) *SystemSampler {
 	if warn == nil {
 		warn = io.Discard
 	}
-	s := &systemSampler{
-		warn:        warn,
-		wantLoad:    p.MaxLoad > 0,
-		wantIO:      p.MaxIOPressure > 0,
-		cpuPercent:  cpuPercent,
-		loadAverage: loadAverage,
-		ioPressure:  readIOPressure,
+	info := found.CgroupInfo
+	s := &SystemSampler{
+		warn:            warn,
+		info:            info,
+		wantLoad:        p.MaxLoad > 0,
+		wantIO:          p.MaxIOPressure > 0,
+		wantCPUPressure: p.MaxCPUPressure > 0,
+		cpuPercent:      cpuPercent,
+		loadAverage:     loadAverage,
+		ioPressure:      func() (float64, error) { return readPressure(info.IOPressureFile) },
+		cpuPressure:     func() (float64, error) { return readPressure(info.CPUPressureFile) },
+		cgroup:          meter,
+		now:             time.Now,
+	}
+	if cgErr != nil {
+		fmt.Fprintf(warn, "prsync: warning: cgroup: %v; using the host's cpu use only\n", cgErr)
 	}
 	if groups != nil {
 		s.groups = groups
 		s.ownTime = ownCPUSource()
 		s.ncpu = machineCPUs()
-		s.now = time.Now
 	}
 	// Prime the CPU counters: the first call has no previous call to
 	// compare with.
 	_, _ = s.cpuPercent(context.Background())
-	s.sampleOwn(0)
+	s.sampleOwn()
+	s.sampleCgroup()
 	return s
 }
 
@@ -81,28 +109,41 @@ func GroupsOf(t interface{ Procs() []Proc }) func() []int {
 	}
 }
 
-type systemSampler struct {
+// SystemSampler is the Sampler of NewSystemSampler. Its methods are safe
+// for concurrent use.
+type SystemSampler struct {
 	warn io.Writer
+	info CgroupInfo // what NewSystemSampler detected
 
 	cpuPercent  func(context.Context) (float64, error)
 	loadAverage func(context.Context) (float64, error)
 	ioPressure  func() (float64, error)
+	cpuPressure func() (float64, error)
 
 	// Own CPU: all nil or zero unless measured.
 	groups  func() []int                 // pgids of the rsync groups
 	ownTime func([]int) (float64, error) // cumulative CPU seconds of reaped children and live groups
 	ncpu    int                          // CPUs of the machine, the scale of CPU
-	now     func() time.Time
 
-	mu       sync.Mutex
-	wantLoad bool // MaxLoad is set and the load average was readable so far
-	wantIO   bool // MaxIOPressure is set and PSI was readable so far
-	ownOK    bool // ownLast and ownAt hold a previous reading
-	ownLast  float64
-	ownAt    time.Time
+	now func() time.Time // time.Now; nil means time.Now
+
+	mu              sync.Mutex
+	cgroup          *cgroupMeter // nil unless the cgroup has a CPU limit readable so far
+	wantLoad        bool         // MaxLoad is set and the load average was readable so far
+	wantIO          bool         // MaxIOPressure is set and PSI io was readable so far
+	wantCPUPressure bool         // MaxCPUPressure is set and PSI cpu was readable so far
+	ownOK           bool         // ownLast and ownAt hold a previous reading
+	ownLast         float64
+	ownAt           time.Time
 }
 
-func (s *systemSampler) Sample(ctx context.Context) (Sample, error) {
+// Source reports the cgroup and the files the sampler reads, as detected
+// when it was made: the CLI shows it at the start of a run. It does not
+// change when a figure that cannot be read is turned off later.
+func (s *SystemSampler) Source() CgroupInfo { return s.info }
+
+// Sample returns a measurement covering the time since the previous call.
+func (s *SystemSampler) Sample(ctx context.Context) (Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
@@ -112,7 +153,17 @@ func (s *systemSampler) Sample(ctx context.Context) (Sample, error) {
 		return Sample{}, fmt.Errorf("cpu usage: %w", err)
 	}
 	out.CPU = c
-	out.Own, out.HasOwn = s.sampleOwn(c)
+	ownSecs, ownDT, ownOK := s.sampleOwn()
+	if ownOK {
+		out.Own, out.HasOwn = share(ownSecs, ownDT, float64(s.ncpu), c), true
+	}
+
+	if pct, throttled, ok := s.sampleCgroup(); ok {
+		out.CgroupCPU, out.CgroupCPUs, out.Throttled, out.HasCgroup = pct, s.cgroup.cpus, throttled, true
+		if ownOK {
+			out.CgroupOwn = share(ownSecs, ownDT, s.cgroup.cpus, pct)
+		}
+	}
 
 	if s.wantLoad {
 		l, err := s.loadAverage(ctx)
@@ -124,6 +175,16 @@ func (s *systemSampler) Sample(ctx context.Context) (Sample, error) {
 			fmt.Fprintf(s.warn, "prsync: warning: --max-load: %v; ignoring it\n", err)
 		} else {
 			out.Load, out.HasLoad = l, true
+		}
+	}
+
+	if s.wantCPUPressure {
+		p, err := s.cpuPressure()
+		if err != nil {
+			s.wantCPUPressure = false
+			fmt.Fprintf(s.warn, "prsync: warning: --max-cpu-pressure: %v; ignoring it\n", err)
+		} else {
+			out.CPUPressure, out.HasCPUPressure = p, true
 		}
 	}
 
@@ -139,35 +200,65 @@ func (s *systemSampler) Sample(ctx context.Context) (Sample, error) {
 	return out, nil
 }
 
-// sampleOwn reads prsync's own CPU time and returns its growth since the
-// previous reading as a percentage of the machine, clamped to [0, cpu]. It
-// returns false if Own is not measured or there is no previous reading. The
-// caller holds s.mu, or has s to itself.
-func (s *systemSampler) sampleOwn(cpu float64) (float64, bool) {
+// share returns secs CPU-seconds over dt seconds as a percentage of cpus
+// CPUs, clamped to [0, upTo] (0 if upTo is NaN).
+func share(secs, dt, cpus, upTo float64) float64 {
+	pct := secs / (dt * cpus) * 100
+	if !(pct <= upTo) {
+		pct = upTo
+	}
+	if !(pct >= 0) {
+		pct = 0
+	}
+	return pct
+}
+
+// sampleOwn reads prsync's own CPU time and returns its growth in
+// CPU-seconds since the previous reading and the seconds between the two.
+// It returns false if Own is not measured or there is no previous reading.
+// The caller holds s.mu, or has s to itself.
+func (s *SystemSampler) sampleOwn() (secs, dt float64, ok bool) {
 	if s.ownTime == nil || s.groups == nil || s.ncpu <= 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	total, err := s.ownTime(s.groups())
 	if err != nil {
 		s.ownTime = nil
 		fmt.Fprintf(s.warn, "prsync: warning: cannot measure the cpu use of prsync's rsyncs: %v; counting it as other load\n", err)
-		return 0, false
+		return 0, 0, false
 	}
-	now := s.now()
-	prev, prevAt, ok := s.ownLast, s.ownAt, s.ownOK
+	now := s.clock()
+	prev, prevAt, had := s.ownLast, s.ownAt, s.ownOK
 	s.ownLast, s.ownAt, s.ownOK = total, now, true
-	dt := now.Sub(prevAt).Seconds()
-	if !ok || !(dt > 0) {
-		return 0, false
+	dt = now.Sub(prevAt).Seconds()
+	if !had || !(dt > 0) {
+		return 0, 0, false
 	}
-	own := (total - prev) / (dt * float64(s.ncpu)) * 100
-	if !(own <= cpu) {
-		own = cpu
+	return total - prev, dt, true
+}
+
+// sampleCgroup reads the cgroup's CPU use since the previous reading, in
+// percent of its budget, and the fraction of periods throttled. It returns
+// false if the cgroup is not measured or there is no previous reading. The
+// caller holds s.mu, or has s to itself.
+func (s *SystemSampler) sampleCgroup() (pct, throttled float64, ok bool) {
+	if s.cgroup == nil {
+		return 0, 0, false
 	}
-	if !(own >= 0) {
-		own = 0
+	pct, throttled, ok, err := s.cgroup.sample(s.clock())
+	if err != nil {
+		s.cgroup = nil
+		fmt.Fprintf(s.warn, "prsync: warning: cannot measure the cpu use of cgroup %s: %v; using the host's cpu use only\n", s.info.Path, err)
+		return 0, 0, false
 	}
-	return own, true
+	return pct, throttled, ok
+}
+
+func (s *SystemSampler) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 // machineCPUs returns the number of logical CPUs of the machine, which

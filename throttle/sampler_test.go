@@ -50,16 +50,18 @@ func TestParsePSI(t *testing.T) {
 
 // fakeSources counts calls to the sampler's sources and returns set values.
 type fakeSources struct {
-	cpu, load, io          float64
-	cpuErr, loadErr, ioErr error
-	loadCalls, ioCalls     int
+	cpu, load, io, cpup             float64
+	cpuErr, loadErr, ioErr, cpupErr error
+	loadCalls, ioCalls, cpupCalls   int
 }
 
-func (f *fakeSources) sampler(p Policy, warn *bytes.Buffer) *systemSampler {
-	return &systemSampler{
+func (f *fakeSources) sampler(p Policy, warn *bytes.Buffer) *SystemSampler {
+	return &SystemSampler{
 		warn:     warn,
 		wantLoad: p.MaxLoad > 0,
 		wantIO:   p.MaxIOPressure > 0,
+
+		wantCPUPressure: p.MaxCPUPressure > 0,
 		cpuPercent: func(context.Context) (float64, error) {
 			return f.cpu, f.cpuErr
 		},
@@ -70,6 +72,10 @@ func (f *fakeSources) sampler(p Policy, warn *bytes.Buffer) *systemSampler {
 		ioPressure: func() (float64, error) {
 			f.ioCalls++
 			return f.io, f.ioErr
+		},
+		cpuPressure: func() (float64, error) {
+			f.cpupCalls++
+			return f.cpup, f.cpupErr
 		},
 	}
 }
@@ -137,6 +143,41 @@ func TestSystemSamplerWarnsOnce(t *testing.T) {
 	}
 }
 
+func TestSystemSamplerCPUPressure(t *testing.T) {
+	f := &fakeSources{cpu: 30, cpup: 12.5, io: 4}
+	var warn bytes.Buffer
+	s := f.sampler(Policy{Suspend: 80, Resume: 60, MaxCPUPressure: 20, MaxIOPressure: 10}, &warn)
+	got, err := s.Sample(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Sample{CPU: 30, CPUPressure: 12.5, HasCPUPressure: true, IOPressure: 4, HasIO: true}); got != want {
+		t.Errorf("Sample() = %+v, want %+v", got, want)
+	}
+	f.cpupErr = errors.New("/sys/fs/cgroup/g/cpu.pressure is missing")
+	for range 2 {
+		got, err := s.Sample(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (Sample{CPU: 30, IOPressure: 4, HasIO: true}); got != want {
+			t.Errorf("Sample() = %+v, want %+v", got, want)
+		}
+	}
+	if want := "prsync: warning: --max-cpu-pressure: /sys/fs/cgroup/g/cpu.pressure is missing; ignoring it\n"; warn.String() != want {
+		t.Errorf("warnings %q, want %q", warn.String(), want)
+	}
+	if f.cpupCalls != 2 {
+		t.Errorf("read cpu pressure %d times, want 2", f.cpupCalls)
+	}
+
+	f = &fakeSources{cpu: 30, cpup: 99}
+	s = f.sampler(Policy{Suspend: 80, Resume: 60}, &warn)
+	if got, _ := s.Sample(t.Context()); got.HasCPUPressure || f.cpupCalls != 0 {
+		t.Errorf("cpu pressure read with the limit off: %+v, %d calls", got, f.cpupCalls)
+	}
+}
+
 func TestSystemSamplerCPUError(t *testing.T) {
 	f := &fakeSources{cpuErr: errors.New("no /proc/stat")}
 	s := f.sampler(Policy{Suspend: 80, Resume: 60}, new(bytes.Buffer))
@@ -162,7 +203,8 @@ func TestSystemSamplerCancelledLoadDoesNotDisable(t *testing.T) {
 // TestNewSystemSampler reads the real machine.
 func TestNewSystemSampler(t *testing.T) {
 	var warn bytes.Buffer
-	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60, MaxLoad: 1000, MaxIOPressure: 50}, &warn, nil)
+	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60, MaxLoad: 1000, MaxIOPressure: 50, MaxCPUPressure: 50}, &warn, nil)
+	t.Logf("source: %+v", s.Source())
 	for range 2 {
 		got, err := s.Sample(t.Context())
 		if err != nil {
@@ -180,11 +222,20 @@ func TestNewSystemSampler(t *testing.T) {
 		if !got.HasIO && !strings.Contains(warn.String(), "--max-io-pressure") {
 			t.Errorf("no io pressure and no warning (warned %q)", warn.String())
 		}
-		if runtime.GOOS != "linux" && got.HasIO {
-			t.Errorf("HasIO on %s", runtime.GOOS)
+		if got.HasCPUPressure && (got.CPUPressure < 0 || got.CPUPressure > 100) {
+			t.Errorf("CPUPressure = %v, want 0..100", got.CPUPressure)
+		}
+		if !got.HasCPUPressure && !strings.Contains(warn.String(), "--max-cpu-pressure") {
+			t.Errorf("no cpu pressure and no warning (warned %q)", warn.String())
+		}
+		if got.HasCgroup && (got.CgroupCPU < 0 || got.CgroupCPU > 100 || got.CgroupCPUs <= 0 || got.Throttled < 0 || got.Throttled > 1) {
+			t.Errorf("cgroup figures out of range: %+v", got)
+		}
+		if runtime.GOOS != "linux" && (got.HasIO || got.HasCPUPressure || got.HasCgroup) {
+			t.Errorf("HasIO, HasCPUPressure or HasCgroup on %s", runtime.GOOS)
 		}
 	}
-	if n := strings.Count(warn.String(), "\n"); n > 2 {
+	if n := strings.Count(warn.String(), "\n"); n > 3 {
 		t.Errorf("warned %d lines, want at most one per limit:\n%s", n, warn.String())
 	}
 	t.Logf("warnings: %q", warn.String())
