@@ -130,6 +130,11 @@ func endpointPath(arg string) (string, bool) {
 func (a *Attributor) Stdout(line []byte) int64 {
 	it, ok := ParseItem(line)
 	if !ok {
+		// some per-file messages go to stdout: "skipping non-regular file", "cannot
+		// delete non-empty directory"
+		if m := ParseMessage(line); m.Kind != KindOther {
+			a.apply(m, line)
+		}
 		return 0
 	}
 	var n int64
@@ -170,11 +175,15 @@ func (a *Attributor) Stderr(line []byte) {
 		a.res.Unattributed = append(a.res.Unattributed, string(line))
 		return
 	}
-	idx := a.resolve(m)
-	if len(idx) == 0 || m.Kind == KindOther {
+	if m.Kind == KindOther || !a.apply(m, line) {
 		a.res.Unattributed = append(a.res.Unattributed, string(line))
-		return
 	}
+}
+
+// apply gives the paths a message names its kind and line as the reason. It reports
+// whether the message named a path of the chunk.
+func (a *Attributor) apply(m Message, line []byte) bool {
+	idx := a.resolve(m)
 	for _, i := range idx {
 		ps := &a.res.Paths[i]
 		if ps.Kind == KindFailed || (ps.Kind == KindVanished && m.Kind == KindVanished) {
@@ -182,6 +191,7 @@ func (a *Attributor) Stderr(line []byte) {
 		}
 		ps.Kind, ps.Reason = m.Kind, string(line)
 	}
+	return len(idx) > 0
 }
 
 // benign reports stderr lines that are not rsync errors.
@@ -222,10 +232,33 @@ func (a *Attributor) resolve(m Message) []int {
 	if idx := a.bySrc[path.Clean(name)]; len(idx) > 0 {
 		return idx
 	}
+	if idx := a.byTempDir(path.Base(name)); len(idx) > 0 {
+		return idx
+	}
 	if a.remote {
 		return a.bySuffix(path.Clean(landingOf(name)))
 	}
 	return nil
+}
+
+// byTempDir returns the one path a --temp-dir temp file "NAME.XXXXXX" stands for: the
+// temp dir holds base names only, so a name shared by two paths of the chunk stays
+// unattributed.
+func (a *Attributor) byTempDir(tmp string) []int {
+	if len(tmp) < 8 || tmp[len(tmp)-7] != '.' || strings.ContainsAny(tmp[len(tmp)-6:], "./") {
+		return nil
+	}
+	base := tmp[:len(tmp)-7]
+	var found []int
+	for rel, idx := range a.byRel {
+		if path.Base(rel) == base {
+			if found != nil {
+				return nil
+			}
+			found = idx
+		}
+	}
+	return found
 }
 
 // below returns the paths at dir or under it.

@@ -178,7 +178,7 @@ func TestParseMessage(t *testing.T) {
 		{`rsync: [receiver] write failed on "/dst/ten": No space left on device (28)`, "receiver", "/dst/ten", "", 28, KindFailed, 0},
 		{`rsync: [sender] link_stat "/src/q"uote" failed: Permission denied (13)`, "sender", `/src/q"uote`, "", 13, KindFailed, 0},
 		{`rsync: [receiver] mkstemp ".f6.NMSHrn" (in m) failed: Permission denied (13)`, "receiver", ".f6.NMSHrn", "m", 13, KindFailed, 0},
-		{`rsync: [receiver] rename "/d/.f.AbCdEf" -> "f": Operation not permitted (1)`, "receiver", "/d/.f.AbCdEf", "", 1, KindFailed, 0},
+		{`rsync: [receiver] rename "/d/.f.AbCdEf" -> "f": Operation not permitted (1)`, "receiver", "f", "", 1, KindFailed, 0},
 		{`cannot delete non-empty directory: a b/c`, "", "a b/c", "", 0, KindFailed, 0},
 		{`@ERROR: max connections (2) reached -- try again later`, "", "", "", 0, KindOther, MaxConnections},
 		{`@ERROR: Unknown module 'nomod'`, "", "", "", 0, KindOther, UnknownModule},

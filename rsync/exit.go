@@ -41,8 +41,7 @@ func Classify(code int, cancelled bool, r *Result) Class {
 		return Refused
 	case r.NoSpace:
 		return Fatal
-	case r.Session == ReadOnly || r.Session == RefusedOption || r.Session == UnknownModule ||
-		r.Session == AuthFailed || r.Session == AccessDenied || r.Session == HostUnknown || r.Session == SSHAuth:
+	case r.Session != NoSession && !r.Session.Transient():
 		return Fatal
 	case code == 23 || code == 24:
 		return Partial
@@ -77,12 +76,22 @@ func Hint(code int, r *Result) string {
 		return "the host name does not resolve; a local directory whose name holds a colon must be written with ./ in front, as ./" + "back:up/"
 	case SSHAuth:
 		return "ssh could not log in: check that `ssh HOST true` works without a prompt"
+	case WriteOnly:
+		return "the rsync daemon's module is write only: it cannot be a source"
+	case ModulePath:
+		return "the rsync daemon cannot enter the module's path: check path in rsyncd.conf, and that the daemon's uid may enter it"
+	case PreXfer:
+		return "the module's pre-xfer exec refused the transfer: see the daemon's log"
 	case ConnectFailed:
 		return "rsync could not reach the destination: check that the host or daemon is up, then re-run with the --failed list"
 	}
-	switch {
-	case r.NoSpace:
+	if r.NoSpace {
 		return "the destination is full: free space, then re-run with the --failed list"
+	}
+	if h := failureHint(r); h != "" {
+		return h
+	}
+	switch {
 	case code == 1:
 		return "rsync rejected its options or the far side refused them: check the options after --"
 	case code == 3:
@@ -98,7 +107,7 @@ func Hint(code int, r *Result) string {
 	case code < 0:
 		return "rsync was killed by a signal"
 	}
-	return failureHint(r)
+	return ""
 }
 
 // failureHint returns advice for per-path failures that share a cause.
@@ -136,6 +145,14 @@ func ReasonHint(reason string) string {
 		return "the rsync daemon excludes these paths (exclude or filter in rsyncd.conf)"
 	case strings.Contains(reason, "could not make way") || strings.Contains(reason, "cannot delete non-empty directory"):
 		return "DEST has a directory where the source has a file (or the other way round): move it away, then re-run with the --failed list"
+	case strings.Contains(reason, "[sender] change_dir"):
+		return "the source directory is missing or cannot be entered"
+	case strings.Contains(reason, "Operation not supported (95)") && (strings.Contains(reason, "xattr") || strings.Contains(reason, "xal_")):
+		return "the destination file system does not support extended attributes (-X)"
+	case strings.Contains(reason, "Operation not supported (95)") && strings.Contains(reason, "acl"):
+		return "the destination file system does not support ACLs (-A)"
+	case strings.Contains(reason, "sender failed to remove"):
+		return "the copy landed, but --remove-source-files could not remove the source"
 	case strings.Contains(reason, "untrusted user"):
 		return "rsync refuses a symlink in the path owned by another user; run as its owner, or pass -- --insecure-links deliberately"
 	}

@@ -74,6 +74,12 @@ const (
 	HostUnknown
 	// SSHAuth: ssh could not log in (exit 255).
 	SSHAuth
+	// WriteOnly: "ERROR: module is write only" (a pull from a write-only module; exit 1).
+	WriteOnly
+	// ModulePath: "@ERROR: chdir failed": the daemon cannot enter the module's path (exit 5).
+	ModulePath
+	// PreXfer: the module's "pre-xfer exec" refused the transfer (exit 4).
+	PreXfer
 )
 
 // Transient reports whether a session failure is worth retrying: the far side is full
@@ -109,6 +115,12 @@ func (s Session) String() string {
 		return "unknown host"
 	case SSHAuth:
 		return "ssh login failed"
+	case WriteOnly:
+		return "write-only module"
+	case ModulePath:
+		return "module path unusable"
+	case PreXfer:
+		return "pre-xfer exec refused"
 	}
 	return ""
 }
@@ -126,6 +138,10 @@ var sessionLines = []struct {
 	{"@ERROR: access denied", AccessDenied},
 	{"module is read only", ReadOnly},
 	{"option may not be used with this server", RefusedOption},
+	{"The server is configured to refuse", RefusedOption},
+	{"module is write only", WriteOnly},
+	{"@ERROR: chdir failed", ModulePath},
+	{"pre-xfer exec returned failure", PreXfer},
 	{"failed to connect to", ConnectFailed},
 	{"ssh: connect to host", ConnectFailed},
 	{"Could not resolve hostname", HostUnknown},
@@ -161,6 +177,7 @@ var verbs = []struct {
 	{"link ", "link", ThePath},
 	{"mknod ", "mknod", ThePath},
 	{"set_acl: ", "acl", ThePath},
+	{"delete_file: ", "unlink", Below},
 	{"rsync_xal_set: ", "xattr", ThePath},
 	{"rsync_xal_get: ", "xattr", ThePath},
 	{"get_xattr_data: ", "xattr", ThePath},
@@ -172,7 +189,6 @@ var verbs = []struct {
 	{"stat ", "stat", ThePath},
 	{"lstat ", "stat", ThePath},
 	{"unlink ", "unlink", ThePath},
-	{"delete_file: ", "unlink", ThePath},
 	{"make_bak_dir ", "backup", ThePath},
 	{"keep_backup failed: ", "backup", ThePath},
 	{"fstat ", "stat", ThePath},
@@ -182,29 +198,27 @@ var verbs = []struct {
 	{"chdir ", "chdir", Below},
 }
 
-// bareNames are messages that print a name raw, without quotes, at the end of the line.
+// bareNames are messages that print a name raw, without quotes (or quoted, but not by
+// full_fname), up to ": ERROR (N)" or the end of the line.
 var bareNames = []struct {
 	prefix string
 	op     string
+	scope  Scope
 }{
-	{"cannot delete non-empty directory: ", "make way"},
-	{"could not make way for new regular file: ", "make way"},
-	{"could not make way for new symlink: ", "make way"},
-	{"could not make way for new device: ", "make way"},
-	{"could not make way for new special: ", "make way"},
-	{"could not make way for new directory: ", "make way"},
-	{"could not make way for new hard link: ", "make way"},
-	{"skipping non-regular file ", "skip"},
-	{"skipping daemon-excluded file ", "skip"},
-	{"skipping daemon-excluded directory ", "skip"},
-	{"ERROR: daemon refused to receive file ", "skip"},
-	{"ERROR: daemon refused to receive directory ", "skip"},
-	{"skipping directory ", "skip"},
-	{"skipping unsafe symlink ", "skip"},
-	{"ignoring unsafe symlink ", "skip"},
-	{"symlink has no referent: ", "skip"},
-	{"cannot convert filename: ", "skip"},
-	{"refusing to follow a symlink owned by an untrusted user", "untrusted"},
+	{"cannot delete non-empty directory: ", "make way", ThePath},
+	{"could not make way for new directory: ", "make way", Below},
+	{"could not make way for new ", "make way", ThePath}, // regular file, symlink, device, special, hard link
+	{"skipping non-regular file ", "skip", ThePath},
+	{"skipping daemon-excluded file ", "skip", ThePath},
+	{"skipping daemon-excluded directory ", "skip", Below},
+	{"ERROR: daemon refused to receive file ", "skip", ThePath},
+	{"ERROR: daemon refused to receive directory ", "skip", Below},
+	{"skipping directory ", "skip", ThePath},
+	{"skipping unsafe symlink ", "skip", ThePath},
+	{"ignoring unsafe symlink ", "skip", ThePath},
+	{"symlink has no referent: ", "skip", ThePath},
+	{"cannot convert filename: ", "skip", ThePath},
+	{"sender failed to remove ", "remove source", ThePath},
 }
 
 // ParseMessage parses one rsync stderr line. Lines that name no path and mark no session
@@ -237,10 +251,20 @@ func ParseMessage(line []byte) Message {
 		if !ok {
 			continue
 		}
-		m.Op, m.Kind = b.op, KindFailed
+		if b.prefix == "could not make way for new " {
+			if i := bytes.Index(rest, []byte(": ")); i >= 0 {
+				rest = rest[i+2:] // "regular file: NAME"
+			}
+		}
+		m.Op, m.Kind, m.Scope = b.op, KindFailed, b.scope
 		if len(rest) > 0 && rest[0] == '"' {
 			m.Name, m.Module = quoted(rest)
 		} else if len(rest) > 0 {
+			if m.Errno != 0 {
+				if i := bytes.LastIndex(rest, []byte(": ")); i > 0 {
+					rest = rest[:i] // "NAME: Operation not permitted (1)"
+				}
+			}
 			m.Name = Unescape(bytes.TrimSuffix(rest, []byte("/")))
 		}
 		return m
@@ -250,7 +274,7 @@ func ParseMessage(line []byte) Message {
 		if !ok {
 			continue
 		}
-		name, mod := quoted(rest)
+		name, mod := nameAt(rest)
 		if name == nil {
 			break
 		}
@@ -261,9 +285,39 @@ func ParseMessage(line []byte) Message {
 		if v.op == "mkdir" && m.Errno == 17 {
 			m.MkdirRace = true
 		}
+		if v.op == "rename" {
+			// rename "TMP" -> "FINAL": the final name is the path, whatever the temp or
+			// partial-dir name was
+			if i := bytes.Index(rest, []byte(`" -> "`)); i >= 0 {
+				if fin, _ := quoted(rest[i+5:]); fin != nil {
+					m.Name = fin
+				}
+			}
+		}
 		return m
 	}
 	return m
+}
+
+// nameAt reads the name at the start of a message's rest: "NAME" (full_fname), or a
+// call such as fsetxattr("NAME","user.x") or xacl_set(NAME, ACL_TYPE_ACCESS) or unlink(NAME).
+func nameAt(rest []byte) ([]byte, string) {
+	if len(rest) > 0 && rest[0] == '"' {
+		return quoted(rest)
+	}
+	open := bytes.IndexByte(rest, '(')
+	if open <= 0 || bytes.IndexByte(rest[:open], ' ') >= 0 {
+		return nil, ""
+	}
+	in := rest[open+1:]
+	if len(in) > 0 && in[0] == '"' {
+		return quoted(in)
+	}
+	end := bytes.IndexAny(in, ",)")
+	if end <= 0 {
+		return nil, ""
+	}
+	return Unescape(in[:end]), ""
 }
 
 // quoted reads a name written by rsync's full_fname() at the start of s: "NAME", maybe
