@@ -9,14 +9,14 @@ import (
 // events. Reports of one chunk arrive in order.
 type Report interface{ isReport() }
 
-// ChunkStarted: an rsync started on a chunk.
+// ChunkStarted says an rsync started on a chunk.
 type ChunkStarted struct {
 	Chunk   *splitter.Chunk
 	Attempt int
 	PID     int
 }
 
-// ChunkEnded: an rsync on a chunk ended. Outcomes is set (one per path, in the order
+// ChunkEnded says an rsync on a chunk ended. Outcomes is set (one per path, in the order
 // of Chunk.Inputs) when the chunk is settled; it is nil for an attempt that is retried.
 type ChunkEnded struct {
 	Chunk    *splitter.Chunk
@@ -44,7 +44,7 @@ type Confirmation struct {
 	Seconds float64 // time it took
 }
 
-// ChunkDropped: a chunk that no rsync will run (interrupted, or the run stopped early);
+// ChunkDropped is a chunk that no rsync will run (interrupted, or the run stopped early);
 // every path has the same outcome.
 type ChunkDropped struct {
 	Chunk  *splitter.Chunk
@@ -54,7 +54,7 @@ type ChunkDropped struct {
 	Started bool
 }
 
-// LimitChanged: the number of rsyncs allowed at once changed.
+// LimitChanged says the number of rsyncs allowed at once changed.
 type LimitChanged struct {
 	Old, New int
 	Reason   string

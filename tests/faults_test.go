@@ -6,10 +6,7 @@ package tests
 // stopped process is left. Helpers private to this file are prefixed flt.
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -26,200 +23,6 @@ import (
 )
 
 // ---------------------------------------------------------------- helpers
-
-// fltProc is a prsync (or a wrapper around it) started by a test, with its stdout
-// parsed into events as they arrive, so the test can act on them mid-run.
-type fltProc struct {
-	t       testing.TB
-	cmd     *exec.Cmd
-	started time.Time
-
-	mu       sync.Mutex
-	out      bytes.Buffer
-	events   []map[string]any
-	parseErr error
-	stderr   fltBuf
-
-	readDone chan struct{}
-	waitOnce sync.Once
-	waitErr  chan error
-	run      *Run
-}
-
-// fltBuf is a bytes.Buffer safe for a writer goroutine and a reader.
-type fltBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *fltBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *fltBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// fltStart starts the prsync binary with args in dir, stdin from in.
-func fltStart(t testing.TB, dir string, in io.Reader, env []string, args ...string) *fltProc {
-	t.Helper()
-	return fltStartCmd(t, dir, in, env, bin(t), args...)
-}
-
-// fltStartCmd starts name (prsync, or a wrapper such as runuser) and reads its events.
-// The environment is the test's plus PRSYNC_RETRY_DELAY=10ms plus env.
-func fltStartCmd(t testing.TB, dir string, in io.Reader, env []string, name string, args ...string) *fltProc {
-	t.Helper()
-	if in == nil {
-		in = bytes.NewReader(nil)
-	}
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Stdin = in
-	cmd.Env = append(append(os.Environ(), "PRSYNC_RETRY_DELAY=10ms"), env...)
-	p := &fltProc{t: t, cmd: cmd, readDone: make(chan struct{}), waitErr: make(chan error, 1)}
-	cmd.Stderr = &p.stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go p.read(stdout)
-	t.Cleanup(func() {
-		select {
-		case <-p.readDone:
-		default:
-			cmd.Process.Kill() // only our own child, by PID
-		}
-		p.reap()
-	})
-	return p
-}
-
-func (p *fltProc) read(r io.Reader) {
-	defer close(p.readDone)
-	br := bufio.NewReaderSize(r, 1<<20)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			var m map[string]any
-			jerr := json.Unmarshal(line, &m)
-			p.mu.Lock()
-			p.out.Write(line)
-			if jerr != nil && p.parseErr == nil {
-				p.parseErr = fmt.Errorf("stdout line is not JSON: %q: %v", line, jerr)
-			} else if jerr == nil {
-				p.events = append(p.events, m)
-			}
-			p.mu.Unlock()
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// reap waits for the process once (after its stdout is drained) and keeps the result.
-func (p *fltProc) reap() {
-	p.waitOnce.Do(func() {
-		go func() {
-			<-p.readDone
-			p.waitErr <- p.cmd.Wait()
-		}()
-	})
-}
-
-func (p *fltProc) signal(sig syscall.Signal) {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		p.t.Fatalf("signal %v: %v", sig, err)
-	}
-}
-
-// waitFor returns the first event that pred accepts, waiting up to timeout; nil if none
-// came (or the process ended first).
-func (p *fltProc) waitFor(timeout time.Duration, pred func(map[string]any) bool) map[string]any {
-	deadline := time.Now().Add(timeout)
-	for {
-		p.mu.Lock()
-		for _, e := range p.events {
-			if pred(e) {
-				p.mu.Unlock()
-				return e
-			}
-		}
-		p.mu.Unlock()
-		select {
-		case <-p.readDone:
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			for _, e := range p.events {
-				if pred(e) {
-					return e
-				}
-			}
-			return nil
-		default:
-		}
-		if time.Now().After(deadline) {
-			return nil
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// mustWaitFor is waitFor that fails the test on a timeout.
-func (p *fltProc) mustWaitFor(what string, timeout time.Duration, pred func(map[string]any) bool) map[string]any {
-	p.t.Helper()
-	e := p.waitFor(timeout, pred)
-	if e == nil {
-		p.t.Fatalf("no %s event within %v; stdout:\n%s\nstderr:\n%s", what, timeout, p.stdout(), p.stderr.String())
-	}
-	return e
-}
-
-func (p *fltProc) stdout() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-// wait waits for the process to end (killing it after timeout) and returns the run.
-func (p *fltProc) wait(timeout time.Duration) *Run {
-	p.t.Helper()
-	if p.run != nil {
-		return p.run
-	}
-	p.reap()
-	var err error
-	select {
-	case err = <-p.waitErr:
-	case <-time.After(timeout):
-		p.cmd.Process.Kill()
-		<-p.waitErr
-		p.t.Fatalf("prsync did not end within %v; stdout:\n%s\nstderr:\n%s", timeout, p.stdout(), p.stderr.String())
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		p.t.Fatalf("wait: %v", err)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.parseErr != nil {
-		p.t.Fatal(p.parseErr)
-	}
-	p.run = &Run{Code: p.cmd.ProcessState.ExitCode(), Stdout: p.out.String(), Stderr: p.stderr.String(), Events: p.events}
-	// the same checks as runPrsync's parser (time stamps, type)
-	parseEvents(p.t, p.out.Bytes())
-	return p.run
-}
 
 // fltIs returns a predicate for events of type typ whose fields equal kv (k1, v1, k2, v2 …).
 func fltIs(typ string, kv ...any) func(map[string]any) bool {
@@ -384,7 +187,7 @@ func fltNoTemp(t testing.TB, dir string) {
 }
 
 // fltWaitTemp waits until an rsync temp file exists under dir: rsync is mid-file.
-func fltWaitTemp(t testing.TB, p *fltProc, dir string, timeout time.Duration) string {
+func fltWaitTemp(t testing.TB, p *proc, dir string, timeout time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -507,7 +310,7 @@ func TestFault01VanishedBeforeRead(t *testing.T) {
 			}
 			in := []string{names[0], tc.missing, names[1], names[2]}
 			args = append(args, "--root", src, "--failed", failed, dst)
-			r := fltStart(t, base, bytes.NewReader(fltJoin(in, sep)), nil, args...).wait(30 * time.Second)
+			r := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(in, sep))}, args...).wait(30 * time.Second)
 			s := fltExit(t, r, 24)
 			checkIdentity(t, s, 4)
 			fltNums(t, s, map[string]int64{"files_transferred": 3, "files_vanished": 1, "files_failed": 0, "files_not_done": 0})
@@ -527,8 +330,7 @@ func TestFault02VanishedDuringCopy(t *testing.T) {
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
 	names := fltFiles(t, src, 4, 25<<10)
 	last := names[len(names)-1]
-	p := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), nil,
-		"--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
 	p.mustWaitFor("chunk_start", 10*time.Second, fltIs("chunk_start"))
 	// a temp file in DEST means the receiver is writing the first file: the list is built
 	fltWaitTemp(t, p, dst, 10*time.Second)
@@ -564,8 +366,7 @@ func TestFault03Unreadable(t *testing.T) {
 	fltChownNobody(t, out)
 	failed := filepath.Join(out, "failed")
 	in := append(slices.Clone(names[:2]), "locked", names[2])
-	p := fltStartCmd(t, base, bytes.NewReader(fltJoin(in, '\n')), nil, run[0],
-		append(run[1:], "--no-throttle", "--root", src, "--failed", failed, dst)...)
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(in, '\n')), wrap: run[:len(run)-1], bin: run[len(run)-1]}, "--no-throttle", "--root", src, "--failed", failed, dst)
 	r := p.wait(30 * time.Second)
 	s := fltExit(t, r, 23)
 	checkIdentity(t, s, 4)
@@ -612,8 +413,7 @@ func TestFault04DiskFull(t *testing.T) {
 			exec.Command("umount", "-l", dst).Run()
 		}
 	})
-	r := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), nil,
-		"--no-throttle", "-j", "2", "--chunk-files", "4", "--root", src, "--failed", failed, dst).wait(60 * time.Second)
+	r := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "-j", "2", "--chunk-files", "4", "--root", src, "--failed", failed, dst).wait(60 * time.Second)
 	if r.Code != 11 && r.Code != 23 {
 		t.Errorf("exit code %d, want 11 (or 23: rsync's code when ENOSPC hits a file)\n%s", r.Code, r.Stderr)
 	}
@@ -678,8 +478,7 @@ func TestFault05DaemonKilled(t *testing.T) {
 	}
 	d := startDaemon(t, mod, 0)
 	marker := fmt.Sprintf("127.0.0.1:%d/mod", d.Port)
-	p := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), []string{"PRSYNC_RETRY_DELAY=300ms"},
-		"--no-throttle", "--retries", "3", "--root", src, "--failed", failed, d.URL(), "--", "--bwlimit=100")
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n')), env: []string{"PRSYNC_RETRY_DELAY=300ms"}}, "--no-throttle", "--retries", "3", "--root", src, "--failed", failed, d.URL(), "--", "--bwlimit=100")
 	p.mustWaitFor("chunk_start", 10*time.Second, fltIs("chunk_start"))
 	fltWaitTemp(t, p, mod, 10*time.Second)
 	d.Stop()
@@ -722,8 +521,7 @@ func TestFault06DaemonNeverThere(t *testing.T) {
 	port := freePort(t)
 	url := fmt.Sprintf("rsync://127.0.0.1:%d/mod/", port)
 	t0 := time.Now()
-	r := fltStart(t, base, bytes.NewReader(fltJoin(names, 0)), nil,
-		"--no-throttle", "-0", "-j", "2", "--chunk-files", "2", "--root", src, "--failed", failed, url).wait(60 * time.Second)
+	r := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, 0))}, "--no-throttle", "-0", "-j", "2", "--chunk-files", "2", "--root", src, "--failed", failed, url).wait(60 * time.Second)
 	el := time.Since(t0)
 	s := fltExit(t, r, 10)
 	checkIdentity(t, s, 6)
@@ -762,8 +560,7 @@ func TestFault07RsyncKilled(t *testing.T) {
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
 	names := fltFiles(t, src, 4, 40<<10)
-	p := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), nil,
-		"--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
 	cs := p.mustWaitFor("chunk_start", 10*time.Second, fltIs("chunk_start"))
 	fltWaitTemp(t, p, dst, 10*time.Second)
 	pid := int(num(cs, "pid"))
@@ -811,8 +608,7 @@ func TestSignal08InterruptLoop(t *testing.T) {
 			base := t.TempDir()
 			dst, failed := filepath.Join(base, "dst"), filepath.Join(base, "failed")
 			// 2 chunks of 3 × 20 KiB at 60 KiB/s: about 1 s of copying
-			p := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), nil,
-				"--no-throttle", "-j", "2", "--chunk-files", "3", "--root", src, "--failed", failed, dst, "--", "--bwlimit=60")
+			p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "-j", "2", "--chunk-files", "3", "--root", src, "--failed", failed, dst, "--", "--bwlimit=60")
 			// a random moment 0–1.5 s after the start event: before prsync's handlers are
 			// installed, a SIGINT kills any Go program (the few milliseconds of runtime
 			// start-up); the window between them and the start event, where prsync checks
@@ -904,9 +700,7 @@ func TestSignal09TermWhilePaused(t *testing.T) {
 		}
 		wg.Wait()
 	}()
-	p := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), nil,
-		"--suspend-threshold", "1", "--resume-threshold", "0.5", "--throttle-interval", "200ms",
-		"-j", "2", "--chunk-files", "4", "--root", src, "--failed", failed, dst, "--", "--bwlimit=40")
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--suspend-threshold", "1", "--resume-threshold", "0.5", "--throttle-interval", "200ms", "-j", "2", "--chunk-files", "4", "--root", src, "--failed", failed, dst, "--", "--bwlimit=40")
 	sus := p.mustWaitFor("throttle suspend", 15*time.Second, fltIs("throttle", "action", "suspend"))
 	close(busy)
 	// wait until the group is really stopped, so TERM finds it in state T
@@ -973,8 +767,7 @@ func TestFault10and11Setup(t *testing.T) {
 			[]string{"PRSYNC_TEST_FAKE_RSYNC=exit:0", "PRSYNC_TEST_FAKE_STATE=" + state}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), tc.env,
-				append([]string{"--no-throttle", "--root", src}, tc.args...)...).wait(30 * time.Second)
+			r := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n')), env: tc.env}, append([]string{"--no-throttle", "--root", src}, tc.args...)...).wait(30 * time.Second)
 			if r.Code != tc.code {
 				t.Errorf("exit code %d, want %d\n%s", r.Code, tc.code, r.Stderr)
 			}
@@ -999,8 +792,7 @@ func TestSignalHUP(t *testing.T) {
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
 	names := fltFiles(t, src, 4, 40<<10)
-	p := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), nil,
-		"--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=50")
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=50")
 	p.mustWaitFor("chunk_start", 10*time.Second, fltIs("chunk_start"))
 	fltWaitTemp(t, p, dst, 10*time.Second)
 	p.signal(syscall.SIGHUP)
@@ -1035,8 +827,7 @@ func TestSignalSecondInterruptKills(t *testing.T) {
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
 	names := fltFiles(t, src, 2, 200<<10)
-	p := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), nil,
-		"--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
 	p.mustWaitFor("chunk_start", 10*time.Second, fltIs("chunk_start"))
 	fltWaitTemp(t, p, dst, 10*time.Second)
 	p.signal(syscall.SIGINT)
@@ -1060,8 +851,7 @@ func TestSignalDuringStartup(t *testing.T) {
 	names := fltFiles(t, src, 2, 100)
 	slow := filepath.Join(base, "slow-rsync")
 	writeFile(t, slow, "#!/bin/sh\nfor a; do [ \"$a\" = --version ] && sleep 1; done\nexec rsync \"$@\"\n", 0o755)
-	p := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), nil,
-		"--no-throttle", "--rsync", slow, "--root", src, "--failed", failed, dst)
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--rsync", slow, "--root", src, "--failed", failed, dst)
 	time.Sleep(300 * time.Millisecond)
 	p.signal(syscall.SIGINT)
 	r := p.wait(30 * time.Second)
@@ -1105,8 +895,7 @@ func TestFailedRoundTrip(t *testing.T) {
 	wantFailed = append(wantFailed, missing)
 	in := append(slices.Clone(names), wantFailed...)
 	failed := filepath.Join(out, "failed")
-	r := fltStartCmd(t, base, bytes.NewReader(fltJoin(in, 0)), nil, run[0],
-		append(run[1:], "--no-throttle", "-0", "--root", src, "--failed", failed, dst)...).wait(30 * time.Second)
+	r := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(in, 0)), wrap: run[:len(run)-1], bin: run[len(run)-1]}, "--no-throttle", "-0", "--root", src, "--failed", failed, dst).wait(30 * time.Second)
 	want := 24
 	if len(wantFailed) > 1 {
 		want = 23
@@ -1130,8 +919,7 @@ func TestFailedRoundTrip(t *testing.T) {
 	}
 	defer fh.Close()
 	failed2 := filepath.Join(out, "failed2")
-	r2 := fltStartCmd(t, base, fh, nil, run[0],
-		append(run[1:], "--no-throttle", "-0", "--root", src, "--failed", failed2, dst)...).wait(30 * time.Second)
+	r2 := start(t, startOpts{dir: base, stdin: fh, wrap: run[:len(run)-1], bin: run[len(run)-1]}, "--no-throttle", "-0", "--root", src, "--failed", failed2, dst).wait(30 * time.Second)
 	s2 := fltExit(t, r2, 0)
 	checkIdentity(t, s2, int64(len(wantFailed)))
 	fltNums(t, s2, map[string]int64{"files_transferred": int64(len(wantFailed))})
@@ -1172,7 +960,7 @@ func TestFaultStdinReadError(t *testing.T) {
 				in = tc.stdin(t)
 			}
 			dst := filepath.Join(base, "dst-"+tc.name)
-			r := fltStart(t, base, in, nil, append(append([]string{"--no-throttle"}, tc.args...), dst)...).wait(20 * time.Second)
+			r := start(t, startOpts{dir: base, stdin: in}, append(append([]string{"--no-throttle"}, tc.args...), dst)...).wait(20 * time.Second)
 			if r.Code == 0 {
 				t.Errorf("exit code 0 after a read error")
 			}
@@ -1205,8 +993,7 @@ func TestFaultEmptyInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
 			dst, failed := filepath.Join(base, "dst"), filepath.Join(base, "failed")
-			r := fltStart(t, base, strings.NewReader(tc.in), nil,
-				append(append([]string{"--no-throttle", "--failed", failed}, tc.args...), dst)...).wait(20 * time.Second)
+			r := start(t, startOpts{dir: base, stdin: strings.NewReader(tc.in)}, append(append([]string{"--no-throttle", "--failed", failed}, tc.args...), dst)...).wait(20 * time.Second)
 			s := fltExit(t, r, 0)
 			checkIdentity(t, s, 0)
 			fltNums(t, s, map[string]int64{"empty_records": tc.empty, "chunks": 0})
@@ -1230,8 +1017,7 @@ func TestFaultLongRecord(t *testing.T) {
 	names := fltFiles(t, src, 2, 100)
 	long := strings.Repeat("x", 1<<20)
 	in := []string{names[0], long, names[1]}
-	r := fltStart(t, base, bytes.NewReader(fltJoin(in, '\n')), nil,
-		"--no-throttle", "--root", src, "--failed", failed, dst).wait(30 * time.Second)
+	r := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(in, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst).wait(30 * time.Second)
 	s := fltExit(t, r, 23)
 	checkIdentity(t, s, 3)
 	fltNums(t, s, map[string]int64{"files_failed": 1, "files_transferred": 2})
@@ -1270,8 +1056,7 @@ func TestFaultFakeRsyncCodes(t *testing.T) {
 			src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
 			names := fltFiles(t, src, 3, 500)
 			env := []string{"PRSYNC_TEST_FAKE_RSYNC=" + tc.mode, "PRSYNC_TEST_FAKE_STATE=" + filepath.Join(base, "state")}
-			r := fltStart(t, base, bytes.NewReader(fltJoin(names, '\n')), env,
-				"--no-throttle", "--rsync", fake, "--root", src, "--failed", failed, dst).wait(30 * time.Second)
+			r := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n')), env: env}, "--no-throttle", "--rsync", fake, "--root", src, "--failed", failed, dst).wait(30 * time.Second)
 			s := fltExit(t, r, tc.code)
 			checkIdentity(t, s, 3)
 			fltNums(t, s, map[string]int64{"retries": tc.retries})

@@ -1,9 +1,12 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -141,24 +144,231 @@ func checkIdentity(t testing.TB, s map[string]any, want int64) {
 	}
 }
 
-// runPrsync runs the prsync binary with stdin, in dir (or the test's cwd when "").
+// runPrsync runs prsync with stdin, in dir (or the test's cwd when ""), to its end.
 func runPrsync(t testing.TB, dir string, stdin []byte, args ...string) *Run {
 	t.Helper()
-	cmd := exec.Command(bin(t), args...)
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = append(os.Environ(), "PRSYNC_RETRY_DELAY=10ms")
-	err := cmd.Run()
-	r := &Run{Stdout: out.String(), Stderr: errb.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.Code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run prsync: %v", err)
+	return start(t, startOpts{dir: dir, stdin: bytes.NewReader(stdin)}, args...).wait(10 * time.Minute)
+}
+
+// proc is a prsync (or a wrapper around it) started by a test, with its stdout
+// parsed into events as they arrive, so the test can act on them mid-run.
+type proc struct {
+	t       testing.TB
+	cmd     *exec.Cmd
+	started time.Time
+
+	onLine   func([]byte)
+	mu       sync.Mutex
+	out      bytes.Buffer
+	events   []map[string]any
+	parseErr error
+	stderr   lockedBuf
+
+	readDone chan struct{}
+	waitOnce sync.Once
+	waitErr  chan error
+	run      *Run
+}
+
+// lockedBuf is a bytes.Buffer safe for a writer goroutine and a reader.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startOpts say how to start prsync.
+type startOpts struct {
+	dir   string    // working directory ("" for the test's)
+	stdin io.Reader // nil for empty
+	env   []string  // added to the test's environment, which loses every PRSYNC_* variable
+	wrap  []string  // run prsync under this command (runuser ...), or nil
+	bin   string    // the prsync binary ("" for the race-built one)
+	// onLine, if set, gets every stdout line instead of the events being kept (a run of
+	// millions of events).
+	onLine func(line []byte)
+}
+
+// cleanEnv is the test's environment without PRSYNC_* (a variable set by whoever runs the
+// tests must not leak into a test), with fast retries, plus extra.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PRSYNC_") {
+			env = append(env, kv)
+		}
 	}
-	r.Events = parseEvents(t, out.Bytes())
-	return r
+	return append(append(env, "PRSYNC_RETRY_DELAY=10ms"), extra...)
+}
+
+// start starts prsync with args and reads its events as they arrive. It is the one way
+// the integration tests run prsync. The process is killed by PID if the test ends first.
+func start(t testing.TB, o startOpts, args ...string) *proc {
+	t.Helper()
+	in := o.stdin
+	if in == nil {
+		in = bytes.NewReader(nil)
+	}
+	b := o.bin
+	if b == "" {
+		b = bin(t)
+	}
+	argv := append(append(append([]string(nil), o.wrap...), b), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = o.dir
+	cmd.Stdin = in
+	cmd.Env = cleanEnv(o.env...)
+	p := &proc{t: t, cmd: cmd, onLine: o.onLine, readDone: make(chan struct{}), waitErr: make(chan error, 1)}
+	cmd.Stderr = &p.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", argv[0], err)
+	}
+	go p.read(stdout)
+	t.Cleanup(func() {
+		select {
+		case <-p.readDone:
+		default:
+			cmd.Process.Kill() // only our own child, by PID
+		}
+		p.reap()
+	})
+	return p
+}
+
+func (p *proc) read(r io.Reader) {
+	defer close(p.readDone)
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if p.onLine != nil && len(line) > 0 {
+			p.onLine(bytes.TrimSuffix(line, []byte("\n")))
+		} else if len(bytes.TrimSpace(line)) > 0 {
+			var m map[string]any
+			jerr := json.Unmarshal(line, &m)
+			p.mu.Lock()
+			p.out.Write(line)
+			if jerr != nil && p.parseErr == nil {
+				p.parseErr = fmt.Errorf("stdout line is not JSON: %q: %v", line, jerr)
+			} else if jerr == nil {
+				p.events = append(p.events, m)
+			}
+			p.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// reap waits for the process once (after its stdout is drained) and keeps the result.
+func (p *proc) reap() {
+	p.waitOnce.Do(func() {
+		go func() {
+			<-p.readDone
+			p.waitErr <- p.cmd.Wait()
+		}()
+	})
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// waitFor returns the first event that pred accepts, waiting up to timeout; nil if none
+// came (or the process ended first).
+func (p *proc) waitFor(timeout time.Duration, pred func(map[string]any) bool) map[string]any {
+	deadline := time.Now().Add(timeout)
+	for {
+		p.mu.Lock()
+		for _, e := range p.events {
+			if pred(e) {
+				p.mu.Unlock()
+				return e
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.readDone:
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			for _, e := range p.events {
+				if pred(e) {
+					return e
+				}
+			}
+			return nil
+		default:
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// mustWaitFor is waitFor that fails the test on a timeout.
+func (p *proc) mustWaitFor(what string, timeout time.Duration, pred func(map[string]any) bool) map[string]any {
+	p.t.Helper()
+	e := p.waitFor(timeout, pred)
+	if e == nil {
+		p.t.Fatalf("no %s event within %v; stdout:\n%s\nstderr:\n%s", what, timeout, p.stdout(), p.stderr.String())
+	}
+	return e
+}
+
+func (p *proc) stdout() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// wait waits for the process to end (killing it after timeout) and returns the run.
+func (p *proc) wait(timeout time.Duration) *Run {
+	p.t.Helper()
+	if p.run != nil {
+		return p.run
+	}
+	p.reap()
+	var err error
+	select {
+	case err = <-p.waitErr:
+	case <-time.After(timeout):
+		p.cmd.Process.Kill()
+		<-p.waitErr
+		p.t.Fatalf("prsync did not end within %v; stdout:\n%s\nstderr:\n%s", timeout, p.stdout(), p.stderr.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		p.t.Fatalf("wait: %v", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.parseErr != nil {
+		p.t.Fatal(p.parseErr)
+	}
+	p.run = &Run{Code: p.cmd.ProcessState.ExitCode(), Stdout: p.out.String(), Stderr: p.stderr.String(), Events: p.events}
+	// the same checks as runPrsync's parser (time stamps, type)
+	parseEvents(p.t, p.out.Bytes())
+	return p.run
 }
 
 func parseEvents(t testing.TB, b []byte) []map[string]any {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,29 +44,33 @@ func TestMemoryStreaming(t *testing.T) {
 		pw.CloseWithError(w.Flush())
 	}()
 
-	cmd := exec.Command(plainPrsync(t), "--no-throttle", "--no-progress", filepath.Join(base, "dst"))
-	cmd.Dir = base
-	cmd.Stdin = pr
-	var stderr fltBuf
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// drain the events without keeping them: count lines, keep the last
+	var lines, failed int
+	var last []byte
+	var p *proc
+	var hwm atomic.Int64
 	// VmHWM is the process's own peak RSS. (wait4's ru_maxrss is not: on Linux it also
 	// counts the test process's RSS, whose address space the child shared until exec.)
 	// VmHWM only grows, so polling it until the process exits misses at most its last
 	// milliseconds; it is read once more when the summary, the last event, arrives.
-	var hwm atomic.Int64
+	var pid atomic.Int64
 	readHWM := func() {
-		if v := fltVmHWM(cmd.Process.Pid); v > hwm.Load() {
+		if v := fltVmHWM(int(pid.Load())); v > hwm.Load() {
 			hwm.Store(v)
 		}
 	}
+	t0 := time.Now()
+	p = start(t, startOpts{dir: base, stdin: pr, bin: plainPrsync(t), onLine: func(l []byte) {
+		lines++
+		if bytes.HasPrefix(l, []byte(`{"type":"path_failed"`)) {
+			failed++
+		}
+		last = append(last[:0], l...)
+		if bytes.HasPrefix(last, []byte(`{"type":"summary"`)) {
+			readHWM()
+		}
+	}}, "--no-throttle", "--no-progress", filepath.Join(base, "dst"))
+	pid.Store(int64(p.cmd.Process.Pid))
 	pollDone := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(20 * time.Millisecond)
@@ -81,40 +84,12 @@ func TestMemoryStreaming(t *testing.T) {
 			}
 		}
 	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-		}
-	})
-	// drain the events without keeping them: count lines, keep the last
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	lines, failed := 0, 0
-	var last []byte
-	for sc.Scan() {
-		lines++
-		if bytes.HasPrefix(sc.Bytes(), []byte(`{"type":"path_failed"`)) {
-			failed++
-		}
-		last = append(last[:0], sc.Bytes()...)
-		if bytes.HasPrefix(last, []byte(`{"type":"summary"`)) {
-			readHWM()
-		}
-	}
+	r := p.wait(10 * time.Minute)
 	close(pollDone)
-	if err := sc.Err(); err != nil {
-		t.Fatalf("read events: %v", err)
-	}
-	werr := cmd.Wait()
 	el := time.Since(t0)
-	if werr != nil {
-		if _, ok := werr.(*exec.ExitError); !ok {
-			t.Fatalf("wait: %v", werr)
-		}
-	}
 	peak := hwm.Load()
 	var maxrss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		maxrss = ru.Maxrss << 10 // KiB on Linux
 	}
 	t.Logf("%d paths in %v: peak RSS (VmHWM) %.1f MiB, limit %d MiB; %d event lines (wait4 maxrss %.1f MiB, which counts the test process too)",
@@ -125,10 +100,10 @@ func TestMemoryStreaming(t *testing.T) {
 
 	var s map[string]any
 	if err := json.Unmarshal(last, &s); err != nil || s["type"] != "summary" {
-		t.Fatalf("last event is not a summary: %q (%v)\nstderr:\n%s", last, err, stderr.String())
+		t.Fatalf("last event is not a summary: %q (%v)\nstderr:\n%s", last, err, r.Stderr)
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 24 {
-		t.Errorf("exit code %d, want 24 (all vanished)\n%s", code, stderr.String())
+	if r.Code != 24 {
+		t.Errorf("exit code %d, want 24 (all vanished)\n%s", r.Code, r.Stderr)
 	}
 	checkIdentity(t, s, int64(n))
 	fltNums(t, s, map[string]int64{"files_vanished": int64(n), "chunks": 0})

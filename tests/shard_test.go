@@ -15,58 +15,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prsync/prsync/splitter"
 )
-
-// scaleEnv is the test's environment without PRSYNC_* (a PRSYNC_SHARD set by whoever runs the
-// tests must not leak in), plus extra.
-func scaleEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PRSYNC_") {
-			env = append(env, kv)
-		}
-	}
-	return append(append(env, "PRSYNC_RETRY_DELAY=10ms"), extra...)
-}
-
-// scaleProc is a prsync started and not yet waited for, so several can run at the same time.
-type scaleProc struct {
-	cmd       *exec.Cmd
-	out, errb bytes.Buffer
-}
-
-func startScale(t *testing.T, stdin []byte, env []string, args ...string) *scaleProc {
-	t.Helper()
-	p := &scaleProc{cmd: exec.Command(bin(t), args...)}
-	p.cmd.Stdin = bytes.NewReader(stdin)
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errb
-	p.cmd.Env = env
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Kill()
-			p.cmd.Wait()
-		}
-	})
-	return p
-}
-
-func (p *scaleProc) wait(t *testing.T) *Run {
-	t.Helper()
-	err := p.cmd.Wait()
-	r := &Run{Stdout: p.out.String(), Stderr: p.errb.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.Code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("prsync: %v", err)
-	}
-	r.Events = parseEvents(t, p.out.Bytes())
-	return r
-}
 
 // scaleTree writes n regular files under src: odd names first, then files of varied sizes
 // spread over nested directories. It returns the NUL-separated list of their absolute paths.
@@ -142,7 +94,7 @@ func TestShardThreeSeparate(t *testing.T) {
 	list, paths := scaleTree(t, src, 300)
 	lf := writeList(t, base, list)
 
-	var procs []*scaleProc
+	var procs []*proc
 	for k := 0; k < 3; k++ {
 		dest := filepath.Join(base, fmt.Sprintf("dest%d", k))
 		args := []string{"-0", "--root", src, "-j", "4", "--chunk-files", "16", "--no-throttle", "--shard", fmt.Sprintf("%d/3", k)}
@@ -152,13 +104,13 @@ func TestShardThreeSeparate(t *testing.T) {
 		} else {
 			args = append(args, "--from", lf)
 		}
-		procs = append(procs, startScale(t, stdin, scaleEnv(), append(args, dest)...))
+		procs = append(procs, start(t, startOpts{stdin: bytes.NewReader(stdin)}, append(args, dest)...))
 	}
 	srcFiles := scaleFiles(t, src)
 	seen := map[string]int{}
 	var total int64
 	for k, p := range procs {
-		r := p.wait(t)
+		r := p.wait(5 * time.Minute)
 		if r.Code != 0 {
 			t.Fatalf("shard %d/3: exit %d\n%s", k, r.Code, r.Stderr)
 		}
@@ -248,7 +200,7 @@ func TestShardThreeSharedDest(t *testing.T) {
 	src, dest := filepath.Join(base, "src"), filepath.Join(base, "dest")
 	list, paths := scaleTree(t, src, 300)
 	lf := writeList(t, base, list)
-	var procs []*scaleProc
+	var procs []*proc
 	for k := 0; k < 3; k++ {
 		args := []string{"-0", "--root", src, "-j", "4", "--chunk-files", "10", "--no-throttle", "--shard", fmt.Sprintf("%d/3", k)}
 		var stdin []byte
@@ -257,12 +209,12 @@ func TestShardThreeSharedDest(t *testing.T) {
 		} else {
 			args = append(args, "--from", lf)
 		}
-		procs = append(procs, startScale(t, stdin, scaleEnv(), append(args, dest)...))
+		procs = append(procs, start(t, startOpts{stdin: bytes.NewReader(stdin)}, append(args, dest)...))
 	}
 	var files, transferred int64
 	var logs []string
 	for k, p := range procs {
-		r := p.wait(t)
+		r := p.wait(5 * time.Minute)
 		if r.Code != 0 {
 			t.Fatalf("shard %d/3: exit %d\n%s", k, r.Code, r.Stderr)
 		}
@@ -317,7 +269,7 @@ func TestShardSpecs(t *testing.T) {
 	for i, c := range bad {
 		dest := filepath.Join(base, fmt.Sprintf("bad%d", i))
 		args := append(append([]string{"-0", "--from", lf, "--root", src}, c.args...), dest)
-		r := startScale(t, nil, scaleEnv(c.env...), args...).wait(t)
+		r := start(t, startOpts{env: c.env}, args...).wait(5 * time.Minute)
 		if r.Code != 1 {
 			t.Errorf("%v %v: exit %d, want 1\n%s", c.env, c.args, r.Code, r.Stderr)
 		}
@@ -334,7 +286,7 @@ func TestShardSpecs(t *testing.T) {
 
 	// PRSYNC_SHARD from the environment, as an array job sets it
 	dest := filepath.Join(base, "env")
-	r := startScale(t, nil, scaleEnv("PRSYNC_SHARD=1/2"), "-0", "--from", lf, "--root", src, "--no-throttle", dest).wait(t)
+	r := start(t, startOpts{env: []string{"PRSYNC_SHARD=1/2"}}, "-0", "--from", lf, "--root", src, "--no-throttle", dest).wait(5 * time.Minute)
 	want := scaleWant(paths, 1, 2)
 	if r.Code != 0 {
 		t.Fatalf("PRSYNC_SHARD=1/2: exit %d\n%s", r.Code, r.Stderr)
@@ -349,7 +301,7 @@ func TestShardSpecs(t *testing.T) {
 	for i, extra := range [][]string{{"--shard", "0/1"}, nil} {
 		dest := filepath.Join(base, fmt.Sprintf("all%d", i))
 		args := append(append([]string{"-0", "--root", src, "--no-throttle"}, extra...), dest)
-		r := startScale(t, list, scaleEnv(), args...).wait(t)
+		r := start(t, startOpts{stdin: bytes.NewReader(list)}, args...).wait(5 * time.Minute)
 		if r.Code != 0 {
 			t.Fatalf("%v: exit %d\n%s", extra, r.Code, r.Stderr)
 		}
@@ -382,14 +334,14 @@ func TestShardFailedListsRetry(t *testing.T) {
 		os.Remove(paths[i])
 	}
 	lf := writeList(t, base, list)
-	var procs []*scaleProc
+	var procs []*proc
 	for k := 0; k < 3; k++ {
-		procs = append(procs, startScale(t, nil, scaleEnv(), "-0", "--from", lf, "--root", src, "-j", "2", "--no-throttle",
+		procs = append(procs, start(t, startOpts{}, "-0", "--from", lf, "--root", src, "-j", "2", "--no-throttle",
 			"--shard", fmt.Sprintf("%d/3", k), "--failed", filepath.Join(base, fmt.Sprintf("failed.%d", k)), dest))
 	}
 	var vanished int64
 	for k, p := range procs {
-		r := p.wait(t)
+		r := p.wait(5 * time.Minute)
 		s := r.Summary(t)
 		checkIdentity(t, s, int64(len(scaleWant(paths, k, 3))))
 		vanished += num(s, "files_vanished")
@@ -405,7 +357,7 @@ func TestShardFailedListsRetry(t *testing.T) {
 	}
 	// the recipe: cat failed.* | prsync -0 --root SRC DEST
 	cmd := exec.Command("bash", "-c", `cat "$1"/failed.* | "$2" -0 --root "$3" --no-throttle "$4"`, "sh", base, bin(t), src, dest)
-	cmd.Env = scaleEnv()
+	cmd.Env = cleanEnv()
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("retry run: %v\n%s", err, out)
@@ -527,7 +479,7 @@ func TestShardHardLinks(t *testing.T) {
 
 	t.Run("one instance", func(t *testing.T) {
 		dest := filepath.Join(base, "dest1")
-		r := startScale(t, list, scaleEnv(), append(common, dest, "--", "-H")...).wait(t)
+		r := start(t, startOpts{stdin: bytes.NewReader(list)}, append(common, dest, "--", "-H")...).wait(5 * time.Minute)
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}
@@ -538,15 +490,15 @@ func TestShardHardLinks(t *testing.T) {
 
 	t.Run("three shards into one DEST", func(t *testing.T) {
 		dest := filepath.Join(base, "dest3")
-		var procs []*scaleProc
+		var procs []*proc
 		for k := 0; k < 3; k++ {
 			args := append(append([]string(nil), common...), "--from", lf, "--shard", fmt.Sprintf("%d/3", k), dest, "--", "--hard-links")
-			procs = append(procs, startScale(t, nil, scaleEnv(), args...))
+			procs = append(procs, start(t, startOpts{}, args...))
 		}
 		var files int64
 		perShard := map[int]int64{}
 		for k, p := range procs {
-			r := p.wait(t)
+			r := p.wait(5 * time.Minute)
 			if r.Code != 0 {
 				t.Fatalf("shard %d/3: exit %d\n%s", k, r.Code, r.Stderr)
 			}
@@ -566,7 +518,7 @@ func TestShardHardLinks(t *testing.T) {
 	// the control: without -H the same run does not keep the links, so the checks above can fail
 	t.Run("control without -H", func(t *testing.T) {
 		dest := filepath.Join(base, "dest0")
-		r := startScale(t, list, scaleEnv(), append(common, dest)...).wait(t)
+		r := start(t, startOpts{stdin: bytes.NewReader(list)}, append(common, dest)...).wait(5 * time.Minute)
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}

@@ -315,7 +315,7 @@ PartitionName=debug Nodes=%[1]s Default=YES MaxTime=INFINITE State=UP
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.env = scaleEnv("SLURM_CONF=" + conf)
+	s.env = cleanEnv("SLURM_CONF=" + conf)
 
 	s.daemons = append(s.daemons,
 		startChildDaemon(t, "slurmctld", s.env, filepath.Join(d, "log", "slurmctld.stdout"), bins["slurmctld"], "-D"),

@@ -70,7 +70,7 @@ MaxStartups 20
 		t.Skipf("sshd -t: %v: %s", err, out)
 	}
 	// -D: no fork, so the PID is ours to stop; -e: log to stderr (its log file)
-	startChildDaemon(t, "sshd", scaleEnv(), filepath.Join(d, "sshd.log"), bins["sshd"], "-D", "-e", "-f", sc)
+	startChildDaemon(t, "sshd", cleanEnv(), filepath.Join(d, "sshd.log"), bins["sshd"], "-D", "-e", "-f", sc)
 	up := false
 	for i := 0; i < 100 && !up; i++ {
 		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
@@ -126,7 +126,7 @@ func TestSSHLoginParallel(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, parallel, "--joblog", joblog, "--ssh", "ssh -F "+sshConfig,
 		"--sshlogin", "1/h0,1/h1", remote, ":::", "0", "1")
-	cmd.Env = scaleEnv("PARALLEL_HOME=" + filepath.Join(base, "parallel-home")) // not root's ~/.parallel
+	cmd.Env = cleanEnv("PARALLEL_HOME=" + filepath.Join(base, "parallel-home")) // not root's ~/.parallel
 	cmd.Dir = base
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -1,9 +1,7 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,7 +9,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,111 +38,6 @@ func (h *hog) stop() {
 		c.Wait()
 	}
 	h.cmds = nil
-}
-
-// live is a prsync run whose events are read as they come.
-type live struct {
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	events []map[string]any
-	stderr lockedBuffer
-	done   chan struct{}
-}
-
-// lockedBuffer is a bytes.Buffer safe to read while a process writes to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func startLive(t testing.TB, stdin []byte, args ...string) *live {
-	t.Helper()
-	l := &live{done: make(chan struct{})}
-	l.cmd = exec.Command(bin(t), args...)
-	l.cmd.Stdin = bytes.NewReader(stdin)
-	l.cmd.Stderr = &l.stderr
-	out, err := l.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(l.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-				m = map[string]any{"type": "BAD JSON", "line": sc.Text()}
-			}
-			l.mu.Lock()
-			l.events = append(l.events, m)
-			l.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		if l.cmd.ProcessState == nil {
-			l.cmd.Process.Kill()
-			l.cmd.Wait()
-		}
-	})
-	return l
-}
-
-// waitFor waits until an event matches, and returns it.
-func (l *live) waitFor(t testing.TB, what string, d time.Duration, match func(map[string]any) bool) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		l.mu.Lock()
-		for _, e := range l.events {
-			if match(e) {
-				l.mu.Unlock()
-				return e
-			}
-		}
-		l.mu.Unlock()
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no %s within %v; stderr:\n%s", what, d, l.stderr.String())
-	return nil
-}
-
-// wait waits for prsync to exit and returns the run.
-func (l *live) wait(t testing.TB, d time.Duration) *Run {
-	t.Helper()
-	exited := make(chan error, 1)
-	go func() { <-l.done; exited <- l.cmd.Wait() }()
-	select {
-	case <-exited:
-	case <-time.After(d):
-		l.cmd.Process.Signal(syscall.SIGQUIT)
-		time.Sleep(time.Second)
-		l.cmd.Process.Kill()
-		t.Fatalf("prsync still running after %v; stderr:\n%s", d, l.stderr.String())
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, e := range l.events {
-		if e["type"] == "BAD JSON" {
-			t.Errorf("stdout line is not JSON: %v", e["line"])
-		}
-	}
-	return &Run{Code: l.cmd.ProcessState.ExitCode(), Events: l.events, Stderr: l.stderr.String()}
 }
 
 func isType(typ string) func(map[string]any) bool {
@@ -207,12 +99,12 @@ func TestThrottleUnderCPUHog(t *testing.T) {
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
 	list := slowTree(t, src, 16, 100_000)
-	l := startLive(t, list, "-0", "-j", "2", "--chunk-files", "4", "--root", src,
+	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "4", "--root", src,
 		"--suspend-threshold", "85", "--resume-threshold", "60", "--throttle-interval", "300ms",
 		dst, "--", "--bwlimit=400")
-	l.waitFor(t, "chunk_start", 10*time.Second, isType("chunk_start"))
+	l.mustWaitFor("chunk_start", 10*time.Second, isType("chunk_start"))
 	h := startHog(t)
-	l.waitFor(t, "suspend event", 15*time.Second, isAction("suspend"))
+	l.mustWaitFor("suspend event", 15*time.Second, isAction("suspend"))
 	seenT := false
 	for i := 0; i < 50 && !seenT; i++ {
 		seenT = stoppedRsyncs(dst) > 0
@@ -222,8 +114,8 @@ func TestThrottleUnderCPUHog(t *testing.T) {
 		t.Error("no rsync process seen in state T under the hog")
 	}
 	h.stop()
-	l.waitFor(t, "resume event", 30*time.Second, isAction("resume"))
-	r := l.wait(t, 90*time.Second)
+	l.mustWaitFor("resume event", 30*time.Second, isAction("resume"))
+	r := l.wait(90 * time.Second)
 	if r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
@@ -267,13 +159,13 @@ func TestInterruptWhilePaused(t *testing.T) {
 			src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
 			failed := filepath.Join(w, "failed")
 			list := slowTree(t, src, 8, 200_000)
-			l := startLive(t, list, "-0", "-j", "2", "--chunk-files", "2", "--root", src, "--failed", failed,
+			l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "2", "--root", src, "--failed", failed,
 				"--suspend-threshold", "70", "--resume-threshold", "40", "--throttle-interval", "200ms",
 				dst, "--", "--bwlimit=300")
-			l.waitFor(t, "chunk_start", 10*time.Second, isType("chunk_start"))
+			l.mustWaitFor("chunk_start", 10*time.Second, isType("chunk_start"))
 			time.Sleep(500 * time.Millisecond) // let rsync open its temp files
 			startHog(t)
-			l.waitFor(t, "suspend event", 15*time.Second, isAction("suspend"))
+			l.mustWaitFor("suspend event", 15*time.Second, isAction("suspend"))
 			for i := 0; i < 50 && stoppedRsyncs(dst) == 0; i++ {
 				time.Sleep(100 * time.Millisecond)
 			}
@@ -282,7 +174,7 @@ func TestInterruptWhilePaused(t *testing.T) {
 			}
 			t0 := time.Now()
 			l.cmd.Process.Signal(sig)
-			r := l.wait(t, 15*time.Second)
+			r := l.wait(15 * time.Second)
 			if r.Code != 20 {
 				t.Errorf("exit %d, want 20\n%s", r.Code, r.Stderr)
 			}
@@ -321,13 +213,13 @@ func TestNoThrottle(t *testing.T) {
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
 	list := slowTree(t, src, 8, 100_000)
 	startHog(t)
-	l := startLive(t, list, "-0", "-j", "2", "--chunk-files", "4", "--root", src, "--no-throttle",
+	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "4", "--root", src, "--no-throttle",
 		"--suspend-threshold", "70", "--resume-threshold", "40", "--throttle-interval", "200ms",
 		dst, "--", "--bwlimit=400")
-	l.waitFor(t, "chunk_start", 10*time.Second, isType("chunk_start"))
+	l.mustWaitFor("chunk_start", 10*time.Second, isType("chunk_start"))
 	seenT := false
 	done := make(chan struct{})
-	go func() { <-l.done; close(done) }()
+	go func() { <-l.readDone; close(done) }()
 	for running := true; running; {
 		select {
 		case <-done:
@@ -338,7 +230,7 @@ func TestNoThrottle(t *testing.T) {
 			}
 		}
 	}
-	r := l.wait(t, 60*time.Second)
+	r := l.wait(60 * time.Second)
 	if r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
