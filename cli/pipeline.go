@@ -57,7 +57,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.pool = &exec.Pool{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: f.Jobs,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirm, Reports: func(m exec.Report) { p.rep.in <- m },
+		Confirm: r.confirm, Env: r.env, Reports: func(m exec.Report) { p.rep.in <- m },
 	}
 	p.sampler = throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(p.pool))
 	p.ctl = &throttle.Controller{

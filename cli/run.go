@@ -194,6 +194,21 @@ type runner struct {
 	policy       throttle.Policy
 	quick        *splitter.QuickCheck
 	confirm      exec.ConfirmMode
+	env          []string // the rsyncs' environment; nil: prsync's
+}
+
+// passwordGiven reports whether rsync has a daemon password: RSYNC_PASSWORD or
+// --password-file.
+func passwordGiven(args []string) bool {
+	if _, ok := os.LookupEnv("RSYNC_PASSWORD"); ok {
+		return true
+	}
+	for _, a := range args {
+		if a == "--password-file" || strings.HasPrefix(a, "--password-file=") {
+			return true
+		}
+	}
+	return false
 }
 
 // prepare checks everything that can be checked before the first rsync starts.
@@ -278,6 +293,11 @@ func (r *runner) prepare() error {
 
 	if err := r.checkDest(ver); err != nil {
 		return err
+	}
+	if exec.IsDaemon(f.Dest) && !passwordGiven(f.RsyncArgs) {
+		// Without a password, rsync asks for one on stdin, which holds the chunk's list:
+		// an empty RSYNC_PASSWORD makes a module that wants one fail its login instead.
+		r.env = append(os.Environ(), "RSYNC_PASSWORD=")
 	}
 	switch {
 	case f.DryRun:

@@ -66,6 +66,7 @@ func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte,
 		"--files-from=-", "--from0", "--out-format="+rsync.OutFormat, "--", src, p.Dest)
 	cmd := osexec.CommandContext(ctx, p.Rsync, args...)
 	cmd.Stdin = &entryReader{entries: entries}
+	cmd.Env = p.Env
 	sk := &sink{a: rsync.NewAttributor(entries, src, p.Dest, p.localDest)}
 	if extra == nil {
 		sk.pool = p

@@ -63,6 +63,16 @@ func (w *capWriter) String() string {
 	return string(w.buf)
 }
 
+// IsDaemon reports whether an rsync source or destination is an rsync daemon
+// (host::module or rsync://).
+func IsDaemon(arg string) bool {
+	if strings.HasPrefix(arg, "rsync://") {
+		return true
+	}
+	i := strings.Index(arg, "::")
+	return i > 0 && !strings.Contains(arg[:i], "/")
+}
+
 // IsRemote reports whether an rsync destination is on another host (host:path,
 // host::module or rsync://).
 func IsRemote(dest string) bool {

@@ -44,6 +44,8 @@ type Pool struct {
 	RetryDelay time.Duration // first backoff; doubled each retry, with jitter
 	Grace      time.Duration // how long a cancelled rsync has between TERM and KILL
 	Confirm    ConfirmMode
+	// Env is the environment of every rsync; nil means prsync's own.
+	Env []string
 	// Reports receives what happens, in order per chunk, from the pool's goroutines. It
 	// may block (it hands the report to the one goroutine that owns the books).
 	Reports func(Report)

@@ -131,15 +131,16 @@ func failureHint(r *Result) string {
 // ReasonHint returns advice for one path's failure reason, or "".
 func ReasonHint(reason string) string {
 	switch {
-	case strings.Contains(reason, "mkstemp") && strings.Contains(reason, "(in ") && strings.Contains(reason, "Permission denied (13)"):
-		return "the rsync daemon cannot write into its module: it runs as `uid = nobody` unless rsyncd.conf says otherwise; set uid and gid for the module, or make its path writable for that user"
 	case strings.Contains(reason, "Read-only file system (30)"):
 		return "the destination file system is mounted read-only"
 	case strings.Contains(reason, "Operation not permitted (1)") && (strings.Contains(reason, "mkstemp") || strings.Contains(reason, "rename")):
 		return "the destination refuses new files there: an immutable or append-only directory or file (lsattr shows it), or a file system that does not allow it"
-	case strings.Contains(reason, "Permission denied (13)") && strings.Contains(reason, "[receiver]"):
+	case strings.Contains(reason, "Permission denied (13)") && strings.Contains(reason, "(in ") &&
+		(strings.Contains(reason, "[receiver]") || strings.Contains(reason, "[generator]")):
+		return "the rsync daemon cannot write into its module: it runs as `uid = nobody` unless rsyncd.conf says otherwise; set uid and gid for the module, or make its path writable for that user"
+	case strings.Contains(reason, "Permission denied (13)") && (strings.Contains(reason, "[receiver]") || strings.Contains(reason, "[generator]")):
 		return "the destination directory is not writable for the user rsync runs as"
-	case strings.Contains(reason, "Permission denied (13)"):
+	case strings.Contains(reason, "Permission denied (13)") && strings.Contains(reason, "[sender]"):
 		return "the source is not readable for the user prsync runs as"
 	case strings.Contains(reason, "daemon-excluded") || strings.Contains(reason, "daemon refused to receive"):
 		return "the rsync daemon excludes these paths (exclude or filter in rsyncd.conf)"

@@ -1,8 +1,7 @@
 package tests
 
 import (
-	"bufio"
-	"encoding/json"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -178,17 +177,11 @@ func TestVanishedAndUnreadable(t *testing.T) {
 		fl := filepath.Join(dst, "failed.list")
 		os.Chmod(w, 0o755)
 		os.Chmod(filepath.Dir(w), 0o755)
-		cmd := exec.Command(runuser, "--reuid=65534", "--regid=65534", "--clear-groups", bin(t),
-			"-0", "--root", src, "--failed", fl, dst+"/out")
-		cmd.Stdin = strings.NewReader(string(nul(filepath.Join(src, "a"), locked, filepath.Join(src, "c"))))
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		out, _ := cmd.Output()
-		code := cmd.ProcessState.ExitCode()
-		t.Log(errb.String())
-		r := &Run{Code: code, Events: parseEvents(t, out)}
+		r := start(t, startOpts{stdin: bytes.NewReader(nul(filepath.Join(src, "a"), locked, filepath.Join(src, "c"))),
+			wrap: []string{runuser, "--reuid=65534", "--regid=65534", "--clear-groups"}},
+			"-0", "--root", src, "--failed", fl, dst+"/out").wait(time.Minute)
 		if r.Code != 23 {
-			t.Fatalf("exit %d, want 23", r.Code)
+			t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
 		}
 		if b, _ := os.ReadFile(fl); string(b) != locked+"\x00" {
 			t.Errorf("--failed holds %q", b)
@@ -214,46 +207,24 @@ func TestStreaming(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		writeFile(t, filepath.Join(src, fmt.Sprint(i)), "x", 0o644)
 	}
-	cmd := exec.Command(bin(t), "-0", "--root", src, "--chunk-wait", "200ms", dst)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	pr, pw := io.Pipe()
+	p := start(t, startOpts{stdin: pr}, "-0", "--root", src, "--chunk-wait", "200ms", dst)
 	for i := 0; i < 3; i++ {
-		fmt.Fprintf(stdin, "%s\x00", filepath.Join(src, fmt.Sprint(i)))
+		fmt.Fprintf(pw, "%s\x00", filepath.Join(src, fmt.Sprint(i)))
 	}
-	sc := bufio.NewScanner(stdout)
-	started := make(chan map[string]any, 1)
-	go func() {
-		for sc.Scan() {
-			var m map[string]any
-			json.Unmarshal(sc.Bytes(), &m)
-			if m["type"] == "chunk_end" {
-				started <- m
-				io.Copy(io.Discard, stdout)
-				return
-			}
-		}
-	}()
-	select {
-	case m := <-started:
-		if num(m, "files") != 3 {
-			t.Errorf("first chunk has %d files, want 3", num(m, "files"))
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no chunk copied while stdin was open")
+	m := p.mustWaitFor("chunk_end while stdin is open", 20*time.Second, fltIs("chunk_end"))
+	if num(m, "files") != 3 {
+		t.Errorf("first chunk has %d files, want 3", num(m, "files"))
 	}
 	if _, err := os.Stat(filepath.Join(dst, "2")); err != nil {
 		t.Errorf("first chunk not copied before stdin closed: %v", err)
 	}
 	for i := 3; i < 6; i++ {
-		fmt.Fprintf(stdin, "%s\x00", filepath.Join(src, fmt.Sprint(i)))
+		fmt.Fprintf(pw, "%s\x00", filepath.Join(src, fmt.Sprint(i)))
 	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
+	pw.Close()
+	if r := p.wait(time.Minute); r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
 	sameTree(t, src, dst)
 }

@@ -710,7 +710,7 @@ func TestSignal09TermWhilePaused(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if st := procsMentioning(dst)[pid]; st != "T" {
-		t.Logf("paused rsync %d is in state %q, not T (it may have ended)", pid, st)
+		t.Fatalf("paused rsync %d is in state %q, not T: the test would not test TERM to a stopped group", pid, st)
 	}
 	t0 := time.Now()
 	p.signal(syscall.SIGTERM)

@@ -586,18 +586,25 @@ func (d *Daemon) URL() string { return fmt.Sprintf("rsync://127.0.0.1:%d/mod/", 
 // writing into dir. It is stopped by PID when the test ends.
 func startDaemon(t testing.TB, dir string, port int) *Daemon {
 	t.Helper()
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "uid = root\ngid = root\n"
+	}
+	return startDaemonConf(t, dir, port, user)
+}
+
+// startDaemonConf starts a daemon whose module "mod" (path dir, read only = no) has the
+// extra lines of module config, such as "max connections = 2" or "uid = nobody".
+func startDaemonConf(t testing.TB, dir string, port int, module string) *Daemon {
+	t.Helper()
 	needRsync(t)
 	if port == 0 {
 		port = freePort(t)
 	}
 	cd := t.TempDir()
 	conf := filepath.Join(cd, "rsyncd.conf")
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "uid = root\ngid = root\n"
-	}
-	cfg := fmt.Sprintf("pid file = %s/pid\nlog file = %s/log\nuse chroot = no\n%s[mod]\npath = %s\nread only = no\n",
-		cd, cd, user, dir)
+	cfg := fmt.Sprintf("pid file = %s/pid\nlog file = %s/log\nlock file = %s/lock\nuse chroot = no\nmunge symlinks = no\n[mod]\npath = %s\nread only = no\n%s\n",
+		cd, cd, cd, dir, module)
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -661,6 +668,9 @@ func fakeRsync() int {
 		fmt.Fprintf(os.Stderr, "rsync: fake failure (code %d)\n", code)
 		return code
 	}
+	if mode == "both-streams" {
+		return fakeBothStreams()
+	}
 	var first int
 	if _, err := fmt.Sscanf(mode, "fail-first:%d:%d", &first, &code); err == nil {
 		if n <= first {
@@ -671,6 +681,38 @@ func fakeRsync() int {
 	}
 	fmt.Fprintf(os.Stderr, "fake rsync: unknown mode %q\n", mode)
 	return 2
+}
+
+// fakeBothStreams names every path of its list on both streams at once, from two
+// goroutines: an out-format line on stdout (as a push sender logs a file) and a receiver's
+// mkstemp failure on stderr, then exits 23, as rsync does when no file landed.
+func fakeBothStreams() int {
+	list, _ := io.ReadAll(os.Stdin)
+	dest := strings.TrimSuffix(os.Args[len(os.Args)-1], "/")
+	var names []string
+	for _, e := range bytes.Split(list, []byte{0}) {
+		if len(e) > 0 {
+			names = append(names, string(e))
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for _, n := range names {
+			fmt.Fprintf(os.Stdout, ">f+++++++++|1|43|%s\n", n)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for _, n := range names {
+			dir, base := filepath.Split(n)
+			fmt.Fprintf(os.Stderr, "rsync: [receiver] mkstemp \"%s/%s.%s.AbCdEf\" failed: Operation not permitted (1)\n", dest, dir, base)
+		}
+	}()
+	wg.Wait()
+	fmt.Fprintln(os.Stderr, "rsync error: some files/attrs were not transferred (see previous errors) (code 23) at main.c(1394) [sender=3.5.0]")
+	return 23
 }
 
 // execRealRsync replaces the fake with the real rsync, same arguments and stdin.

@@ -177,6 +177,9 @@ func runJqTotals(t *testing.T, logs ...string) map[string]any {
 		t.Errorf("docs/scale-out.md does not carry the jq totals recipe this test runs:\n%s", jqTotals)
 	}
 	if _, err := exec.LookPath("jq"); err != nil {
+		if os.Getenv("PRSYNC_TEST_INSTALL") != "" {
+			t.Fatal("jq is not installed, though the suite installs it")
+		}
 		t.Log("jq is not installed: the jq recipe was not run")
 		return nil
 	}
@@ -356,13 +359,11 @@ func TestShardFailedListsRetry(t *testing.T) {
 		writeFile(t, p, f.data, f.mode)
 	}
 	// the recipe: cat failed.* | prsync -0 --root SRC DEST
-	cmd := exec.Command("bash", "-c", `cat "$1"/failed.* | "$2" -0 --root "$3" --no-throttle "$4"`, "sh", base, bin(t), src, dest)
-	cmd.Env = cleanEnv()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("retry run: %v\n%s", err, out)
+	r := start(t, startOpts{wrap: []string{"bash", "-c", `cat "$1"/failed.* | "$0" -0 --root "$2" --no-throttle "$3"`}},
+		base, src, dest).wait(time.Minute)
+	if r.Code != 0 {
+		t.Fatalf("retry run: exit %d\n%s", r.Code, r.Stderr)
 	}
-	r := &Run{Stdout: string(out), Events: parseEvents(t, out)}
 	s := r.Summary(t)
 	checkIdentity(t, s, int64(len(late)))
 	if num(s, "files_transferred") != int64(len(late)) {

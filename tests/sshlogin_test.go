@@ -19,9 +19,10 @@ import (
 	"time"
 )
 
-// startSSHD starts sshd on a free port of 127.0.0.1 with its own host key, config and
-// authorized key, and returns an ssh config file whose hosts h0 and h1 both reach it.
-func startSSHD(t *testing.T) (sshConfig, parallel string) {
+// startSSHD starts sshd on a free port of 127.0.0.1 with its own host key, config (plus
+// the lines of extra) and authorized key, and returns an ssh config file whose hosts h0
+// and h1 both reach it.
+func startSSHD(t *testing.T, extra string) (sshConfig, parallel string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("sshd: needs root (a private sshd logs in as root with a test key)")
@@ -60,8 +61,11 @@ UsePAM no
 StrictModes no
 X11Forwarding no
 AllowTcpForwarding no
-MaxStartups 20
 `, port, d)
+	if !strings.Contains(extra, "MaxStartups") {
+		cfg += "MaxStartups 20\n"
+	}
+	cfg += extra
 	sc := filepath.Join(d, "sshd_config")
 	if err := os.WriteFile(sc, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -109,7 +113,7 @@ MaxStartups 20
 
 func TestSSHLoginParallel(t *testing.T) {
 	needRsync(t)
-	sshConfig, parallel := startSSHD(t)
+	sshConfig, parallel := startSSHD(t, "")
 	base := t.TempDir()
 	src, dest, logs := filepath.Join(base, "src"), filepath.Join(base, "dest"), filepath.Join(base, "logs")
 	list, paths := scaleTree(t, src, 120)

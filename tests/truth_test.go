@@ -1,0 +1,565 @@
+package tests
+
+// Truthful accounting (issue 9): every fault below runs the real rsync (the fake one only
+// for the race of item 5), and the check is made against DEST itself, walked after the
+// run: every path that prsync does not list in --failed is in DEST with the source's type,
+// size and mtime, and exit 0 means DEST holds every path read.
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// truthTree writes top/t1..t4 and sub/f1..f4 (distinct sizes) under src and returns
+// their paths relative to src.
+func truthTree(t testing.TB, src string, size int) []string {
+	t.Helper()
+	var rels []string
+	for i := 1; i <= 4; i++ {
+		for _, d := range []string{"sub/f", "top/t"} {
+			rel := fmt.Sprintf("%s%d", d, i)
+			writeFile(t, filepath.Join(src, rel), strings.Repeat(fmt.Sprint(i), size*i+len(d)), 0o644)
+			rels = append(rels, rel)
+		}
+	}
+	return rels
+}
+
+// landed reports whether dst/rel holds src/rel as the source has it: type, and for a
+// regular file size and mtime (whole seconds), for a symlink its target.
+func landed(src, dst, rel string) bool {
+	a, err1 := os.Lstat(filepath.Join(src, rel))
+	b, err2 := os.Lstat(filepath.Join(dst, rel))
+	if err1 != nil || err2 != nil || a.Mode().Type() != b.Mode().Type() {
+		return false
+	}
+	switch {
+	case a.Mode().IsRegular():
+		return a.Size() == b.Size() && a.ModTime().Unix() == b.ModTime().Unix()
+	case a.Mode()&os.ModeSymlink != 0:
+		x, _ := os.Readlink(filepath.Join(src, rel))
+		y, _ := os.Readlink(filepath.Join(dst, rel))
+		return x == y
+	}
+	return true
+}
+
+// checkTruth asserts that the account of a run is true, by walking DEST: the accounting
+// identity holds (when there is a summary); every input path (rels, given relative to
+// --root src, landing at dst/rel) not in the --failed list is in DEST as in the source;
+// and exit 0 only if all are. It returns the paths in the --failed list.
+func checkTruth(t testing.TB, r *Run, src, dst string, rels []string, failedList string, sep byte) map[string]bool {
+	t.Helper()
+	if len(r.Events) > 0 {
+		s := r.Summary(t)
+		checkIdentity(t, s, -1)
+		if int64(r.Code) != num(s, "exit_code") {
+			t.Errorf("exit %d, summary exit_code %d", r.Code, num(s, "exit_code"))
+		}
+	}
+	failed := map[string]bool{}
+	if b, err := os.ReadFile(failedList); err == nil {
+		for _, p := range bytes.Split(b, []byte{sep}) {
+			if len(p) > 0 {
+				failed[string(p)] = true
+			}
+		}
+	}
+	if len(r.Events) > 0 {
+		if n := num(r.Summary(t), "files"); int(n) < len(rels) {
+			if r.Summary(t)["input_complete"] != false {
+				t.Errorf("%d of %d paths read, but input_complete is not false", n, len(rels))
+			}
+			rels = rels[:n] // the paths never read are in no list: re-running the command copies them
+		}
+	}
+	all := true
+	for _, rel := range rels {
+		ok := landed(src, dst, rel)
+		all = all && ok
+		if !ok && !failed[rel] {
+			t.Errorf("%q is neither in --failed nor in DEST as in the source (exit %d)\nstderr:\n%s", rel, r.Code, r.Stderr)
+		}
+	}
+	if r.Code == 0 && !all {
+		t.Errorf("exit 0, but DEST does not hold every path")
+	}
+	return failed
+}
+
+// chattr sets or clears the immutable flag, and clears it when the test ends.
+func chattr(t testing.TB, on bool, paths ...string) {
+	t.Helper()
+	if !isRoot() {
+		t.Skip("chattr +i needs root")
+	}
+	flag := "-i"
+	if on {
+		flag = "+i"
+	}
+	if out, err := exec.Command("chattr", append([]string{flag}, paths...)...).CombinedOutput(); err != nil {
+		t.Skipf("chattr: %v: %s", err, out)
+	}
+	if on {
+		t.Cleanup(func() { exec.Command("chattr", append([]string{"-i"}, paths...)...).Run() })
+	}
+}
+
+// truthRun copies rels from src to dest (a local DEST or a daemon URL) and checks the
+// truth against check (the local DEST directory, or the module's path).
+func truthRun(t testing.TB, src, dest, check string, rels []string, args ...string) (*Run, map[string]bool) {
+	t.Helper()
+	failed := filepath.Join(t.TempDir(), "failed")
+	all := append(append([]string{"-0", "--root", src, "--failed", failed, "--no-throttle"}, args[:splitAt(args)]...), dest)
+	all = append(all, args[splitAt(args):]...)
+	r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...))}, all...).wait(2 * time.Minute)
+	return r, checkTruth(t, r, src, check, rels, failed, 0)
+}
+
+// splitAt returns the index of "--" in args, or len(args).
+func splitAt(args []string) int {
+	for i, a := range args {
+		if a == "--" {
+			return i
+		}
+	}
+	return len(args)
+}
+
+func wantFailed(t testing.TB, r *Run, failed map[string]bool, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !failed[w] {
+			t.Errorf("%q not in --failed %v", w, failed)
+		}
+	}
+	if len(failed) != len(want) {
+		t.Errorf("--failed holds %d paths %v, want %d %v", len(failed), failed, len(want), want)
+	}
+	for _, e := range r.OfType("path_failed") {
+		reason, p := fmt.Sprint(e["reason"]), fmt.Sprint(e["path"])
+		if e["status"] == "failed" && !strings.Contains(reason, "rsync") && !strings.Contains(reason, p) {
+			t.Errorf("path_failed reason %q says neither what rsync said nor which path", reason)
+		}
+	}
+}
+
+// TestTruthLocal: receiver-side faults in a local DEST.
+func TestTruthLocal(t *testing.T) {
+	needRsync(t)
+	t.Run("immutable directory", func(t *testing.T) {
+		w := t.TempDir()
+		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+		rels := truthTree(t, src, 1000)
+		os.MkdirAll(filepath.Join(dst, "sub"), 0o755)
+		chattr(t, true, filepath.Join(dst, "sub"))
+		r, failed := truthRun(t, src, dst, dst, rels)
+		if r.Code != 23 {
+			t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
+		}
+		wantFailed(t, r, failed, "sub/f1", "sub/f2", "sub/f3", "sub/f4")
+		if !strings.Contains(r.Stderr, "immutable") {
+			t.Errorf("no hint about an immutable directory:\n%s", r.Stderr)
+		}
+	})
+	t.Run("immutable file being updated", func(t *testing.T) {
+		w := t.TempDir()
+		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+		rels := truthTree(t, src, 1000)
+		writeFile(t, filepath.Join(dst, "top/t2"), "old", 0o644)
+		chattr(t, true, filepath.Join(dst, "top/t2"))
+		r, failed := truthRun(t, src, dst, dst, rels)
+		if r.Code != 23 {
+			t.Errorf("exit %d, want 23", r.Code)
+		}
+		wantFailed(t, r, failed, "top/t2")
+	})
+	t.Run("a directory where a file goes", func(t *testing.T) {
+		w := t.TempDir()
+		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+		rels := truthTree(t, src, 1000)
+		writeFile(t, filepath.Join(dst, "top/t3/inside"), "x", 0o644)
+		r, failed := truthRun(t, src, dst, dst, rels)
+		if r.Code != 23 {
+			t.Errorf("exit %d, want 23", r.Code)
+		}
+		wantFailed(t, r, failed, "top/t3")
+	})
+	t.Run("a read-only mount inside DEST", func(t *testing.T) {
+		if !isRoot() {
+			t.Skip("mount needs root")
+		}
+		w := t.TempDir()
+		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+		rels := truthTree(t, src, 1000)
+		ro := filepath.Join(dst, "sub")
+		os.MkdirAll(ro, 0o755)
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", ro).CombinedOutput(); err != nil {
+			t.Skipf("mount: %v: %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", ro).Run() })
+		r, failed := truthRun(t, src, dst, dst, rels)
+		if r.Code != 23 {
+			t.Errorf("exit %d, want 23", r.Code)
+		}
+		wantFailed(t, r, failed, "sub/f1", "sub/f2", "sub/f3", "sub/f4")
+		if !strings.Contains(r.Stderr, "read-only") {
+			t.Errorf("no hint about a read-only file system:\n%s", r.Stderr)
+		}
+	})
+	t.Run("options that need a dry-run confirmation", func(t *testing.T) {
+		// --no-times: an lstat cannot prove a copy, so prsync asks rsync itself
+		w := t.TempDir()
+		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+		rels := truthTree(t, src, 1000)
+		os.MkdirAll(filepath.Join(dst, "sub"), 0o755)
+		chattr(t, true, filepath.Join(dst, "sub"))
+		failed := filepath.Join(w, "failed")
+		r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...))}, "-0", "--root", src, "--failed", failed,
+			"--no-throttle", dst, "--", "--no-times").wait(time.Minute)
+		if r.Code != 23 {
+			t.Errorf("exit %d, want 23", r.Code)
+		}
+		got := fltList(t, failed, 0)
+		fltSameSet(t, "--failed", got, []string{"sub/f1", "sub/f2", "sub/f3", "sub/f4"})
+		for _, rel := range rels {
+			if _, err := os.Stat(filepath.Join(dst, rel)); err != nil && !strings.HasPrefix(rel, "sub/") {
+				t.Errorf("%s not copied", rel)
+			}
+		}
+		checkIdentity(t, r.Summary(t), int64(len(rels)))
+	})
+}
+
+// TestTruthDaemon: faults of an rsync daemon, the module's directory walked afterwards.
+func TestTruthDaemon(t *testing.T) {
+	needRsync(t)
+	if !isRoot() {
+		t.Skip("the daemon cases need root (uid, chattr)")
+	}
+	rows := []struct {
+		name     string
+		module   string // module config
+		prepare  func(t testing.TB, mod string)
+		args     []string // prsync args
+		code     int
+		failed   []string // nil: every path
+		stderr   string   // a substring of stderr (the hint)
+		allFail  bool
+		noEvents bool
+	}{
+		{name: "immutable directory in the module", module: "uid = root\ngid = root",
+			prepare: func(t testing.TB, mod string) {
+				os.MkdirAll(filepath.Join(mod, "sub"), 0o755)
+				chattr(t, true, filepath.Join(mod, "sub"))
+			},
+			code: 23, failed: []string{"sub/f1", "sub/f2", "sub/f3", "sub/f4"}, stderr: "immutable"},
+		{name: "a module its uid cannot write", module: "uid = nobody\ngid = nogroup",
+			args: []string{"-j", "2", "--chunk-files", "3"}, code: 23, allFail: true, stderr: "uid = nobody"},
+		{name: "a read-only module", module: "uid = root\ngid = root\nread only = yes",
+			code: 1, allFail: true, stderr: "read only"},
+		{name: "a daemon-side exclude", module: "uid = root\ngid = root\nexclude = *3",
+			code: 23, failed: []string{"sub/f3", "top/t3"}, stderr: "excludes"},
+		{name: "an option the daemon refuses", module: "uid = root\ngid = root\nrefuse options = compress",
+			args: []string{"-z"}, code: 4, allFail: true, stderr: "refuses an option"},
+		{name: "authentication required, no password given", module: "uid = root\ngid = root\nauth users = u\nsecrets file = SECRETS",
+			code: 5, allFail: true, stderr: "RSYNC_PASSWORD"},
+		{name: "max connections below -j", module: "uid = root\ngid = root\nmax connections = 2",
+			args: []string{"-j", "8", "--chunk-files", "1", "--", "--bwlimit=2m"}, code: 0, stderr: "refused a session"},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			w := t.TempDir()
+			src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
+			os.MkdirAll(mod, 0o755)
+			os.Chmod(w, 0o755)
+			rels := truthTree(t, src, 1000)
+			if row.prepare != nil {
+				row.prepare(t, mod)
+			}
+			conf := row.module
+			if strings.Contains(conf, "SECRETS") {
+				sf := filepath.Join(w, "secrets")
+				os.WriteFile(sf, []byte("u:secret\n"), 0o600)
+				conf = strings.ReplaceAll(conf, "SECRETS", sf)
+			}
+			d := startDaemonConf(t, mod, 0, conf)
+			r, failed := truthRun(t, src, d.URL(), mod, rels, row.args...)
+			if r.Code != row.code {
+				t.Errorf("exit %d, want %d\nstderr:\n%s", r.Code, row.code, r.Stderr)
+			}
+			want := row.failed
+			if row.allFail {
+				want = rels
+			}
+			wantFailed(t, r, failed, want...)
+			if !strings.Contains(r.Stderr, row.stderr) {
+				t.Errorf("stderr does not say %q:\n%s", row.stderr, r.Stderr)
+			}
+			if row.code == 0 {
+				jobs := r.OfType("jobs")
+				if len(jobs) == 0 || num(jobs[len(jobs)-1], "new") > 2 {
+					t.Errorf("the limit did not come down to the daemon's 2 connections: %v", jobs)
+				}
+				if n := strings.Count(r.Stderr, "refused a session"); n != 1 {
+					t.Errorf("the refusal is said %d times on stderr, want once", n)
+				}
+			}
+			noProcsLeft(t, src)
+		})
+	}
+}
+
+// TestTruthSSHMaxStartups: sshd drops logins beyond MaxStartups; the chunks it refused are
+// retried with fewer rsyncs at once, and the run ends with everything copied.
+func TestTruthSSHMaxStartups(t *testing.T) {
+	needRsync(t)
+	sshConfig, _ := startSSHD(t, "MaxStartups 3:100:3\n")
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	rels := truthTree(t, src, 20000)
+	os.MkdirAll(dst, 0o755)
+	r, failed := truthRun(t, src, "h0:"+dst, dst, rels, "-j", "8", "--chunk-files", "1", "--retries", "4",
+		"--", "-e", "ssh -F "+sshConfig)
+	if r.Code != 0 || len(failed) != 0 {
+		t.Errorf("exit %d, %d failed\nstderr:\n%s", r.Code, len(failed), r.Stderr)
+	}
+	for _, e := range r.OfType("chunk_end") {
+		if e["status"] == "retrying" && !strings.Contains(fmt.Sprint(e["error"]), "kex_exchange") &&
+			!strings.Contains(fmt.Sprint(e["error"]), "Connection") {
+			t.Errorf("a retry for another reason: %v", e["error"])
+		}
+	}
+}
+
+// TestTruthRace reproduces item 5 of the issue: an rsync that names every path on both
+// streams at once. The race-built prsync must report the same outcome every time (and the
+// race detector, which makes prsync exit 66, must stay silent).
+func TestTruthRace(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	var rels []string
+	for i := 0; i < 300; i++ {
+		rel := fmt.Sprintf("d%d/f%03d", i%7, i)
+		writeFile(t, filepath.Join(src, rel), "x", 0o644)
+		rels = append(rels, rel)
+	}
+	for run := 0; run < 6; run++ {
+		r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...)), env: []string{"PRSYNC_TEST_FAKE_RSYNC=both-streams"}},
+			"-0", "--root", src, "--no-throttle", "--rsync", fakeRsyncPath(t), "--chunk-files", "100", "-j", "3",
+			"--no-quick-check", filepath.Join(dst, fmt.Sprint(run))).wait(time.Minute)
+		if strings.Contains(r.Stderr, "DATA RACE") {
+			t.Fatalf("run %d: data race:\n%s", run, r.Stderr)
+		}
+		s := r.Summary(t)
+		if r.Code != 23 || num(s, "files_failed") != 300 || num(s, "files_transferred") != 0 {
+			t.Errorf("run %d: exit %d, %d failed, %d transferred; want 23, 300, 0", run, r.Code, num(s, "files_failed"), num(s, "files_transferred"))
+		}
+		checkIdentity(t, s, 300)
+	}
+}
+
+// TestTruthClosedStdout: the consumer of the events goes away early. prsync warns once,
+// goes on copying, and exits with the code the copy earned; --failed and DEST account for
+// every path; no rsync is left.
+func TestTruthClosedStdout(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src := filepath.Join(w, "src")
+	var rels []string
+	for i := 0; i < 16; i++ {
+		rel := fmt.Sprintf("b%02d", i)
+		writeFile(t, filepath.Join(src, rel), strings.Repeat("z", 300_000), 0o644)
+		rels = append(rels, rel)
+	}
+	consumers := map[string]string{
+		"head -c 1":    "head -c 1 >/dev/null",
+		"head -c 300":  "head -c 300 >/dev/null",
+		"head -c 1500": "head -c 1500 >/dev/null",
+		"killed":       `sh -c 'head -c 700 >/dev/null; kill -KILL $$'`,
+	}
+	for name, consumer := range consumers {
+		t.Run(name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "dst")
+			failed := filepath.Join(t.TempDir(), "failed")
+			script := `"$0" "$@" | ` + consumer + `; exit ${PIPESTATUS[0]}`
+			r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...)), wrap: []string{"bash", "-c", script}},
+				"-0", "--root", src, "-j", "2", "--chunk-files", "2", "--failed", failed, dst, "--", "--bwlimit=4m").wait(2 * time.Minute)
+			if r.Code == 141 {
+				t.Fatalf("prsync died of SIGPIPE\n%s", r.Stderr)
+			}
+			if r.Code != 0 {
+				t.Errorf("exit %d, want 0 (the copy itself is fine)\n%s", r.Code, r.Stderr)
+			}
+			if n := strings.Count(r.Stderr, "stdout closed"); n != 1 {
+				t.Errorf("%d warnings about the closed stdout, want 1:\n%s", n, r.Stderr)
+			}
+			checkTruth(t, r, src, dst, rels, failed, 0)
+			noProcsLeft(t, dst)
+		})
+	}
+}
+
+// TestTruthCtrlZ: SIGTSTP stops every rsync of the run and prsync itself; SIGCONT
+// continues them; the copy completes exactly.
+func TestTruthCtrlZ(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	var rels []string
+	for i := 0; i < 6; i++ {
+		rel := fmt.Sprintf("z%d", i)
+		writeFile(t, filepath.Join(src, rel), strings.Repeat("q", 3_000_000), 0o644)
+		rels = append(rels, rel)
+	}
+	failed := filepath.Join(w, "failed")
+	p := start(t, startOpts{stdin: bytes.NewReader(nul(rels...))}, "-0", "--root", src, "-j", "2", "--chunk-files", "3",
+		"--failed", failed, dst, "--", "--bwlimit=2m")
+	p.mustWaitFor("chunk_start", 10*time.Second, fltIs("chunk_start"))
+	time.Sleep(200 * time.Millisecond)
+	p.signal(syscall.SIGTSTP)
+	deadline := time.Now().Add(time.Second)
+	var states map[int]string
+	for {
+		states = procsMentioning(dst)
+		stopped := 0
+		for _, s := range states {
+			if s == "T" {
+				stopped++
+			}
+		}
+		if len(states) > 0 && stopped == len(states) && procState(p.cmd.Process.Pid) == "T" {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.signal(syscall.SIGCONT)
+			t.Fatalf("a second after SIGTSTP: rsyncs %v, prsync %s; want every one stopped", states, procState(p.cmd.Process.Pid))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // stays stopped
+	for pid, s := range procsMentioning(dst) {
+		if s != "T" {
+			t.Errorf("rsync %d is %s while the run is stopped", pid, s)
+		}
+	}
+	p.signal(syscall.SIGCONT)
+	time.Sleep(300 * time.Millisecond)
+	for pid, s := range procsMentioning(dst) {
+		if s == "T" {
+			t.Errorf("rsync %d still stopped after SIGCONT", pid)
+		}
+	}
+	r := p.wait(time.Minute)
+	if r.Code != 0 {
+		t.Errorf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	checkTruth(t, r, src, dst, rels, failed, 0)
+	sameTree(t, src, dst)
+}
+
+// waitHandlesSIGINT waits until a process has installed its SIGINT handler (SigCgt in
+// /proc/PID/status): before that, in the Go runtime's first milliseconds, SIGINT kills
+// any Go program outright.
+func waitHandlesSIGINT(t testing.TB, pid int) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "SigCgt:"); ok {
+				var mask uint64
+				fmt.Sscanf(strings.TrimSpace(v), "%x", &mask)
+				if mask&(1<<(syscall.SIGINT-1)) != 0 {
+					return
+				}
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("process %d never handled SIGINT", pid)
+}
+
+// procState returns the state letter of a process (R, S, T, Z …), or "".
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	if i := bytes.LastIndexByte(b, ')'); i > 0 && len(b) > i+2 {
+		return string(b[i+2])
+	}
+	return ""
+}
+
+// TestTruthInterrupts interrupts 100 runs at random moments (every fifth gets a second
+// SIGINT too). Each ends with exit 20 (or 0 when it finished first) and a summary, leaves
+// no rsync running or stopped, and accounts for every path it read, checked against DEST.
+func TestTruthInterrupts(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src := filepath.Join(w, "src")
+	var rels []string
+	for i := 0; i < 30; i++ {
+		rel := fmt.Sprintf("d%d/f%02d", i%3, i)
+		writeFile(t, filepath.Join(src, rel), strings.Repeat("r", 1000+i*3000), 0o644)
+		rels = append(rels, rel)
+	}
+	const runs = 100
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	delays := make([]time.Duration, runs)
+	for i := range delays {
+		delays[i] = time.Duration(rng.IntN(900)) * time.Millisecond
+	}
+	bin(t) // build before the parallel runs
+	var mu sync.Mutex
+	codes := map[int]int{}
+	t.Run("runs", func(t *testing.T) {
+		for i := 0; i < runs; i++ {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				d := t.TempDir()
+				dst, failed := filepath.Join(d, "dst"), filepath.Join(d, "failed")
+				p := start(t, startOpts{stdin: bytes.NewReader(nul(rels...))}, "-0", "--root", src, "-j", "3",
+					"--chunk-files", "4", "--failed", failed, dst, "--", "--bwlimit=3m")
+				waitHandlesSIGINT(t, p.cmd.Process.Pid)
+				time.Sleep(delays[i])
+				p.cmd.Process.Signal(syscall.SIGINT)
+				if i%5 == 4 {
+					time.Sleep(time.Duration(i%7) * 20 * time.Millisecond)
+					p.cmd.Process.Signal(syscall.SIGINT)
+				}
+				r := p.wait(time.Minute)
+				mu.Lock()
+				codes[r.Code]++
+				mu.Unlock()
+				if r.Code != 20 && r.Code != 0 {
+					t.Errorf("SIGINT after %v: exit %d\n%s", delays[i], r.Code, r.Stderr)
+				}
+				if len(r.Events) == 0 || r.Events[len(r.Events)-1]["type"] != "summary" {
+					t.Fatalf("no summary")
+				}
+				checkTruth(t, r, src, dst, rels, failed, 0)
+				noProcsLeft(t, dst)
+			})
+		}
+	})
+	t.Logf("exit codes of %d runs: %v", runs, codes)
+	if codes[20] == 0 {
+		t.Errorf("no run was interrupted: %v", codes)
+	}
+}
