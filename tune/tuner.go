@@ -1,0 +1,620 @@
+package tune
+
+import "math"
+
+// Observation is what the pool measured over one window.
+type Observation struct {
+	// Limit is the limit in force during the window.
+	Limit int
+	// Running is the average number of rsyncs running over the window,
+	// paused ones included. Below the limit, the pool had too little work
+	// to fill it; above it, it was still finishing rsyncs started under a
+	// higher limit (a lower limit stops new starts; it kills nothing).
+	Running float64
+	// Bytes and Files are the bytes and the files finished per second.
+	Bytes float64
+	Files float64
+	// Paused is the average number of groups the throttle held paused
+	// during the window (group-seconds paused over the window's length).
+	// Any pause voids the window.
+	Paused float64
+	// Refused counts the sessions the far side refused in the window: an
+	// rsync daemon's "max connections reached", ssh refused at connect.
+	Refused int
+	// Accepted is how many of prsync's sessions the far side was serving
+	// when it refused: the number running then, not counting the refused
+	// one (the lowest such count if it refused several times). It is read
+	// only when Refused > 0.
+	Accepted int
+	// Drained says that the input has ended and no chunk is queued: from
+	// now on the pool cannot fill the limit, whatever it is.
+	Drained bool
+}
+
+// Reasons name what a Decision did.
+const (
+	// ReasonSettle: the window was skipped because the pool had not yet
+	// reached the limit (a Settle window after a change, rsyncs from a
+	// higher limit still finishing, or a window run under another limit).
+	ReasonSettle = "settle"
+	// ReasonIdle: the window was skipped because the pool was not full,
+	// the input was drained, or nothing finished.
+	ReasonIdle = "idle"
+	// ReasonThrottled: the window was skipped because the throttle paused
+	// groups in it.
+	ReasonThrottled = "throttled"
+	// ReasonRefused: the far side refused sessions; the limit is now at
+	// most what it accepted.
+	ReasonRefused = "refused"
+	// ReasonWorkloadChanged: the rate or the file mix at the best limit
+	// moved beyond the noise, or a probe measured what no limit could
+	// explain; the search starts again from there.
+	ReasonWorkloadChanged = "workload-changed"
+	// ReasonProbeUp and ReasonProbeDown: the next window tries a higher or
+	// a lower limit than Best (which may just have moved, if the previous
+	// probe won).
+	ReasonProbeUp   = "probe-up"
+	ReasonProbeDown = "probe-down"
+	// ReasonRevert: the probe lost; back to Best, which is held for a
+	// while.
+	ReasonRevert = "revert"
+	// ReasonHold: the window was measured and the limit stays.
+	ReasonHold = "hold"
+)
+
+// Decision is the result of one Observe.
+type Decision struct {
+	Limit  int    // the limit for the next window
+	Reason string // one of the Reason constants
+	// Best is the limit the Tuner holds as the best so far. It equals
+	// Limit except while a probe runs.
+	Best int
+	// Rate is the smoothed rate measured at Best, in bytes/s with files
+	// counted at FileCost, and Utility is Rate / K^Best. Both are 0 until
+	// a window at Best has been measured.
+	Rate    float64
+	Utility float64
+	// Gain is the utility of the probed limit relative to Best as measured
+	// so far (0.05: 5 % better), on windows that measured a probe, and on
+	// the window that judged it; 0 otherwise.
+	Gain float64
+	// Noise is the measured standard deviation of one window's log rate,
+	// about the relative swing of one window's rate.
+	Noise float64
+	// Ceiling is the most sessions the far side is taken to accept; 0 when
+	// it has not refused recently.
+	Ceiling int
+}
+
+// Tuner searches for the number of concurrent rsyncs that maximises the
+// utility rate / K^n of Policy. It is a pure state machine: no clock, no
+// goroutines, no randomness. Call Observe once per window with what the
+// pool measured while the previous Decision's Limit was in force, and apply
+// the Decision's Limit to the pool.
+//
+// # The measurement problem
+//
+// On a 2-CPU VM one window's rate swings by ±20 % (σ ≈ 0.12 in log), while
+// the last steps towards an optimum gain 5 % to 15 %. No single window can
+// judge such a step, and 30 s hold 15 windows of 2 s, so every window has
+// to count. The Tuner compares the mean log rate of a probed limit with
+// that of the best limit in units of the noise it measures (Decision.Noise),
+// settles the large gains of the first steps on one or two windows, and
+// spends more windows where the gains are small.
+//
+// # Search
+//
+// The search is a pattern search on the limit, with momentum:
+//
+//   - A probe sets the limit to best ± step. After the Settle windows it
+//     compares the mean log utility of its windows with best's.
+//   - During a search (from the start, after a change of workload) a probe
+//     upwards wins as soon as it is ClimbZ standard errors better, one
+//     downwards Z; either loses as soon as it is one standard error
+//     worse. After MaxWindows windows without a verdict a probe upwards
+//     still wins unless it is a quarter of a standard error worse, and
+//     one downwards loses. The asymmetry is on purpose: on the way up a
+//     wrong step costs the penalty of a few idle streams, while stopping
+//     short costs rate; on the way down it is the other way round.
+//   - Momentum: the first probe doubles Start (4 → 8), as at Start almost
+//     every workload still scales. Each win then moves best to the probe
+//     and goes on the same way by ×1.5 upwards (÷1.5 downwards), so 20
+//     streams are three wins away: 4, 8, 12, 18.
+//   - After an overshoot (a loss after a win) the step halves, in the same
+//     direction, down to StepAt(best), which brackets the optimum as a
+//     binary search would. A search with no win tries the other direction
+//     once.
+//   - A probe that wins on one lucky window is worse than it looks (the
+//     winner's curse), and the next probe is judged against it. So the
+//     winner's mean rate is cut to what linear scaling allows, plus half a
+//     standard error: more streams cannot raise the rate by more than
+//     their ratio.
+//   - A search that ended on a probe that was not convincing either way
+//     tries that probe once more after the hold, when best has been
+//     measured for longer.
+//
+// # Holding
+//
+// After a search the Tuner holds best for Hold windows, then probes one
+// StepAt(best) step, alternately up and down. Such a periodic probe needs
+// MinWindows windows and Z standard errors to win, so on a plateau the
+// limit only visits the next step and comes back. Each loss doubles the
+// hold, up to MaxHold. A win moves best one step and tries one more step
+// the same way, as a search probe; only if that wins too does the search
+// go on with its larger steps. So a plateau holds even when the noise
+// fools one periodic probe, and a change that leaves the rate at best as
+// it was (a faster link above a per-stream cap) is still found, if slowly.
+//
+// # Changes of workload
+//
+// While it holds, the Tuner compares the last 3 windows at best with the
+// earlier ones. A shift of the rate by 3.5 standard errors and at least
+// 35 %, or of the share of the rate due to files by 25 points (big files
+// giving way to small ones), is a change of workload: the search starts
+// again with ×1.5 steps, keeping only the windows after the shift, upwards
+// first if the rate rose or files took a larger share, downwards otherwise.
+// A probe is also taken for a change when it measures what no limit could
+// explain: a rise of the rate by more than the ratio of the limits, a fall
+// by more than that ratio going down, or a rise going down from a settled
+// best; the search then goes on from the probed limit in the probe's
+// direction.
+//
+// # Why a pattern search
+//
+// Falcon's gradient step, n += θ·∂U/∂n, needs the gradient; with ±20 %
+// noise a finite difference over a few streams is mostly noise, and a step
+// proportional to it follows the noise. The pattern search only asks which
+// of two limits is better, which averaging answers, and its steps are
+// bounded, so one bad window cannot throw the limit far. AIMD on the rate
+// would give up half the rate to learn what one probe tells; the
+// multiplicative decrease is kept for refusals, where the far side says no
+// and each window of waiting costs failed sessions.
+//
+// # Windows that say nothing about the limit
+//
+// A window is skipped, and nothing moves, when it is one of the Settle
+// windows after a change; it ran under another limit than the Tuner set;
+// Running is off the limit by more than max(0.5, 5 %) of it (below, the
+// pool had no work for more rsyncs, which says nothing about more; above,
+// rsyncs from a higher limit are still finishing); the throttle paused any
+// group (the machine was busy for other reasons); the input is drained; or
+// nothing finished. A skipped window neither wins nor loses a probe.
+//
+// # Refusals
+//
+// A refusal acts at once, whatever else the window says. The count of
+// sessions the far side accepted (at least Min) becomes a ceiling no probe
+// may pass, and if the limit is above it, the limit drops to it or to best
+// below it; a probe upwards that met the refusal goes on at the ceiling if
+// that is above best. After Ceiling windows without a refusal the ceiling
+// rises by one step, so the Tuner finds out carefully, one step per
+// Ceiling windows, whether the far side has room again; a new refusal sets
+// it anew.
+type Tuner struct {
+	p    Policy
+	logK float64
+
+	limit  int // the limit set for the coming window
+	best   int
+	settle int // windows left to skip after a change of the limit
+
+	// The search.
+	probing  bool
+	periodic bool // the probe is a periodic one, from a settled best
+	walk     bool // the probe is the step after a periodic win
+	cand     int  // the probed limit, while probing
+	dir      int  // +1 or -1: direction of the next probe
+	step     int  // size of the next probe
+	moved    bool // this search has won a probe
+	turned   bool // this search may no longer turn to the other direction
+	retry    int  // offset from best of this search's largest unconvincing probe; 0 if none
+	retried  bool // this search has had its second look
+	hold     int  // windows left at best before the next probe
+	holdLen  int  // the next hold
+	nextDir  int  // direction of the next periodic probe
+
+	base, probe ring // windows at best, and at the probed limit
+
+	absDiff float64 // moving average of |Δ log rate| between measured windows in a row
+	lastX   float64 // log rate of the previous window, if it was measured
+	lastN   int     // limit of lastX; 0 if the previous window was not measured
+
+	ceiling int // most sessions the far side accepts; 0 = no ceiling
+	ceilAge int // windows since the ceiling was set or last rose
+}
+
+// Constants of the search; see Tuner.
+const (
+	startGrowth = 2.0  // factor of the first probe from Start
+	growth      = 1.5  // factor of the other probes of a search
+	rejectZ     = 1.0  // a search's probe loses once this many standard errors worse
+	lastZ       = 0.25 // after MaxWindows, a probe upwards wins unless this many standard errors worse
+	curseZ      = 0.5  // a won probe keeps at most linear scaling plus this many standard errors
+
+	recent      = 3     // windows at best compared with the earlier ones
+	minOlder    = 3     // earlier windows the comparison needs
+	changeZ     = 3.5   // standard errors a shift of the rate needs to be a change
+	changeMin   = 0.3   // and at least this shift of the log rate (35 %)
+	changeShare = 0.25  // or a shift of the files' share of the rate by this much
+	minNoise    = 0.01  // floor of the measured noise
+	noiseScale  = 0.886 // σ / E|x1 − x2|; see noise
+)
+
+// New returns a Tuner at p.Start, or the error of p.Validate.
+func New(p Policy) (*Tuner, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Tuner{
+		p:       p,
+		logK:    math.Log(p.K),
+		limit:   p.Start,
+		best:    p.Start,
+		settle:  p.Settle,
+		holdLen: p.Hold,
+		nextDir: +1,
+		absDiff: p.Noise / noiseScale,
+	}
+	t.search(+1)
+	t.step = t.stepFor(+1, startGrowth)
+	return t, nil
+}
+
+// Limit returns the limit for the coming window: p.Start before the first
+// Observe, then the last Decision's Limit.
+func (t *Tuner) Limit() int { return t.limit }
+
+// Observe takes the measurements of one window, run under the previous
+// Decision's Limit, and returns the limit for the next one.
+func (t *Tuner) Observe(o Observation) Decision {
+	t.ageCeiling()
+	if o.Refused > 0 {
+		return t.refused(o)
+	}
+	if reason := t.skip(o); reason != "" {
+		t.lastN = 0
+		return t.decision(reason, 0)
+	}
+	rate := o.Bytes + t.p.FileCost*o.Files
+	x, share := math.Log(rate), t.p.FileCost*o.Files/rate
+	t.measureNoise(x, o.Limit)
+	if t.probing {
+		return t.judge(x, share)
+	}
+	return t.atBest(x, share)
+}
+
+// skip returns why window o says nothing about the limit, or "".
+func (t *Tuner) skip(o Observation) string {
+	if o.Limit != t.limit {
+		t.settle = t.p.Settle
+		return ReasonSettle
+	}
+	if t.settle > 0 {
+		t.settle--
+		return ReasonSettle
+	}
+	slack := max(0.5, 0.05*float64(o.Limit))
+	rate := o.Bytes + t.p.FileCost*o.Files
+	switch {
+	case o.Running > float64(o.Limit)+slack:
+		return ReasonSettle
+	case o.Paused > 0:
+		return ReasonThrottled
+	case o.Drained || !(o.Running >= float64(o.Limit)-slack):
+		return ReasonIdle
+	case !(o.Bytes >= 0 && o.Files >= 0 && rate > 0) || math.IsInf(rate, 1):
+		return ReasonIdle
+	}
+	return ""
+}
+
+// atBest handles a window measured at the best limit.
+func (t *Tuner) atBest(x, share float64) Decision {
+	t.base.push(x, share)
+	if up, ok := t.changed(); ok {
+		t.base.keepNewer(recent)
+		t.holdLen, t.hold = t.p.Hold, 0
+		t.search(up)
+		return t.restart()
+	}
+	if t.hold > 0 {
+		t.hold--
+		return t.decision(ReasonHold, 0)
+	}
+	if t.base.n < t.p.BaseWindows {
+		return t.decision(ReasonHold, 0)
+	}
+	return t.startProbe("", 0)
+}
+
+// restart starts the search after a change of workload: at once if best has
+// been measured for BaseWindows windows since, or once it has.
+func (t *Tuner) restart() Decision {
+	if t.base.n < t.p.BaseWindows {
+		t.setLimit(t.best)
+		return t.decision(ReasonWorkloadChanged, 0)
+	}
+	return t.startProbe(ReasonWorkloadChanged, 0)
+}
+
+// judge handles a window measured at the probed limit.
+func (t *Tuner) judge(x, share float64) Decision {
+	t.probe.push(x, share)
+	px, _ := t.probe.mean(0, t.probe.n)
+	bx, _ := t.base.mean(0, t.base.n)
+	r := px - bx // log rate ratio, probe over best
+	gain := r - float64(t.cand-t.best)*t.logK
+	se := t.noise() * math.Sqrt(1/float64(t.probe.n)+1/float64(t.base.n))
+	linear := math.Log(float64(t.cand) / float64(t.best))
+	if margin := max(changeZ*se, changeMin); t.cand > t.best && r > linear+margin ||
+		t.cand < t.best && r < linear-margin || t.periodic && t.cand < t.best && r > margin {
+		dir := t.dir
+		t.best, t.base, t.probing = t.cand, t.probe, false
+		t.holdLen, t.hold = t.p.Hold, 0
+		t.search(dir)
+		return t.restart()
+	}
+	g := math.Expm1(gain)
+	last := t.probe.n >= t.p.MaxWindows
+	var win bool
+	if t.periodic {
+		win = t.probe.n >= t.p.MinWindows && gain > t.p.Z*se
+	} else {
+		z := t.p.ClimbZ
+		if t.cand < t.best {
+			z = t.p.Z
+		}
+		win = gain > z*se || last && !t.walk && t.cand > t.best && gain > -lastZ*se
+	}
+	switch {
+	case win:
+		if excess := r - linear - curseZ*se; excess > 0 && t.cand > t.best {
+			t.probe.shift(-excess)
+		}
+		t.best, t.base, t.probing = t.cand, t.probe, false
+		t.holdLen = t.p.Hold
+		if t.periodic {
+			// A periodic win may be noise: go on one step, as a search
+			// that cannot turn, and search on only if that wins too.
+			t.search(t.dir)
+			t.turned, t.walk, t.step = true, true, t.p.StepAt(t.best)
+		} else {
+			t.moved, t.retry, t.walk = true, 0, false
+			t.step = t.stepFor(t.dir, growth)
+		}
+		return t.startProbe("", g)
+	case gain < -rejectZ*se || last:
+		t.probing = false
+		if !t.periodic && gain >= -rejectZ*se && abs(t.cand-t.best) > abs(t.retry) {
+			t.retry = t.cand - t.best
+		}
+		t.periodic = false
+		if t.next() {
+			return t.startProbe("", g)
+		}
+		return t.endSearch(g)
+	}
+	return t.decision(ReasonHold, g)
+}
+
+// search sets up a new search from best, first in direction dir.
+func (t *Tuner) search(dir int) {
+	t.dir, t.moved, t.turned, t.periodic = dir, false, false, false
+	t.retry, t.retried, t.walk = 0, false, false
+	t.step = t.stepFor(dir, growth)
+}
+
+// stepFor returns the step from best in direction dir that multiplies the
+// limit by f (up) or divides it by f (down), and at least StepAt(best).
+func (t *Tuner) stepFor(dir int, f float64) int {
+	b := float64(t.best)
+	s := b * (1 - 1/f)
+	if dir > 0 {
+		s = b * (f - 1)
+	}
+	return max(t.p.StepAt(t.best), int(math.Round(s)))
+}
+
+// next moves the search on after a lost (or impossible) probe and reports
+// whether it has another probe to try.
+func (t *Tuner) next() bool {
+	if !t.moved {
+		if t.turned {
+			return false
+		}
+		t.turned = true
+		t.dir = -t.dir
+		t.step = t.stepFor(t.dir, growth)
+		return true
+	}
+	if s := t.p.StepAt(t.best); t.step > s {
+		t.step = max(s, t.step/2)
+		return true
+	}
+	return false
+}
+
+// startProbe sets the limit to the next probe of the search, or ends the
+// search if no probe is possible. A reason, if given, overrides probe-up or
+// probe-down.
+func (t *Tuner) startProbe(reason string, gain float64) Decision {
+	for {
+		c := t.clamp(t.best + t.dir*t.step)
+		if c != t.best {
+			t.probing, t.cand = true, c
+			t.probe.reset()
+			if reason == "" {
+				reason = ReasonProbeUp
+				if c < t.best {
+					reason = ReasonProbeDown
+				}
+			}
+			t.setLimit(c)
+			return t.decision(reason, gain)
+		}
+		if !t.next() {
+			return t.endSearch(gain)
+		}
+	}
+}
+
+// endSearch returns to best and holds it until the next probe: the second
+// look at an unconvincing probe, or a periodic one.
+func (t *Tuner) endSearch(gain float64) Decision {
+	t.probing = false
+	t.hold = t.holdLen
+	t.holdLen = min(2*t.holdLen, t.p.MaxHold)
+	if t.retry != 0 && !t.retried {
+		t.dir, t.step = sign(t.retry), abs(t.retry)
+		t.moved, t.turned, t.periodic = false, true, false
+		t.retry, t.retried = 0, true
+	} else {
+		t.setPeriodic()
+	}
+	reason := ReasonHold
+	if t.limit != t.best {
+		reason = ReasonRevert
+	}
+	t.setLimit(t.best)
+	return t.decision(reason, gain)
+}
+
+// setPeriodic sets up the next probe as a periodic one: one step,
+// alternately up and down.
+func (t *Tuner) setPeriodic() {
+	t.dir, t.nextDir = t.nextDir, -t.nextDir
+	t.step = t.p.StepAt(t.best)
+	t.moved, t.turned, t.periodic = false, true, true
+}
+
+// refused backs off to what the far side accepted and makes it the ceiling.
+func (t *Tuner) refused(o Observation) Decision {
+	t.lastN = 0
+	c := max(t.p.Min, min(o.Accepted, t.p.Max))
+	t.ceiling, t.ceilAge = c, 0
+	switch {
+	case t.limit <= c && t.best <= c:
+		// The far side refused someone else's session, or one of ours
+		// started under an older, higher limit: nothing is above it.
+		return t.decision(ReasonRefused, 0)
+	case t.probing && t.cand > c && c > t.best:
+		// A probe upwards met the ceiling: it goes on there.
+		t.cand = c
+		t.probe.reset()
+		t.setLimit(c)
+		return t.decision(ReasonRefused, 0)
+	}
+	if t.best > c {
+		t.best = c
+		t.base.reset()
+	}
+	t.probing = false
+	t.hold = t.p.Hold
+	t.setPeriodic()
+	t.setLimit(t.best)
+	return t.decision(ReasonRefused, 0)
+}
+
+// ageCeiling raises the ceiling by one step every p.Ceiling windows, and
+// drops it once it reaches Max.
+func (t *Tuner) ageCeiling() {
+	if t.ceiling == 0 {
+		return
+	}
+	t.ceilAge++
+	if t.ceilAge < t.p.Ceiling {
+		return
+	}
+	t.ceiling += t.p.StepAt(t.ceiling)
+	t.ceilAge = 0
+	if t.ceiling >= t.p.Max {
+		t.ceiling = 0
+	}
+}
+
+// changed reports whether the last windows at best differ from the earlier
+// ones beyond the noise, and which way to search first: +1 or -1.
+func (t *Tuner) changed() (dir int, ok bool) {
+	n := t.base.n
+	if n < recent+minOlder {
+		return 0, false
+	}
+	rx, rs := t.base.mean(n-recent, n)
+	ox, os := t.base.mean(0, n-recent)
+	se := t.noise() * math.Sqrt(1/float64(recent)+1/float64(n-recent))
+	switch {
+	case math.Abs(rs-os) > changeShare:
+		return sign(rs - os), true
+	case math.Abs(rx-ox) > max(changeZ*se, changeMin):
+		return sign(rx - ox), true
+	}
+	return 0, false
+}
+
+// measureNoise updates the noise from two measured windows in a row at the
+// same limit. It keeps a moving average, over about 30 pairs, of the
+// absolute difference of their log rates; a difference counts for at most 3
+// times the average, so that the jump of a change of workload or an odd
+// outlier does not swamp it.
+func (t *Tuner) measureNoise(x float64, limit int) {
+	if t.lastN == limit {
+		d := min(math.Abs(x-t.lastX), 3*t.absDiff)
+		t.absDiff = max(t.absDiff+(d-t.absDiff)/16, minNoise/noiseScale)
+	}
+	t.lastX, t.lastN = x, limit
+}
+
+// noise returns the standard deviation σ of one window's log rate. For two
+// independent windows E|x1 − x2| = 2σ/√π with normal noise and 2.31σ/√π
+// with uniform noise, so σ ≈ 0.886 E|x1 − x2| for either.
+func (t *Tuner) noise() float64 { return noiseScale * t.absDiff }
+
+// clamp bounds n to Min, Max and the ceiling.
+func (t *Tuner) clamp(n int) int {
+	hi := t.p.Max
+	if t.ceiling > 0 {
+		hi = min(hi, t.ceiling)
+	}
+	return max(t.p.Min, min(n, hi))
+}
+
+// setLimit sets the limit for the coming window; a change starts the
+// Settle windows.
+func (t *Tuner) setLimit(n int) {
+	if n != t.limit {
+		t.limit = n
+		t.settle = t.p.Settle
+	}
+}
+
+func (t *Tuner) decision(reason string, gain float64) Decision {
+	d := Decision{
+		Limit:   t.limit,
+		Reason:  reason,
+		Best:    t.best,
+		Gain:    gain,
+		Noise:   t.noise(),
+		Ceiling: t.ceiling,
+	}
+	if t.base.n > 0 {
+		x, _ := t.base.mean(0, t.base.n)
+		d.Rate = math.Exp(x)
+		d.Utility = math.Exp(x - float64(t.best)*t.logK)
+	}
+	return d
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+func sign[T int | float64](x T) int {
+	if x < 0 {
+		return -1
+	}
+	return +1
+}

@@ -1,0 +1,306 @@
+package tune
+
+import (
+	"math"
+	"testing"
+)
+
+// knee20 is a noise-free link of 100 Mbit/s per stream and 2 Gbit/s in all.
+func knee20(n int) float64 { return min(float64(n)*100*mbit, 2000*mbit) }
+
+// clean is a full, undisturbed window at limit with the rate of workload.
+func clean(limit int, workload func(int) float64) Observation {
+	return Observation{Limit: limit, Running: float64(limit), Bytes: workload(limit)}
+}
+
+// drive feeds tn n clean windows of workload and returns its decisions.
+func drive(tn *Tuner, workload func(int) float64, n int) []Decision {
+	var ds []Decision
+	for range n {
+		ds = append(ds, tn.Observe(clean(tn.Limit(), workload)))
+	}
+	return ds
+}
+
+func newTuner(t *testing.T, p Policy) *Tuner {
+	t.Helper()
+	tn, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tn
+}
+
+func TestNew(t *testing.T) {
+	if _, err := New(Policy{}); err == nil {
+		t.Error("New(Policy{}) = nil error, want one")
+	}
+	tn := newTuner(t, DefaultPolicy(2))
+	if got := tn.Limit(); got != 4 {
+		t.Errorf("Limit() before Observe = %d, want Start 4", got)
+	}
+}
+
+// TestSequence follows the search window by window on a noise-free link
+// whose best limit is 20: the first probe doubles Start, the next ones grow
+// by half, and the overshoot to 27 halves the step.
+func TestSequence(t *testing.T) {
+	tn := newTuner(t, DefaultPolicy(2))
+	steps := []struct {
+		limit  int // in force during the window
+		want   int // the next limit
+		reason string
+		best   int
+	}{
+		{4, 4, ReasonSettle, 4},
+		{4, 4, ReasonHold, 4}, // BaseWindows: one more window at Start
+		{4, 8, ReasonProbeUp, 4},
+		{8, 8, ReasonSettle, 4},
+		{8, 12, ReasonProbeUp, 8}, // 8 won on one window; on to ×1.5
+		{12, 12, ReasonSettle, 8},
+		{12, 18, ReasonProbeUp, 12},
+		{18, 18, ReasonSettle, 12},
+		{18, 27, ReasonProbeUp, 18},
+		{27, 27, ReasonSettle, 18},
+		{27, 27, ReasonHold, 18}, // the same rate for 50 % more streams: not convincing
+		{27, 27, ReasonHold, 18},
+		{27, 27, ReasonHold, 18},
+		{27, 22, ReasonProbeUp, 18}, // lost after MaxWindows: half the step
+		{22, 22, ReasonSettle, 18},
+		{22, 22, ReasonHold, 18},
+		{22, 22, ReasonHold, 18},
+		{22, 22, ReasonHold, 18},
+		{22, 32, ReasonProbeUp, 22}, // 22 beats 18 by 2.7 %: won on the last window
+	}
+	for i, st := range steps {
+		if got := tn.Limit(); got != st.limit {
+			t.Fatalf("window %d: limit %d, want %d", i, got, st.limit)
+		}
+		d := tn.Observe(clean(st.limit, knee20))
+		if d.Limit != st.want || d.Reason != st.reason || d.Best != st.best {
+			t.Fatalf("window %d at %d: got limit %d %q best %d, want %d %q best %d",
+				i, st.limit, d.Limit, d.Reason, d.Best, st.want, st.reason, st.best)
+		}
+	}
+}
+
+// TestSkippedWindows checks that a window that says nothing about the limit
+// moves nothing: the Tuner at Start, about to probe, stays, and the next
+// clean window does what the skipped one would have done.
+func TestSkippedWindows(t *testing.T) {
+	rate := knee20(4)
+	tests := []struct {
+		name   string
+		o      Observation
+		reason string // of the window; "" means measured, so it starts the probe
+		next   string // of the next, clean window
+	}{
+		{"clean", Observation{Limit: 4, Running: 4, Bytes: rate}, "", ReasonSettle},
+		{"files only count", Observation{Limit: 4, Running: 4, Files: 100}, "", ReasonSettle},
+		{"full enough", Observation{Limit: 4, Running: 3.6, Bytes: rate}, "", ReasonSettle},
+		{"another limit", Observation{Limit: 5, Running: 5, Bytes: rate}, ReasonSettle, ReasonSettle},
+		{"still finishing", Observation{Limit: 4, Running: 6, Bytes: rate}, ReasonSettle, ReasonProbeUp},
+		{"throttled", Observation{Limit: 4, Running: 4, Bytes: rate / 2, Paused: 2}, ReasonThrottled, ReasonProbeUp},
+		{"throttled a little", Observation{Limit: 4, Running: 4, Bytes: rate, Paused: 0.01}, ReasonThrottled, ReasonProbeUp},
+		{"not full", Observation{Limit: 4, Running: 3.4, Bytes: rate}, ReasonIdle, ReasonProbeUp},
+		{"one rsync", Observation{Limit: 4, Running: 1, Bytes: rate / 4}, ReasonIdle, ReasonProbeUp},
+		{"drained", Observation{Limit: 4, Running: 4, Bytes: rate, Drained: true}, ReasonIdle, ReasonProbeUp},
+		{"nothing finished", Observation{Limit: 4, Running: 4}, ReasonIdle, ReasonProbeUp},
+		{"NaN rate", Observation{Limit: 4, Running: 4, Bytes: math.NaN()}, ReasonIdle, ReasonProbeUp},
+		{"infinite rate", Observation{Limit: 4, Running: 4, Bytes: math.Inf(1)}, ReasonIdle, ReasonProbeUp},
+		{"negative rate", Observation{Limit: 4, Running: 4, Bytes: -1, Files: 10}, ReasonIdle, ReasonProbeUp},
+		{"NaN running", Observation{Limit: 4, Running: math.NaN(), Bytes: rate}, ReasonIdle, ReasonProbeUp},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := newTuner(t, DefaultPolicy(2))
+			drive(tn, knee20, 2) // settle, then one window at Start
+			d := tn.Observe(tt.o)
+			if tt.reason == "" {
+				if d.Reason != ReasonProbeUp || d.Limit != 8 {
+					t.Fatalf("measured window: %+v, want probe-up to 8", d)
+				}
+				if d = tn.Observe(clean(8, knee20)); d.Reason != tt.next {
+					t.Fatalf("next window: %q, want %q", d.Reason, tt.next)
+				}
+				return
+			}
+			if d.Reason != tt.reason || d.Limit != 4 || d.Best != 4 {
+				t.Fatalf("skipped window: %+v, want %q with limit and best 4", d, tt.reason)
+			}
+			if d = tn.Observe(clean(4, knee20)); d.Reason != tt.next {
+				t.Fatalf("next window: %+v, want %q", d, tt.next)
+			}
+		})
+	}
+}
+
+// TestRefused checks that a refusal acts at once, whatever state the Tuner
+// is in, and sets the ceiling.
+func TestRefused(t *testing.T) {
+	tests := []struct {
+		name     string
+		before   int // clean windows before the refusal
+		accepted int
+		paused   float64
+		limit    int // the next limit
+		best     int
+		ceiling  int
+	}{
+		{"at start", 1, 3, 0, 3, 3, 3},
+		{"at start, all accepted", 1, 4, 0, 4, 4, 4},
+		{"probing above what is accepted", 3, 6, 0, 6, 4, 6}, // the probe to 8 goes on at 6
+		{"probing, below best", 3, 3, 0, 3, 3, 3},
+		{"nothing accepted", 3, 0, 0, 1, 1, 1},
+		{"more than max accepted", 3, 40, 0, 8, 4, 32},
+		{"in a settle window", 5, 10, 0, 10, 8, 10}, // just moved to 12 after 8 won
+		{"accepted more than the limit", 3, 8, 0, 8, 4, 8},
+		{"throttled too", 3, 5, 2, 5, 4, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := newTuner(t, DefaultPolicy(2))
+			drive(tn, knee20, tt.before)
+			o := clean(tn.Limit(), knee20)
+			o.Refused, o.Accepted, o.Paused = 1, tt.accepted, tt.paused
+			d := tn.Observe(o)
+			if d.Reason != ReasonRefused || d.Limit != tt.limit || d.Best != tt.best || d.Ceiling != tt.ceiling {
+				t.Fatalf("refused at %d with %d accepted: %+v, want limit %d best %d ceiling %d",
+					o.Limit, tt.accepted, d, tt.limit, tt.best, tt.ceiling)
+			}
+		})
+	}
+}
+
+// TestCeilingRises checks that after a refusal the limit stays at or below
+// what was accepted, and that the ceiling rises by one step per p.Ceiling
+// windows, up to Max, where it goes.
+func TestCeilingRises(t *testing.T) {
+	p := DefaultPolicy(2)
+	tn := newTuner(t, p)
+	drive(tn, knee20, 3) // probing 8
+	o := clean(8, knee20)
+	o.Refused, o.Accepted = 1, 6
+	tn.Observe(o)
+	ceiling := 6
+	reached := false
+	for i := 1; i <= 30*p.Ceiling; i++ {
+		d := tn.Observe(clean(tn.Limit(), knee20))
+		if ceiling > 0 && i%p.Ceiling == 0 {
+			ceiling += p.StepAt(ceiling)
+		}
+		if ceiling >= p.Max {
+			ceiling = 0
+		}
+		if d.Ceiling != ceiling {
+			t.Fatalf("window %d after the refusal: ceiling %d, want %d", i, d.Ceiling, ceiling)
+		}
+		if ceiling > 0 && d.Limit > ceiling {
+			t.Fatalf("window %d after the refusal: limit %d above the ceiling %d", i, d.Limit, ceiling)
+		}
+		if ceiling > 0 && d.Limit == ceiling {
+			reached = true
+		}
+	}
+	if !reached {
+		t.Error("the limit never reached the ceiling although the link wants 20")
+	}
+	if d := tn.Observe(clean(tn.Limit(), knee20)); d.Best < 18 || d.Best > 24 {
+		t.Errorf("once the ceiling is gone, best %d, want about 20", d.Best)
+	}
+}
+
+// TestBounds checks Min and Max with a workload that wants more than Max and
+// one that wants fewer than Min.
+func TestBounds(t *testing.T) {
+	p := DefaultPolicy(2)
+	p.Min, p.Max, p.Start = 3, 6, 4
+	more := newTuner(t, p)
+	for i, d := range drive(more, knee20, 100) {
+		if d.Limit < 3 || d.Limit > 6 {
+			t.Fatalf("window %d: limit %d outside [3, 6]", i, d.Limit)
+		}
+	}
+	if got := more.Limit(); got != 6 {
+		t.Errorf("a link that wants 20 within [3, 6]: limit %d, want 6", got)
+	}
+	// Each stream costs: the rate falls as 1/n.
+	fewer := newTuner(t, p)
+	for i, d := range drive(fewer, func(n int) float64 { return 1e9 / float64(n) }, 100) {
+		if d.Limit < 3 || d.Limit > 6 {
+			t.Fatalf("window %d: limit %d outside [3, 6]", i, d.Limit)
+		}
+	}
+	if got := fewer.Limit(); got != 3 {
+		t.Errorf("a workload that wants 1 within [3, 6]: limit %d, want 3", got)
+	}
+}
+
+// TestWorkloadChanged checks that a step of the rate at the best limit
+// starts a new search, upwards when the rate rose and downwards when it
+// fell, and that the mix of files does too.
+func TestWorkloadChanged(t *testing.T) {
+	tests := []struct {
+		name   string
+		after  func(int) float64 // bytes/s after the change
+		files  float64           // files/s after the change
+		reason string
+		up     bool
+	}{
+		{"rate doubles", func(n int) float64 { return 2 * knee20(n) }, 0, ReasonWorkloadChanged, true},
+		{"rate halves", func(n int) float64 { return knee20(n) / 2 }, 0, ReasonWorkloadChanged, false},
+		{"small files", func(n int) float64 { return knee20(n) / 8 }, 2000, ReasonWorkloadChanged, true},
+		{"rate 10 % up", func(n int) float64 { return 1.1 * knee20(n) }, 0, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := newTuner(t, DefaultPolicy(2))
+			drive(tn, knee20, 80) // settled near 20
+			best := tn.Limit()
+			if best < 18 || best > 24 {
+				t.Fatalf("not settled: limit %d", best)
+			}
+			changed := false
+			for range 20 {
+				o := Observation{Limit: tn.Limit(), Running: float64(tn.Limit()), Bytes: tt.after(tn.Limit()), Files: tt.files}
+				d := tn.Observe(o)
+				if d.Reason == ReasonWorkloadChanged {
+					changed = true
+				}
+				if !changed || d.Limit == d.Best {
+					continue
+				}
+				// The first probe of the new search.
+				if up := d.Limit > d.Best; up != tt.up {
+					t.Errorf("the search after the change probes %d from %d, want upwards %v", d.Limit, d.Best, tt.up)
+				}
+				break
+			}
+			if want := tt.reason != ""; changed != want {
+				t.Fatalf("change detected %v, want %v", changed, want)
+			}
+		})
+	}
+}
+
+// TestRefusedBelowBest checks a refusal while probing below best: best
+// comes down to the ceiling too, so that the probe cannot return above it.
+func TestRefusedBelowBest(t *testing.T) {
+	tn := newTuner(t, DefaultPolicy(2))
+	fewer := func(n int) float64 { return 1e9 / float64(n) } // each stream costs
+	ds := drive(tn, fewer, 5)
+	if d := ds[4]; d.Reason != ReasonProbeDown || d.Limit != 3 || d.Best != 4 {
+		t.Fatalf("after 8 lost: %+v, want a probe down to 3 from 4", d)
+	}
+	o := clean(3, fewer)
+	o.Refused, o.Accepted = 1, 3
+	d := tn.Observe(o)
+	if d.Limit != 3 || d.Best != 3 || d.Ceiling != 3 {
+		t.Fatalf("refused at 3 with 3 accepted, best 4: %+v, want limit, best and ceiling 3", d)
+	}
+	for i, d := range drive(tn, fewer, 10) {
+		if d.Limit > 3 || d.Best > 3 {
+			t.Fatalf("window %d after the refusal: %+v above the ceiling 3", i, d)
+		}
+	}
+}
