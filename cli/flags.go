@@ -28,6 +28,7 @@ type Flags struct {
 	Failed       string        `placeholder:"FILE" help:"Write every path that failed, vanished or was not done to FILE, separated as the input was."`
 	Shard        string        `placeholder:"K/N" help:"Take only the paths in shard K of N (xxhash64 of the path bytes mod N)."`
 	NoQuickCheck bool          `help:"Send every path to rsync, even when its local copy already matches."`
+	Transport    string        `enum:"pipe,direct" default:"pipe" placeholder:"pipe|direct" help:"How a local copy's rsyncs run: pipe (rsync's pull form over a local pipe: reads the list in blocks, logs what it wrote) or direct (push form)."`
 
 	Progress   bool `help:"Show human progress on stderr (default: when stderr is a terminal)." xor:"progress"`
 	NoProgress bool `help:"Never show human progress." xor:"progress"`

@@ -57,7 +57,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.pool = &exec.Pool{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: f.Jobs,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirm, Env: r.env, Reports: func(m exec.Report) { p.rep.in <- m },
+		Confirm: r.confirm, Env: r.env, Transport: r.transport, Helper: r.helper, Reports: func(m exec.Report) { p.rep.in <- m },
 	}
 	p.sampler = throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(p.pool))
 	p.ctl = &throttle.Controller{
@@ -121,7 +121,7 @@ func (p *pipeline) emitStart() {
 		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: f.Jobs, Dest: f.Dest, Root: r.root,
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
-		QuickCheck: r.quick != nil,
+		QuickCheck: r.quick != nil, Transport: string(r.transport),
 	})
 }
 

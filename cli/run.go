@@ -90,6 +90,9 @@ type kongExit struct{ code int }
 // exit code. The signal handlers stay until the process exits, so that a signal after the
 // summary cannot change the outcome.
 func Main() int {
+	if len(os.Args) > 1 && os.Args[1] == exec.PipeHelperArg {
+		return exec.PipeHelper(os.Args[2:], os.Stderr) // the -e program of the pipe transport
+	}
 	return run(notifySignals(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
@@ -137,7 +140,7 @@ func run(sig *signals, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	if f.Shard == "" && emptyShardGiven(args) {
 		return fail(stderr, usageError{msg: "empty --shard (or PRSYNC_SHARD)", hint: "write --shard K/N with 0 <= K < N; an array job must set the task index"})
 	}
-	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr, sig: sig}
+	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr, sig: sig, argv: args}
 	if err := r.prepare(); err != nil {
 		return fail(stderr, err)
 	}
@@ -195,6 +198,25 @@ type runner struct {
 	quick        *splitter.QuickCheck
 	confirm      exec.ConfirmMode
 	env          []string // the rsyncs' environment; nil: prsync's
+	transport    exec.Transport
+	helper       string // the -e value of the pipe transport
+	argv         []string
+}
+
+// transportGiven reports whether --transport (or PRSYNC_TRANSPORT) was set explicitly.
+func transportGiven(argv []string) bool {
+	if _, ok := os.LookupEnv("PRSYNC_TRANSPORT"); ok {
+		return true
+	}
+	for _, a := range argv {
+		if a == "--" {
+			break
+		}
+		if a == "--transport" || strings.HasPrefix(a, "--transport=") {
+			return true
+		}
+	}
+	return false
 }
 
 // passwordGiven reports whether rsync has a daemon password: RSYNC_PASSWORD or
@@ -293,6 +315,24 @@ func (r *runner) prepare() error {
 
 	if err := r.checkDest(ver); err != nil {
 		return err
+	}
+	r.transport = exec.Direct
+	if f.Transport == string(exec.Pipe) {
+		ok, why := exec.PipeUsable(f.RsyncArgs)
+		if ok && exec.IsRemote(f.Dest) {
+			ok, why = false, "a remote DEST"
+		}
+		if ok {
+			if r.helper, err = exec.PipeCommand(path); err != nil {
+				ok, why = false, err.Error()
+			}
+		}
+		switch {
+		case ok:
+			r.transport = exec.Pipe
+		case transportGiven(r.argv):
+			fmt.Fprintf(r.stderr, "prsync: warning: --transport pipe cannot be used with %s; using direct\n", why)
+		}
 	}
 	if exec.IsDaemon(f.Dest) && !passwordGiven(f.RsyncArgs) {
 		// Without a password, rsync asks for one on stdin, which holds the chunk's list:

@@ -44,6 +44,8 @@ type Start struct {
 	Shard        int      `json:"shard"`
 	Shards       int      `json:"shards"`
 	QuickCheck   bool     `json:"quick_check"`
+	// Transport is how the rsyncs of a local copy run: "pipe" or "direct".
+	Transport string `json:"transport"`
 }
 
 // ChunkStart is written when an rsync starts on a chunk.

@@ -62,11 +62,15 @@ func srcArg(src string) string {
 // --dry-run for a verification pass). Only a first pass (extra == nil) reports its start.
 func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte, attempt int, extra []string) result {
 	src := srcArg(c.Src)
-	args := append(append(append([]string(nil), p.Args...), extra...),
-		"--files-from=-", "--from0", "--out-format="+rsync.OutFormat, "--", src, p.Dest)
+	from, env, tr := src, p.Env, []string(nil)
+	if p.Transport == Pipe {
+		tr, from, env = p.pipeArgs(src)
+	}
+	args := append(append(append(append([]string(nil), p.Args...), extra...), tr...),
+		"--files-from=-", "--from0", "--out-format="+rsync.OutFormat, "--", from, p.Dest)
 	cmd := osexec.CommandContext(ctx, p.Rsync, args...)
 	cmd.Stdin = &entryReader{entries: entries}
-	cmd.Env = p.Env
+	cmd.Env = env
 	sk := &sink{a: rsync.NewAttributor(entries, src, p.Dest, p.localDest)}
 	if extra == nil {
 		sk.pool = p

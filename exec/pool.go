@@ -46,6 +46,9 @@ type Pool struct {
 	Confirm    ConfirmMode
 	// Env is the environment of every rsync; nil means prsync's own.
 	Env []string
+	// Transport is how a local copy runs (Direct or Pipe); Helper is the -e value of Pipe.
+	Transport Transport
+	Helper    string
 	// Reports receives what happens, in order per chunk, from the pool's goroutines. It
 	// may block (it hands the report to the one goroutine that owns the books).
 	Reports func(Report)

@@ -228,7 +228,11 @@ func start(t testing.TB, o startOpts, args ...string) *proc {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = o.dir
 	cmd.Stdin = in
-	cmd.Env = cleanEnv(o.env...)
+	env := o.env
+	if tr := os.Getenv("PRSYNC_TEST_TRANSPORT"); tr != "" {
+		env = append([]string{"PRSYNC_TRANSPORT=" + tr}, env...) // the whole suite in one transport
+	}
+	cmd.Env = cleanEnv(env...)
 	p := &proc{t: t, cmd: cmd, onLine: o.onLine, readDone: make(chan struct{}), waitErr: make(chan error, 1)}
 	cmd.Stderr = &p.stderr
 	stdout, err := cmd.StdoutPipe()

@@ -13,7 +13,8 @@ import (
 )
 
 // TestQuickCheckMatchesRsync: prsync's own up-to-date check decides exactly as rsync -a does,
-// checked against rsync's --itemize-changes on a tree with every kind of change.
+// checked against rsync's --itemize-changes on a tree with every kind of change, in both
+// transports (which must agree with each other too).
 func TestQuickCheckMatchesRsync(t *testing.T) {
 	needRsync(t)
 	w := t.TempDir()
@@ -73,16 +74,39 @@ func TestQuickCheckMatchesRsync(t *testing.T) {
 		all = append(all, e.Name())
 		list = append(append(list, src+"/./"+e.Name()...), 0)
 	}
-	cmd := exec.Command("rsync", "-a", "--dry-run", "--from0", "--files-from=-", "--out-format=%i|%n", "/", dst+"/")
-	cmd.Stdin = bytes.NewReader(list)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("rsync -n: %v", err)
+	// rsync's own decision, in both of prsync's transports: push form (direct), and pull
+	// form through prsync's pipe helper
+	rsyncPath, _ := exec.LookPath("rsync")
+	changed := func(form string) map[string]bool {
+		args := []string{"-a", "--dry-run", "--from0", "--files-from=-", "--out-format=%i|%n", "/", dst + "/"}
+		if form == "pipe" {
+			args = []string{"-a", "--dry-run", "-e", bin(t) + " --rsync-pipe-helper", "--rsync-path=" + rsyncPath, "-s",
+				"--from0", "--files-from=-", "--out-format=%i|%n", "localhost:/", dst + "/"}
+		}
+		cmd := exec.Command(rsyncPath, args...)
+		cmd.Env = append(os.Environ(), "PRSYNC_PIPE_RSYNC="+rsyncPath)
+		cmd.Stdin = bytes.NewReader(list)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("rsync -n (%s): %v", form, err)
+		}
+		m := map[string]bool{}
+		for _, line := range bytes.Split(out, []byte("\n")) {
+			if i := bytes.IndexByte(line, '|'); i > 0 {
+				m[string(unescapeName(line[i+1:]))] = true
+			}
+		}
+		return m
 	}
-	rsyncChanged := map[string]bool{}
-	for _, line := range bytes.Split(out, []byte("\n")) {
-		if i := bytes.IndexByte(line, '|'); i > 0 {
-			rsyncChanged[string(unescapeName(line[i+1:]))] = true
+	rsyncChanged, pulled := changed("direct"), changed("pipe")
+	for n := range rsyncChanged {
+		if !pulled[n] {
+			t.Errorf("%q: changed in push form, not in pull form", n)
+		}
+	}
+	for n := range pulled {
+		if !rsyncChanged[n] {
+			t.Errorf("%q: changed in pull form, not in push form", n)
 		}
 	}
 	q := &splitter.QuickCheck{Dest: dst, Owner: isRoot()}

@@ -17,8 +17,10 @@ import (
 func ownCPUSource() func([]int) (float64, error) { return readOwnCPU }
 
 // readOwnCPU returns, in seconds, the CPU time (user and system) of this
-// process's reaped children plus that of every live process in one of the
-// process groups pgids, including the children those processes reaped.
+// process, of its reaped children, and of every live process in one of the
+// process groups pgids, including the children those processes reaped: all the
+// CPU the run uses, prsync's own included, so that none of it can make prsync
+// pause itself.
 //
 // The sum only grows as processes end: a group member's time moves into its
 // parent's cutime and cstime when the parent reaps it, and a leader's into
@@ -30,6 +32,10 @@ func readOwnCPU(pgids []int) (float64, error) {
 		return 0, fmt.Errorf("getrusage: %w", err)
 	}
 	secs := timevalSeconds(ru.Utime) + timevalSeconds(ru.Stime)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	secs += timevalSeconds(ru.Utime) + timevalSeconds(ru.Stime)
 	if len(pgids) == 0 {
 		return secs, nil
 	}

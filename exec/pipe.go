@@ -1,0 +1,131 @@
+package exec
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// Transport is how a local copy's rsync runs.
+type Transport string
+
+const (
+	// Direct runs rsync in push form, SRC/ DEST/: the client is the sender, which reads
+	// --files-from one byte per read(2) and logs a file before the receiver writes it.
+	Direct Transport = "direct"
+	// Pipe runs the same rsync in pull form over a local pipe, -e HELPER localhost:SRC/
+	// DEST/, where HELPER is prsync itself, exec'ing the server rsync asked for. The
+	// client forwards the list to the sender in blocks and, as the receiver, logs a file
+	// after it has written it.
+	Pipe Transport = "pipe"
+)
+
+// PipeHelperArg, as prsync's first argument, makes it the -e program of the pipe
+// transport: rsync runs it as `prsync --rsync-pipe-helper localhost RSYNC --server ...`.
+const PipeHelperArg = "--rsync-pipe-helper"
+
+// pipeRsyncEnv names the rsync binary the pipe helper may run; prsync sets it in the
+// environment of the rsyncs it starts, which pass it on to their -e program.
+const pipeRsyncEnv = "PRSYNC_PIPE_RSYNC"
+
+// PipeHelper is prsync in its helper role. It execs the rsync server that the client
+// asked for, and nothing else: args must be "localhost", then the rsync binary prsync
+// named in the environment, then "--server" and "--sender". It returns only on a refusal
+// or a failed exec, with the exit code.
+func PipeHelper(args []string, stderr io.Writer) int {
+	want := os.Getenv(pipeRsyncEnv)
+	switch {
+	case want == "":
+		fmt.Fprintln(stderr, "prsync: error: the rsync pipe helper runs only under prsync's own rsyncs")
+		return 1
+	case len(args) < 4 || args[0] != "localhost" || args[1] != want || args[2] != "--server" || !contains(args[3:], "--sender"):
+		fmt.Fprintf(stderr, "prsync: error: the rsync pipe helper runs only the rsync server for %s, not %q\n", want, args)
+		return 1
+	}
+	err := syscall.Exec(want, args[1:], os.Environ())
+	fmt.Fprintf(stderr, "prsync: error: pipe helper: exec %s: %v\n", want, err)
+	return 127
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// PipeCommand returns the -e value that runs this prsync as the pipe helper, or an error
+// when the transport cannot be used: rsync splits -e on spaces and keeps quoted parts, so
+// the path of prsync must be quotable, and the rsync path must be a plain word.
+func PipeCommand(rsync string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find prsync's own binary: %w", err)
+	}
+	if strings.ContainsAny(rsync, " \t\n'\"\\") {
+		return "", fmt.Errorf("the rsync path %q holds a space or a quote", rsync)
+	}
+	q, err := rshQuote(self)
+	if err != nil {
+		return "", err
+	}
+	return q + " " + PipeHelperArg, nil
+}
+
+// rshQuote quotes a word for rsync's -e splitting, which knows single and double quotes
+// but not backslashes.
+func rshQuote(s string) (string, error) {
+	switch {
+	case !strings.ContainsAny(s, " \t\n'\"\\"):
+		return s, nil
+	case !strings.ContainsAny(s, "'\\\n"):
+		return "'" + s + "'", nil
+	case !strings.ContainsAny(s, "\"\\\n"):
+		return `"` + s + `"`, nil
+	}
+	return "", fmt.Errorf("prsync's path %q cannot be quoted for rsync -e", s)
+}
+
+// pipeOptions are rsync options with which prsync keeps the direct transport: they set
+// the remote shell or the server's command line themselves, or undo -s.
+var pipeOptions = []string{"-e", "--rsh", "--rsync-path", "--old-args", "--no-secluded-args",
+	"--no-protect-args", "--no-s", "-M", "--remote-option", "--server", "--daemon", "--sender"}
+
+// PipeUsable reports whether the pipe transport can carry a local copy with these rsync
+// options; when it cannot, it says which option is in the way.
+func PipeUsable(args []string) (bool, string) {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		if contains(pipeOptions, name) {
+			return false, name
+		}
+		if len(a) > 1 && a[0] == '-' && a[1] != '-' {
+			for _, c := range a[1:] {
+				if c == 'e' || c == 'M' {
+					return false, "-" + string(c)
+				}
+				if strings.ContainsRune("BTf@", c) {
+					break // the rest of the cluster is a value
+				}
+			}
+		}
+	}
+	return true, ""
+}
+
+// pipeArgs returns the options, the source argument and the environment of an rsync in
+// the pipe transport.
+func (p *Pool) pipeArgs(src string) (opts []string, srcArg string, env []string) {
+	env = p.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append(append([]string(nil), env...), pipeRsyncEnv+"="+p.Rsync)
+	// -s sends the paths through the protocol rather than the server's command line,
+	// which rsync would escape for a shell the helper does not run
+	return []string{"-e", p.Helper, "--rsync-path=" + p.Rsync, "-s"}, "localhost:" + src, env
+}

@@ -1,0 +1,55 @@
+package exec
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestPipeHelperRefuses(t *testing.T) {
+	t.Setenv(pipeRsyncEnv, "/usr/bin/rsync")
+	tests := [][]string{
+		nil,
+		{"localhost"},
+		{"otherhost", "/usr/bin/rsync", "--server", "--sender", "."},
+		{"localhost", "/bin/sh", "--server", "--sender", "-c", "touch PWNED"},
+		{"localhost", "/usr/bin/rsync", "--daemon", "--sender"},
+		{"localhost", "/usr/bin/rsync", "--server", "."}, // a receiver: the pipe transport only pulls
+		{"localhost", "/usr/bin/rsync2", "--server", "--sender"},
+	}
+	for _, args := range tests {
+		var errb bytes.Buffer
+		if code := PipeHelper(args, &errb); code != 1 || !strings.HasPrefix(errb.String(), "prsync: error: ") {
+			t.Errorf("PipeHelper(%q) = %d, %q; want a refusal", args, code, errb.String())
+		}
+	}
+	t.Setenv(pipeRsyncEnv, "")
+	var errb bytes.Buffer
+	if code := PipeHelper([]string{"localhost", "", "--server", "--sender"}, &errb); code != 1 {
+		t.Errorf("without prsync's environment: exit %d, %q", code, errb.String())
+	}
+}
+
+func TestPipeUsable(t *testing.T) {
+	for args, want := range map[string]bool{
+		"": true, "-v --bwlimit=10m -H": true, "-avz": true, "-T /tmp": true,
+		"-e ssh": false, "--rsh=ssh": false, "-avze ssh": false, "--rsync-path=/opt/rsync": false,
+		"--old-args": false, "-M --fake-super": false, "--no-s": false, "-B1024e": true,
+	} {
+		if got, why := PipeUsable(strings.Fields(args)); got != want {
+			t.Errorf("PipeUsable(%q) = %v (%s), want %v", args, got, why, want)
+		}
+	}
+}
+
+func TestRshQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"/usr/bin/prsync": "/usr/bin/prsync", "/opt/my tools/prsync": "'/opt/my tools/prsync'",
+		"/opt/it's/prsync": `"/opt/it's/prsync"`, `/a'b"c/prsync`: "",
+	} {
+		got, err := rshQuote(in)
+		if (err != nil) != (want == "") || got != want {
+			t.Errorf("rshQuote(%q) = %q, %v", in, got, err)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package tests
+
+// The two transports of a local copy (issue 10): pipe (rsync's pull form through prsync's
+// own helper) and direct (push form). The whole suite runs in the default one, and CI
+// runs it again with PRSYNC_TEST_TRANSPORT=direct; the tests here run both forms
+// explicitly, for what only one form could get wrong.
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var transports = []string{"pipe", "direct"}
+
+// TestTransportOddBinaryPath: prsync at a path with a space and a quote still runs its
+// helper (rsync splits -e on spaces), and odd names copy byte-identical.
+func TestTransportOddBinaryPath(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	dir := filepath.Join(w, "my tools", "it's here")
+	os.MkdirAll(dir, 0o755)
+	data, err := os.ReadFile(bin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := filepath.Join(dir, "prsync")
+	if err := os.WriteFile(odd, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	makeOddTree(t, src)
+	list, n := listTree(t, src)
+	r := start(t, startOpts{bin: odd, stdin: bytes.NewReader(list)}, "-0", "--root", src, "--transport", "pipe", dst).wait(time.Minute)
+	if r.Code != 0 || r.Events[0]["transport"] != "pipe" {
+		t.Fatalf("exit %d, transport %v\n%s", r.Code, r.Events[0]["transport"], r.Stderr)
+	}
+	checkIdentity(t, r.Summary(t), int64(n))
+	sameTree(t, src, dst)
+}
+
+// TestTransportFallback: where the pipe cannot carry the copy, prsync uses direct, and says
+// so only when pipe was asked for explicitly.
+func TestTransportFallback(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src := filepath.Join(w, "src")
+	writeFile(t, filepath.Join(src, "a"), "a", 0o644)
+	d := startDaemon(t, filepath.Join(w, "mod"), 0)
+	os.MkdirAll(d.Dir, 0o755)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     []string
+		want    string
+		warning bool
+	}{
+		{"default, local", []string{filepath.Join(w, "d1")}, nil, "pipe", false},
+		{"default, daemon", []string{d.URL()}, nil, "direct", false},
+		{"pipe asked for, daemon", []string{"--transport", "pipe", d.URL()}, nil, "direct", true},
+		{"pipe from the environment, -e given", []string{filepath.Join(w, "d2"), "--", "-e", "ssh"}, []string{"PRSYNC_TRANSPORT=pipe"}, "direct", true},
+		{"direct asked for", []string{"--transport", "direct", filepath.Join(w, "d3")}, nil, "direct", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := start(t, startOpts{stdin: strings.NewReader("a\n"), env: tc.env}, append([]string{"--root", src}, tc.args...)...).wait(time.Minute)
+			if r.Code != 0 {
+				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+			}
+			if got := r.Events[0]["transport"]; got != tc.want {
+				t.Errorf("transport %v, want %s", got, tc.want)
+			}
+			if got := strings.Contains(r.Stderr, "--transport pipe cannot be used"); got != tc.warning {
+				t.Errorf("warning %v, want %v: %q", got, tc.warning, r.Stderr)
+			}
+		})
+	}
+	r := start(t, startOpts{}, "--transport", "tube", filepath.Join(w, "d4")).wait(time.Minute)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "prsync: error:") {
+		t.Errorf("--transport tube: exit %d, %q", r.Code, r.Stderr)
+	}
+}
+
+// TestTransportOptions: hard links, ACLs and extended attributes (as root), --partial-dir,
+// --temp-dir and --dry-run in both transports.
+func TestTransportOptions(t *testing.T) {
+	needRsync(t)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			w := t.TempDir()
+			src := filepath.Join(w, "src")
+			for i, n := range []string{"a", "sub/b", "sub/deep/c"} {
+				writeFile(t, filepath.Join(src, n), strings.Repeat("x", 1000*(i+1)), 0o640)
+			}
+			if err := os.Link(filepath.Join(src, "a"), filepath.Join(src, "sub", "a-link")); err != nil {
+				t.Fatal(err)
+			}
+			list, n := listTree(t, src)
+			run := func(dst string, args ...string) *Run {
+				t.Helper()
+				all := append([]string{"-0", "--root", src, "--transport", tr, "--no-throttle", dst}, args...)
+				r := start(t, startOpts{stdin: bytes.NewReader(list)}, all...).wait(time.Minute)
+				if r.Code != 0 {
+					t.Fatalf("%v: exit %d\n%s", args, r.Code, r.Stderr)
+				}
+				checkIdentity(t, r.Summary(t), int64(n))
+				if r.Events[0]["transport"] != tr {
+					t.Errorf("transport %v", r.Events[0]["transport"])
+				}
+				return r
+			}
+
+			dst := filepath.Join(w, "links")
+			run(dst, "--", "-H")
+			var a, b unix.Stat_t
+			unix.Stat(filepath.Join(dst, "a"), &a)
+			unix.Stat(filepath.Join(dst, "sub", "a-link"), &b)
+			if a.Ino != b.Ino || a.Nlink != 2 {
+				t.Errorf("-H: the hard link was not kept (inodes %d %d, nlink %d)", a.Ino, b.Ino, a.Nlink)
+			}
+
+			dst = filepath.Join(w, "partial")
+			tmp := filepath.Join(w, "tmpdir")
+			os.MkdirAll(tmp, 0o755)
+			run(dst, "--", "--partial-dir=.rsync-partial", "--temp-dir="+tmp)
+			sameTree(t, src, dst)
+			if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+				t.Errorf("--temp-dir left %d files", len(ents))
+			}
+
+			dst = filepath.Join(w, "dry")
+			r := run(dst, "-n")
+			if _, err := os.Stat(dst); err == nil {
+				t.Errorf("--dry-run created DEST")
+			}
+			if num(r.Summary(t), "files_transferred") != int64(n) {
+				t.Errorf("--dry-run: %d transferred, want %d", num(r.Summary(t), "files_transferred"), n)
+			}
+
+			if !isRoot() {
+				return
+			}
+			if err := unix.Setxattr(filepath.Join(src, "a"), "user.prsync", []byte("kept"), 0); err != nil {
+				t.Skipf("no user xattrs here: %v", err)
+			}
+			setfacl, err := exec.LookPath("setfacl")
+			if err == nil {
+				if out, err := exec.Command(setfacl, "-m", "u:nobody:r", filepath.Join(src, "sub", "b")).CombinedOutput(); err != nil {
+					t.Fatalf("setfacl: %v %s", err, out)
+				}
+			}
+			dst = filepath.Join(w, "ax")
+			run(dst, "--", "-A", "-X")
+			buf := make([]byte, 64)
+			if k, err := unix.Getxattr(filepath.Join(dst, "a"), "user.prsync", buf); err != nil || string(buf[:k]) != "kept" {
+				t.Errorf("-X: xattr not copied: %q, %v", buf[:max(k, 0)], err)
+			}
+			if setfacl != "" {
+				if k, err := unix.Getxattr(filepath.Join(dst, "sub", "b"), "system.posix_acl_access", buf); err != nil || k == 0 {
+					t.Errorf("-A: ACL not copied: %v", err)
+				}
+			} else if os.Getenv("PRSYNC_TEST_INSTALL") != "" {
+				t.Error("setfacl is not installed, though the suite installs it")
+			}
+		})
+	}
+}
+
+// TestTransportOwnCPU: the throttle counts the server side of the pipe as prsync's own, so
+// a copy alone never pauses itself, even with a low threshold.
+func TestTransportOwnCPU(t *testing.T) {
+	needRsync(t)
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("own CPU is measured on Linux only")
+	}
+	w := t.TempDir()
+	src := filepath.Join(w, "src")
+	for i := 0; i < 6000; i++ {
+		writeFile(t, filepath.Join(src, "d"+string(rune('a'+i%7)), "f"+strings.Repeat("x", i%5)+string(rune('0'+i%10))+
+			string(rune('a'+i/70%26))+string(rune('a'+i/1820%26))), strings.Repeat("y", 2000+i%3000), 0o644)
+	}
+	list, _ := listTree(t, src)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", src, "--transport", tr, "-j", "2",
+				"--chunk-files", "200", "--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "500ms",
+				filepath.Join(w, "dst-"+tr)).wait(2 * time.Minute)
+			if r.Code != 0 {
+				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+			}
+			if s := r.OfType("throttle"); len(s) > 0 {
+				t.Errorf("a copy alone paused itself: %v", s[0])
+			}
+			var own float64
+			for _, p := range r.OfType("progress") {
+				if v, ok := p["own_cpu_percent"].(float64); ok && v > own {
+					own = v
+				}
+			}
+			if own < 10 {
+				t.Errorf("own CPU peaked at %.1f%% of the machine: the rsyncs' CPU was not measured", own)
+			}
+		})
+	}
+}
