@@ -22,7 +22,7 @@ const (
 	Pipe Transport = "pipe"
 )
 
-// PipeHelperArg, as prsync's first argument, makes it the -e program of the pipe
+// PipeHelperArg is the first argument that makes prsync the -e program of the pipe
 // transport: rsync runs it as `prsync --rsync-pipe-helper localhost RSYNC --server ...`.
 const PipeHelperArg = "--rsync-pipe-helper"
 
