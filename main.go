@@ -9,8 +9,9 @@ import (
 )
 
 func main() {
-	// PRSYNC_CPUPROFILE=FILE writes a Go CPU profile of prsync itself, for development.
-	if p := os.Getenv("PRSYNC_CPUPROFILE"); p != "" {
+	// PRSYNC_CPUPROFILE=FILE writes a Go CPU profile of prsync itself, for development
+	// (not of its pipe helpers: the profiling timer would survive their exec of rsync)
+	if p := os.Getenv("PRSYNC_CPUPROFILE"); p != "" && !cli.PipeHelper(os.Args) {
 		if f, err := os.Create(p); err == nil {
 			pprof.StartCPUProfile(f)
 			code := cli.Main()

@@ -75,7 +75,7 @@ func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte,
 	if extra == nil {
 		sk.pool = p
 	}
-	out := &lineWriter{fn: sk.stdout}
+	out := &lineWriter{fn: sk.stdout, pause: 10 * time.Millisecond}
 	errBuf := &capWriter{max: 4 << 10}
 	errLines := &lineWriter{fn: sk.stderr}
 	cmd.Stdout = out

@@ -47,12 +47,15 @@ type Result struct {
 // the paths it concerns. It is not safe for concurrent use: feed both output streams of
 // one rsync from one goroutine, or behind one lock.
 type Attributor struct {
-	rels   []string         // where each path lands, relative to the destination
-	byRel  map[string][]int // rel -> indexes (a path may be listed twice)
-	bySrc  map[string][]int // the source path as the sender names it -> indexes
-	strip  []string         // prefixes that receiver- and sender-side names may carry
-	res    Result
-	remote bool // a side is remote: names may carry a prefix we cannot know
+	entries   [][]byte
+	rels      []string         // where each path lands, relative to the destination
+	byRel     map[string][]int // rel -> indexes (a path may be listed twice)
+	bySrc     map[string][]int // the source path as the sender names it -> indexes; built on first use
+	srcPath   string
+	srcRemote bool
+	strip     []string // prefixes that receiver- and sender-side names may carry
+	res       Result
+	remote    bool // a side is remote: names may carry a prefix we cannot know
 }
 
 // NewAttributor returns an Attributor for a chunk. entries are the chunk's --files-from
@@ -61,23 +64,25 @@ type Attributor struct {
 // it is remote).
 func NewAttributor(entries [][]byte, src, dest, localDest string) *Attributor {
 	a := &Attributor{
-		rels:  make([]string, len(entries)),
-		byRel: make(map[string][]int, len(entries)),
-		bySrc: make(map[string][]int, len(entries)),
-		res:   Result{Paths: make([]PathState, len(entries))},
+		entries: entries,
+		rels:    make([]string, len(entries)),
+		byRel:   make(map[string][]int, len(entries)),
+		res:     Result{Paths: make([]PathState, len(entries))},
 	}
-	srcPath, srcRemote := endpointPath(src)
-	destPath, destRemote := endpointPath(dest)
-	a.remote = srcRemote || destRemote
+	var destPath string
+	var destRemote bool
+	a.srcPath, a.srcRemote = endpointPath(src)
+	destPath, destRemote = endpointPath(dest)
+	srcPath := a.srcPath
+	a.remote = a.srcRemote || destRemote
 	for i, e := range entries {
 		rel := LandsAt(e)
 		a.rels[i] = rel
-		a.byRel[rel] = append(a.byRel[rel], i)
-		full := path.Clean(strings.Replace(string(e), "/./", "/", 1))
-		if !srcRemote {
-			full = path.Join(srcPath, full)
+		if idx, ok := a.byRel[rel]; ok {
+			a.byRel[rel] = append(idx, i)
+		} else {
+			a.byRel[rel] = []int{i}
 		}
-		a.bySrc[full] = append(a.bySrc[full], i)
 	}
 	add := func(p string) {
 		p = strings.TrimSuffix(p, "/")
@@ -102,7 +107,54 @@ func LandsAt(entry []byte) string {
 	if i := bytes.Index(entry, []byte("/./")); i >= 0 {
 		return path.Clean(string(entry[i+3:]))
 	}
+	if clean(entry) {
+		return string(entry) // the splitter's entries mostly are: spare the Clean
+	}
 	return path.Clean(string(entry))
+}
+
+// LandsAtString is LandsAt of an entry held as a string.
+func LandsAtString(entry string) string {
+	if i := strings.Index(entry, "/./"); i >= 0 {
+		return path.Clean(entry[i+3:])
+	}
+	return path.Clean(entry) // allocates nothing when the entry is clean
+}
+
+// clean reports whether a relative path is already what path.Clean makes of it.
+func clean(p []byte) bool {
+	if len(p) == 0 || p[0] == '/' || p[len(p)-1] == '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] != '.' || (i > 0 && p[i-1] != '/') {
+			continue
+		}
+		// a path element that starts with '.': "." and ".." are not clean
+		j := i + 1
+		if j < len(p) && p[j] == '.' {
+			j++
+		}
+		if j == len(p) || p[j] == '/' {
+			return false
+		}
+	}
+	return !bytes.Contains(p, []byte("//"))
+}
+
+// sources returns the map from the source path as the sender names it to the indexes.
+func (a *Attributor) sources() map[string][]int {
+	if a.bySrc == nil {
+		a.bySrc = make(map[string][]int, len(a.entries))
+		for i, e := range a.entries {
+			full := path.Clean(strings.Replace(string(e), "/./", "/", 1))
+			if !a.srcRemote {
+				full = path.Join(a.srcPath, full)
+			}
+			a.bySrc[full] = append(a.bySrc[full], i)
+		}
+	}
+	return a.bySrc
 }
 
 // endpointPath returns the path part of an rsync source or destination argument, and
@@ -138,7 +190,11 @@ func (a *Attributor) Stdout(line []byte) int64 {
 		return 0
 	}
 	var n int64
-	for k, i := range a.byRel[path.Clean(string(it.Name))] {
+	idx, ok := a.byRel[string(it.Name)]
+	if !ok {
+		idx = a.byRel[path.Clean(string(it.Name))]
+	}
+	for k, i := range idx {
 		ps := &a.res.Paths[i]
 		first := !ps.Logged
 		ps.Logged, ps.Change, ps.File = true, it.Change, it.IsFile()
@@ -205,7 +261,7 @@ func (a *Attributor) resolve(m Message) []int {
 		return nil
 	}
 	name := string(m.Name)
-	if idx := a.bySrc[path.Clean(name)]; len(idx) > 0 && m.Side != "receiver" {
+	if idx := a.sources()[path.Clean(name)]; len(idx) > 0 && m.Side != "receiver" {
 		return idx
 	}
 	cands := []string{name}
@@ -229,7 +285,7 @@ func (a *Attributor) resolve(m Message) []int {
 			return idx
 		}
 	}
-	if idx := a.bySrc[path.Clean(name)]; len(idx) > 0 {
+	if idx := a.sources()[path.Clean(name)]; len(idx) > 0 {
 		return idx
 	}
 	if idx := a.byTempDir(path.Base(name)); len(idx) > 0 {

@@ -100,7 +100,8 @@ func TestTempOf(t *testing.T) {
 }
 
 func TestLandsAt(t *testing.T) {
-	for e, want := range map[string]string{"a/b": "a/b", "./#h": "#h", "work/./a/b": "a/b", ".": ".", "x//y/": "x/y"} {
+	for e, want := range map[string]string{"a/b": "a/b", "./#h": "#h", "work/./a/b": "a/b", ".": ".", "x//y/": "x/y",
+		".hidden/x": ".hidden/x", "a/..b": "a/..b", "a/../b": "b", "..": "..", "a/.": "a", "...": "..."} {
 		if got := LandsAt([]byte(e)); got != want {
 			t.Errorf("LandsAt(%q) = %q, want %q", e, got, want)
 		}

@@ -90,6 +90,7 @@ type Splitter struct {
 	hooks Hooks
 
 	cur    *Chunk
+	arena  arena
 	nextID int
 	links  *linkGroups
 	recs   [][]byte // the records of one block, reused
@@ -247,7 +248,8 @@ func (s *Splitter) unsent() {
 }
 
 type rec struct {
-	input, entry []byte
+	input []byte
+	entry string
 	src          string
 	size         int64
 }
@@ -258,7 +260,7 @@ type rec struct {
 type look struct {
 	empty, skip bool // an empty record; another shard's path
 	abs, src    string
-	entry       []byte
+	entry       string
 	err         error // the path cannot be given to rsync
 	statErr     error
 	st          syscall.Stat_t
@@ -287,7 +289,7 @@ func (s *Splitter) examine(in []byte, l *look) {
 		return
 	}
 	if s.cfg.Quick != nil && !s.linked(&l.st) && !(s.cfg.HardLinks && s.otherShard(in)) {
-		l.fresh = s.cfg.Quick.upToDate(rsync.LandsAt(l.entry), &l.st, l.abs)
+		l.fresh = s.cfg.Quick.upToDate(rsync.LandsAtString(l.entry), &l.st, l.abs)
 	}
 }
 
@@ -406,12 +408,13 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 		}
 	}
 	if s.cur == nil {
-		s.cur = &Chunk{ID: s.nextID, Src: g[0].src}
+		n := min(s.cfg.ChunkFiles, 4096)
+		s.cur = &Chunk{ID: s.nextID, Src: g[0].src, Inputs: make([][]byte, 0, n), Entries: make([][]byte, 0, n)}
 		s.nextID++
 	}
 	for _, r := range g {
-		s.cur.Inputs = append(s.cur.Inputs, bytes.Clone(r.input))
-		s.cur.Entries = append(s.cur.Entries, r.entry)
+		s.cur.Inputs = append(s.cur.Inputs, s.arena.add(r.input))
+		s.cur.Entries = append(s.cur.Entries, s.arena.addString(r.entry))
 		s.cur.Bytes += r.size
 		if s.hooks.Accepted != nil {
 			s.hooks.Accepted(r.size)
@@ -441,19 +444,21 @@ func (s *Splitter) flush(ctx context.Context, out chan<- *Chunk) error {
 // resolve returns the absolute path to lstat, and rsync's source directory and list
 // entry for it. Entries are kept short: rsync reads its --files-from list one byte at a
 // time, and with long absolute entries that read costs more than the copy of small files.
-func (s *Splitter) resolve(in []byte) (abs, src string, entry []byte, err error) {
+func (s *Splitter) resolve(in []byte) (abs, src, entry string, err error) {
 	if bytes.IndexByte(in, 0) >= 0 {
-		return "", "", nil, errors.New("name contains a NUL byte")
+		return "", "", "", errors.New("name contains a NUL byte")
 	}
 	p := string(in)
 	if filepath.IsAbs(p) {
-		p = filepath.Clean(p)
+		if !isClean(p[1:]) {
+			p = filepath.Clean(p)
+		}
 		if s.cfg.Root == "" {
 			return p, "/", protect(strings.TrimPrefix(p, "/")), nil
 		}
 		rest, ok := under(p, s.cfg.Root)
 		if !ok {
-			return "", "", nil, fmt.Errorf("outside --root %s", s.cfg.Root)
+			return "", "", "", fmt.Errorf("outside --root %s", s.cfg.Root)
 		}
 		return p, s.cfg.Root, protect(rest), nil
 	}
@@ -461,14 +466,14 @@ func (s *Splitter) resolve(in []byte) (abs, src string, entry []byte, err error)
 	if base == "" {
 		base = s.cfg.Cwd
 	}
-	rel := filepath.Clean(p)
+	rel := cleanRel(p)
 	if rel == ".." || strings.HasPrefix(rel, "../") {
 		if s.cfg.Root != "" {
-			return "", "", nil, fmt.Errorf("outside --root %s", s.cfg.Root)
+			return "", "", "", fmt.Errorf("outside --root %s", s.cfg.Root)
 		}
-		return "", "", nil, errors.New("outside the working directory: use absolute paths or --root")
+		return "", "", "", errors.New("outside the working directory: use absolute paths or --root")
 	}
-	abs = filepath.Join(base, rel)
+	abs = joinClean(base, rel)
 	if s.cfg.Root == "" && s.cfg.HardLinks && base != "/" {
 		// one source for every path, so that the links of an inode share a chunk
 		return abs, "/", anchor(base[1:], rel), nil
@@ -476,16 +481,62 @@ func (s *Splitter) resolve(in []byte) (abs, src string, entry []byte, err error)
 	return abs, base, protect(rel), nil
 }
 
+// cleanRel is filepath.Clean of a relative path, without its cost for the common
+// shapes: "./a/b" (as find . prints it) and paths that are clean already.
+func cleanRel(p string) string {
+	q := p
+	for len(q) > 2 && q[0] == '.' && q[1] == '/' && q[2] != '/' {
+		q = q[2:]
+	}
+	if isClean(q) {
+		return q
+	}
+	return filepath.Clean(p)
+}
+
+// isClean reports whether a relative path is what filepath.Clean makes of it.
+func isClean(p string) bool {
+	if p == "" || p[0] == '/' || p[len(p)-1] == '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		switch {
+		case p[i] == '/' && i+1 < len(p) && p[i+1] == '/':
+			return false
+		case p[i] == '.' && (i == 0 || p[i-1] == '/'):
+			j := i + 1
+			if j < len(p) && p[j] == '.' {
+				j++
+			}
+			if j == len(p) || p[j] == '/' {
+				return false // a "." or ".." element
+			}
+		}
+	}
+	return true
+}
+
+// joinClean joins a clean absolute base and a clean relative path.
+func joinClean(base, rel string) string {
+	switch {
+	case rel == ".":
+		return base
+	case base == "/":
+		return "/" + rel
+	}
+	return base + "/" + rel
+}
+
 // protect puts "./" before an entry that rsync would read as a comment ('#' or ';'),
 // and turns the empty path (the source directory itself) into ".".
-func protect(rel string) []byte {
+func protect(rel string) string {
 	if rel == "" {
-		return []byte(".")
+		return "."
 	}
 	if rel[0] == '#' || rel[0] == ';' {
-		return append([]byte("./"), rel...)
+		return "./" + rel
 	}
-	return []byte(rel)
+	return rel
 }
 
 // under reports whether p is root or below it, and the rest of p after root.
@@ -503,11 +554,28 @@ func under(p, root string) (string, bool) {
 }
 
 // anchor writes base/./rel for a relative base: rsync copies it to DEST/rel.
-func anchor(base, rel string) []byte {
-	b := make([]byte, 0, len(base)+3+len(rel))
-	b = append(b, base...)
-	b = append(b, "/./"...)
-	return append(b, rel...)
+func anchor(base, rel string) string { return base + "/./" + rel }
+
+// arena hands out copies of byte slices from blocks of 64 KiB, so that the paths of a
+// chunk cost a few allocations, not two each. A block lives as long as a chunk uses it.
+type arena struct{ buf []byte }
+
+func (a *arena) add(b []byte) []byte {
+	if cap(a.buf)-len(a.buf) < len(b) {
+		a.buf = make([]byte, 0, max(64<<10, len(b)))
+	}
+	i := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[i:len(a.buf):len(a.buf)]
+}
+
+func (a *arena) addString(s string) []byte {
+	if cap(a.buf)-len(a.buf) < len(s) {
+		a.buf = make([]byte, 0, max(64<<10, len(s)))
+	}
+	i := len(a.buf)
+	a.buf = append(a.buf, s...)
+	return a.buf[i:len(a.buf):len(a.buf)]
 }
 
 // Shard returns the shard of n that path p belongs to: xxhash64 (XXH64, seed 0) of

@@ -347,3 +347,17 @@ func benchSplit(b *testing.B, data []byte, n int) {
 	}
 	b.ReportMetric(float64(b.N)*float64(n)/b.Elapsed().Seconds(), "paths/s")
 }
+
+func TestCleanRel(t *testing.T) {
+	for _, p := range []string{"a", "./a", "././a/b", "a/b", "a//b", "a/./b", "a/../b", "../a", ".", "./", "..", ".hidden",
+		"a/.b", "a/..b", "a/b/", "./.", "...", "a/...", ".//a", "a/.", "a/..", "x/y/z"} {
+		if got, want := cleanRel(p), filepath.Clean(p); got != want {
+			t.Errorf("cleanRel(%q) = %q, want %q", p, got, want)
+		}
+	}
+	for _, tt := range [][3]string{{"/", "a/b", "/a/b"}, {"/x", "a", "/x/a"}, {"/x", ".", "/x"}} {
+		if got := joinClean(tt[0], tt[1]); got != tt[2] || got != filepath.Join(tt[0], tt[1]) {
+			t.Errorf("joinClean(%q, %q) = %q", tt[0], tt[1], got)
+		}
+	}
+}
