@@ -14,7 +14,8 @@ import (
 type Flags struct {
 	Null         bool          `short:"0" help:"Input paths are NUL-separated (find -print0, fd -0, git ls-files -z)."`
 	Jobs         int           `short:"j" aliases:"max-procs" default:"0" placeholder:"N" help:"Concurrent rsync processes (0: the number of CPUs, at least 8)."`
-	Root         string        `short:"C" placeholder:"DIR" help:"Source root: paths land in DEST relative to it; relative paths are taken relative to it."`
+	Root         string        `short:"C" placeholder:"DIR" help:"Source root: paths land in DEST relative to it; relative paths are taken relative to it. HOST:PATH, USER@HOST:PATH, rsync://HOST/MODULE/PATH or HOST::MODULE/PATH pull from a remote source."`
+	Sizes        bool          `help:"Records are SIZE<TAB>PATH, as find -printf '%s\\t%P\\0' writes them: sizes come from the list, and the source is not lstat'ed (no quick check)."`
 	From         string        `placeholder:"FILE" help:"Read the path list from FILE instead of stdin."`
 	ChunkFiles   int           `default:"2000" placeholder:"N" help:"Close a chunk at this many paths."`
 	ChunkBytes   Size          `default:"128M" placeholder:"SIZE" help:"Close a chunk at this many bytes (1G, 512M, 64K); a bigger file gets a chunk of its own."`

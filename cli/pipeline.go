@@ -57,7 +57,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.pool = &exec.Pool{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: f.Jobs,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirm, Env: r.env, Transport: r.transport, Helper: r.helper, Reports: func(m exec.Report) { p.rep.in <- m },
+		Confirm: r.confirm, Env: r.env, Transport: r.transport, Helper: r.helper, SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- m },
 	}
 	p.sampler = throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(p.pool))
 	p.ctl = &throttle.Controller{
@@ -118,11 +118,19 @@ func (r *runner) run() int {
 func (p *pipeline) emitStart() {
 	r, f := p.r, &p.r.f
 	p.enc.Emit(&event.Start{
-		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: f.Jobs, Dest: f.Dest, Root: r.root,
+		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: f.Jobs, Dest: f.Dest, Root: r.rootShown(),
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
-		QuickCheck: r.quick != nil, Transport: string(r.transport),
+		QuickCheck: r.quick != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
 	})
+}
+
+// rootShown is the source root for the start event: absolute when local, as given when remote.
+func (r *runner) rootShown() string {
+	if r.srcRemote != "" {
+		return r.srcRemote
+	}
+	return r.root
 }
 
 // splitHooks batch what the splitter settles and pass it to the reporter once per block
@@ -167,7 +175,7 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 	r, f := p.r, &p.r.f
 	h := &splitHooks{out: p.rep.in}
 	sp := splitter.New(splitter.Config{
-		Sep: p.sep, Root: r.root, Cwd: r.cwd,
+		Sep: p.sep, Root: r.root, Cwd: r.cwd, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait,
 		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick,
 	}, h.hooks())

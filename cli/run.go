@@ -205,6 +205,7 @@ type runner struct {
 	policy       throttle.Policy
 	quick        *splitter.QuickCheck
 	confirm      exec.ConfirmMode
+	srcRemote    string // a remote --root, as rsync's source; "" for a local one
 	env          []string // the rsyncs' environment; nil: prsync's
 	transport    exec.Transport
 	helper       string // the -e value of the pipe transport
@@ -277,7 +278,16 @@ func (r *runner) prepare() error {
 	if r.cwd, err = os.Getwd(); err != nil {
 		return &exitError{code: ExitInput, msg: fmt.Sprintf("working directory: %v", err)}
 	}
-	if f.Root != "" {
+	if f.Root != "" && exec.IsRemote(f.Root) {
+		if exec.IsRemote(f.Dest) {
+			return usageError{msg: fmt.Sprintf("a remote --root %s and a remote DEST %s", f.Root, f.Dest),
+				hint: "rsync copies from one host to another only through a local side: run prsync on one of them"}
+		}
+		r.srcRemote = trimSlashes(f.Root)
+		if p, _ := rsync.EndpointPath(r.srcRemote); filepath.IsAbs(p) {
+			r.root = filepath.Clean(p)
+		}
+	} else if f.Root != "" {
 		root, err := filepath.Abs(f.Root)
 		if err != nil {
 			return usageError{msg: fmt.Sprintf("--root: %v", err)}
@@ -330,6 +340,9 @@ func (r *runner) prepare() error {
 		if ok && exec.IsRemote(f.Dest) {
 			ok, why = false, "a remote DEST"
 		}
+		if ok && r.srcRemote != "" {
+			ok, why = false, "a remote --root"
+		}
 		if ok {
 			if r.helper, err = exec.PipeCommand(path); err != nil {
 				ok, why = false, err.Error()
@@ -342,7 +355,7 @@ func (r *runner) prepare() error {
 			fmt.Fprintf(r.stderr, "prsync: warning: --transport pipe cannot be used with %s; using direct\n", why)
 		}
 	}
-	if exec.IsDaemon(f.Dest) && !passwordGiven(f.RsyncArgs) {
+	if (exec.IsDaemon(f.Dest) || exec.IsDaemon(r.srcRemote)) && !passwordGiven(f.RsyncArgs) {
 		// Without a password, rsync asks for one on stdin, which holds the chunk's list:
 		// an empty RSYNC_PASSWORD makes a module that wants one fail its login instead.
 		r.env = append(os.Environ(), "RSYNC_PASSWORD=")
@@ -350,7 +363,7 @@ func (r *runner) prepare() error {
 	switch {
 	case f.DryRun:
 		r.confirm = exec.ConfirmNothing
-	case !exec.IsRemote(f.Dest) && rsync.StatConfirmable(!f.NoArchive, f.RsyncArgs):
+	case !exec.IsRemote(f.Dest) && r.srcRemote == "" && rsync.StatConfirmable(!f.NoArchive, f.RsyncArgs):
 		r.confirm = exec.ConfirmStat
 	default:
 		r.confirm = exec.ConfirmDryRun
@@ -387,7 +400,7 @@ func (r *runner) checkDest(ver rsync.Version) error {
 		}
 		return nil
 	}
-	if !r.f.NoQuickCheck && !r.f.NoArchive && rsync.QuickCheckSafe(r.f.RsyncArgs) {
+	if !r.f.NoQuickCheck && !r.f.NoArchive && !r.f.Sizes && r.srcRemote == "" && rsync.QuickCheckSafe(r.f.RsyncArgs) {
 		if abs, err := filepath.Abs(dest); err == nil {
 			r.quick = &splitter.QuickCheck{Dest: abs, Owner: os.Geteuid() == 0}
 		}
@@ -411,6 +424,14 @@ func (r *runner) checkDest(ver rsync.Version) error {
 		return &exitError{code: ExitDest, msg: fmt.Sprintf("destination: %v", err)}
 	}
 	return nil
+}
+
+// trimSlashes drops the trailing slashes of a remote source, keeping a lone "/".
+func trimSlashes(s string) string {
+	for len(s) > 1 && strings.HasSuffix(s, "/") && !strings.HasSuffix(s, ":/") && !strings.HasSuffix(s, "//") {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func firstLine(b []byte) string {

@@ -46,6 +46,10 @@ type Start struct {
 	QuickCheck   bool     `json:"quick_check"`
 	// Transport is how the rsyncs of a local copy run: "pipe" or "direct".
 	Transport string `json:"transport"`
+	// SourceRemote says --root names a remote source (pull mode); Sizes that the records
+	// carry their sizes (--sizes).
+	SourceRemote bool `json:"source_remote"`
+	Sizes        bool `json:"sizes"`
 }
 
 // ChunkStart is written when an rsync starts on a chunk.

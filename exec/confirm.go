@@ -23,7 +23,7 @@ func (p *Pool) confirm(ctx context.Context, c *splitter.Chunk, idx []int, res re
 			vs[k] = rsync.Verdict{Landed: class != rsync.Cancelled}
 		}
 		return vs, "none"
-	case p.localDest != "" && (p.Confirm == ConfirmStat || class == rsync.Cancelled):
+	case p.localDest != "" && !p.SourceRemote && (p.Confirm == ConfirmStat || class == rsync.Cancelled):
 		for k, i := range idx {
 			vs[k] = statLanded(c.Src, c.Entries[i], p.localDest)
 		}

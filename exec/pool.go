@@ -46,6 +46,8 @@ type Pool struct {
 	Confirm    ConfirmMode
 	// Env is the environment of every rsync; nil means prsync's own.
 	Env []string
+	// SourceRemote: the chunks' Src is a remote source (pull mode), which no lstat can read.
+	SourceRemote bool
 	// Transport is how a local copy runs (Direct or Pipe); Helper is the -e value of Pipe.
 	Transport Transport
 	Helper    string

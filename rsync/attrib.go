@@ -157,6 +157,10 @@ func (a *Attributor) sources() map[string][]int {
 	return a.bySrc
 }
 
+// EndpointPath returns the path part of an rsync source or destination argument, and
+// whether it is remote (see endpointPath).
+func EndpointPath(arg string) (string, bool) { return endpointPath(arg) }
+
 // endpointPath returns the path part of an rsync source or destination argument, and
 // whether it is remote: "host:p" and "user@host:p" give p; "host::mod/p" and
 // "rsync://host[:port]/mod/p" give p (relative to the module); a local path is itself.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,6 +66,15 @@ type Config struct {
 	Quick *QuickCheck
 	// StatWorkers is how many records of one block are examined (lstat) at once; 0 means 8.
 	StatWorkers int
+	// Sizes says each record is SIZE<TAB>PATH (as find -printf '%s\t%P\0' writes it): the
+	// size counts for ChunkBytes and the biggest-first order, and the source is not
+	// lstat'ed (unless HardLinks needs its inode). A record without a tab, or with a size
+	// that is not a number, is a failed path.
+	Sizes bool
+	// RemoteSrc, when set, is a remote source (HOST:PATH, rsync://HOST/MODULE/PATH, …):
+	// every chunk's Src, paths are never lstat'ed, and Root is the path part of it that
+	// absolute input paths must lie under ("" when it has none a local path can name).
+	RemoteSrc string
 }
 
 // Hooks receive what the splitter settles without rsync. Any may be nil.
@@ -259,12 +269,44 @@ type rec struct {
 // up to date waits on inode reads, of the source and of DEST, not on the CPU.
 type look struct {
 	empty, skip bool // an empty record; another shard's path
+	path        []byte // the path part of the record (all of it, unless Sizes)
+	size        int64  // the size the record gives (Sizes)
 	abs, src    string
 	entry       string
 	err         error // the path cannot be given to rsync
 	statErr     error
 	st          syscall.Stat_t
+	stat        bool // st holds the source's lstat
 	fresh       bool // the quick check found DEST's copy up to date
+}
+
+// SplitSized splits a SIZE<TAB>PATH record at its first tab (a path may hold tabs).
+func SplitSized(rec []byte) (size int64, path []byte, err error) {
+	i := bytes.IndexByte(rec, '\t')
+	if i < 0 {
+		return 0, nil, errors.New("--sizes: the record has no tab between size and path")
+	}
+	if i == 0 {
+		return 0, nil, errors.New("--sizes: the record has no size before its tab")
+	}
+	for _, c := range rec[:i] {
+		if c < '0' || c > '9' {
+			return 0, nil, fmt.Errorf("--sizes: size %q is not a number of bytes", rec[:i])
+		}
+	}
+	n, err := strconv.ParseInt(string(rec[:i]), 10, 64)
+	if err != nil {
+		return 0, nil, fmt.Errorf("--sizes: size %q is out of range", rec[:i])
+	}
+	if i+1 == len(rec) {
+		return 0, nil, errors.New("--sizes: the record has no path after its tab")
+	}
+	return n, rec[i+1:], nil
+}
+
+// needStat reports whether examine lstat's the source.
+func (s *Splitter) needStat() bool {
+	return s.cfg.RemoteSrc == "" && (!s.cfg.Sizes || s.cfg.HardLinks || s.cfg.Quick != nil)
 }
 
 // otherShard reports whether a path (not an inode) falls in another shard.
@@ -273,29 +315,38 @@ func (s *Splitter) otherShard(in []byte) bool {
 }
 
 func (s *Splitter) examine(in []byte, l *look) {
-	*l = look{}
+	*l = look{path: in}
 	if len(in) == 0 {
 		l.empty = true
 		return
 	}
-	if !s.cfg.HardLinks && s.otherShard(in) {
+	if s.cfg.Sizes {
+		size, p, err := SplitSized(in)
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.size, l.path = size, p
+	}
+	if !s.cfg.HardLinks && s.otherShard(l.path) {
 		l.skip = true
 		return
 	}
-	if l.abs, l.src, l.entry, l.err = s.resolve(in); l.err != nil {
+	if l.abs, l.src, l.entry, l.err = s.resolve(l.path); l.err != nil || !s.needStat() {
 		return
 	}
 	if l.statErr = syscall.Lstat(l.abs, &l.st); l.statErr != nil {
 		return
 	}
-	if s.cfg.Quick != nil && !s.linked(&l.st) && !(s.cfg.HardLinks && s.otherShard(in)) {
+	l.stat = true
+	if s.cfg.Quick != nil && !s.linked(l) && !(s.cfg.HardLinks && s.otherShard(l.path)) {
 		l.fresh = s.cfg.Quick.upToDate(rsync.LandsAtString(l.entry), &l.st, l.abs)
 	}
 }
 
 // linked reports whether a file is routed by its inode: a hard link under -H.
-func (s *Splitter) linked(st *syscall.Stat_t) bool {
-	return s.cfg.HardLinks && st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Nlink > 1
+func (s *Splitter) linked(l *look) bool {
+	return s.cfg.HardLinks && l.stat && l.st.Mode&syscall.S_IFMT != syscall.S_IFDIR && l.st.Nlink > 1
 }
 
 // batch examines records (valid only during the call) in parallel, then applies the
@@ -345,13 +396,13 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 	case l.skip:
 		return nil
 	case l.err != nil:
-		if s.cfg.HardLinks && s.otherShard(in) {
+		if s.cfg.HardLinks && s.otherShard(l.path) {
 			return nil
 		}
 		s.settle(in, Failed, l.err.Error())
 		return nil
 	case l.statErr != nil:
-		if s.cfg.HardLinks && s.otherShard(in) {
+		if s.cfg.HardLinks && s.otherShard(l.path) {
 			return nil
 		}
 		if errors.Is(l.statErr, syscall.ENOENT) || errors.Is(l.statErr, syscall.ENOTDIR) {
@@ -362,9 +413,12 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 		return nil
 	}
 	st := &l.st
-	var size int64
-	if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-		size = st.Size
+	size := l.size
+	if l.stat && !s.cfg.Sizes {
+		size = 0
+		if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+			size = st.Size
+		}
 	}
 	if l.fresh {
 		if s.hooks.Fresh != nil {
@@ -373,7 +427,7 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 		return nil
 	}
 	r := rec{input: in, entry: l.entry, src: l.src, size: size}
-	if s.linked(st) {
+	if s.linked(l) {
 		key := inode{dev: uint64(st.Dev), ino: uint64(st.Ino)}
 		if s.cfg.Shards > 1 && key.shard(s.cfg.Shards) != s.cfg.Shard {
 			return nil
@@ -384,7 +438,7 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 		}
 		return nil
 	}
-	if s.cfg.HardLinks && s.otherShard(in) {
+	if s.cfg.HardLinks && s.otherShard(l.path) {
 		return nil
 	}
 	return s.addGroup(ctx, []rec{r}, out)
@@ -449,6 +503,9 @@ func (s *Splitter) resolve(in []byte) (abs, src, entry string, err error) {
 		return "", "", "", errors.New("name contains a NUL byte")
 	}
 	p := string(in)
+	if s.cfg.RemoteSrc != "" {
+		return s.resolveRemote(p)
+	}
 	if filepath.IsAbs(p) {
 		if !isClean(p[1:]) {
 			p = filepath.Clean(p)
@@ -479,6 +536,30 @@ func (s *Splitter) resolve(in []byte) (abs, src, entry string, err error) {
 		return abs, "/", anchor(base[1:], rel), nil
 	}
 	return abs, base, protect(rel), nil
+}
+
+// resolveRemote places a path of a remote source: relative paths are taken from it,
+// absolute ones must lie under its path part.
+func (s *Splitter) resolveRemote(p string) (abs, src, entry string, err error) {
+	outside := fmt.Errorf("outside --root %s", s.cfg.RemoteSrc)
+	if filepath.IsAbs(p) {
+		if !isClean(p[1:]) {
+			p = filepath.Clean(p)
+		}
+		if s.cfg.Root == "" || !filepath.IsAbs(s.cfg.Root) {
+			return "", "", "", fmt.Errorf("an absolute path, but --root %s names no absolute directory: give paths relative to it", s.cfg.RemoteSrc)
+		}
+		rest, ok := under(p, s.cfg.Root)
+		if !ok {
+			return "", "", "", outside
+		}
+		return "", s.cfg.RemoteSrc, protect(rest), nil
+	}
+	rel := cleanRel(p)
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", "", "", outside
+	}
+	return "", s.cfg.RemoteSrc, protect(rel), nil
 }
 
 // cleanRel is filepath.Clean of a relative path, without its cost for the common

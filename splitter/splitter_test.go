@@ -361,3 +361,58 @@ func TestCleanRel(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitSized(t *testing.T) {
+	tests := []struct {
+		rec  string
+		size int64
+		path string
+		ok   bool
+	}{
+		{"12\ta/b", 12, "a/b", true}, {"0\tx", 0, "x", true}, {"5\ta\tb", 5, "a\tb", true},
+		{"no tab", 0, "", false}, {"\tx", 0, "", false}, {"-1\tx", 0, "", false}, {"1e3\tx", 0, "", false},
+		{"12\t", 0, "", false}, {"99999999999999999999\tx", 0, "", false}, {" 12\tx", 0, "", false},
+	}
+	for _, tt := range tests {
+		size, p, err := SplitSized([]byte(tt.rec))
+		if (err == nil) != tt.ok || (tt.ok && (size != tt.size || string(p) != tt.path)) {
+			t.Errorf("SplitSized(%q) = %d, %q, %v", tt.rec, size, p, err)
+		}
+	}
+}
+
+// TestSizesNoStat: with Sizes, paths that do not exist are chunked by their given sizes,
+// not settled by an lstat (there is none); with a remote source too.
+func TestSizesNoStat(t *testing.T) {
+	for _, cfg := range []Config{
+		{Sep: 0, Cwd: "/", Root: "/nonexistent", Sizes: true, ChunkFiles: 10, ChunkBytes: 100},
+		{Sep: 0, Cwd: "/", Root: "/data", RemoteSrc: "nas:/data", ChunkFiles: 10, ChunkBytes: 100},
+	} {
+		in := "60\ta\x0060\tb\x00/nonexistent/c\x00"
+		if cfg.RemoteSrc != "" {
+			in = "a\x00b\x00/data/c\x00/elsewhere\x00"
+		}
+		cs, settled := collect(t, cfg, in)
+		total := 0
+		for _, c := range cs {
+			total += c.Len()
+			if c.Src != "/nonexistent" && c.Src != "nas:/data" {
+				t.Errorf("chunk Src %q", c.Src)
+			}
+		}
+		want := 2
+		if cfg.RemoteSrc != "" {
+			want = 3
+		}
+		if cfg.Sizes {
+			if len(cs) != 2 || cs[0].Bytes != 60 {
+				t.Errorf("sizes: chunks %s, want 2 closing at the given 60+60 > 100", sizes(cs))
+			}
+			if fmt.Sprint(settled) != "[failed:/nonexistent/c]" {
+				t.Errorf("sizes: settled %v (a record without a size fails)", settled)
+			}
+		} else if total != want || fmt.Sprint(settled) != "[failed:/elsewhere]" {
+			t.Errorf("remote: %d paths chunked, settled %v", total, settled)
+		}
+	}
+}

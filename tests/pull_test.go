@@ -1,0 +1,243 @@
+package tests
+
+// Pull mode (issue 13): a remote --root (rsync daemon, ssh) into a local DEST, and
+// --sizes, where the list carries the sizes and the source is never lstat'ed.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sizedList returns SIZE<TAB>PATH records (NUL-terminated) for every file and symlink
+// under dir, relative to it, as find -printf '%s\t%P\0' writes them.
+func sizedList(t testing.TB, dir string) ([]byte, int) {
+	t.Helper()
+	var b []byte
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b = append(b, fmt.Sprintf("%d\t%s\x00", fi.Size(), rel)...)
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, n
+}
+
+// relList returns the relative paths of every file and symlink under dir, NUL-terminated.
+func relList(t testing.TB, dir string) ([]byte, []string) {
+	t.Helper()
+	var b []byte
+	var rels []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			b = append(append(b, rel...), 0)
+			rels = append(rels, rel)
+		}
+		return nil
+	})
+	return b, rels
+}
+
+// TestPullDaemon: a daemon's module as the source, odd names, nested directories and
+// symlinks; with and without --sizes.
+func TestPullDaemon(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	mod := filepath.Join(w, "mod")
+	makeOddTree(t, mod)
+	user := ""
+	if isRoot() {
+		user = "uid = root\ngid = root"
+	}
+	d := startDaemonConf(t, mod, 0, user+"\nread only = yes")
+	for _, sized := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sizes=%v", sized), func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "dst")
+			list, rels := relList(t, mod)
+			args := []string{"-0", "--root", d.URL(), dst}
+			if sized {
+				list, _ = sizedList(t, mod)
+				args = append([]string{"--sizes"}, args...)
+			}
+			r := start(t, startOpts{stdin: bytes.NewReader(list)}, args...).wait(time.Minute)
+			if r.Code != 0 {
+				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+			}
+			st := r.Events[0]
+			if st["source_remote"] != true || st["quick_check"] != false || st["transport"] != "direct" || st["sizes"] != sized {
+				t.Errorf("start event: %v", st)
+			}
+			checkIdentity(t, r.Summary(t), int64(len(rels)))
+			sameTree(t, mod, dst)
+		})
+	}
+}
+
+// TestPullSSH: pull over ssh from the suite's private sshd on 127.0.0.1.
+func TestPullSSH(t *testing.T) {
+	needRsync(t)
+	sshConfig, _ := startSSHD(t, "")
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	makeOddTree(t, src)
+	list, rels := relList(t, src)
+	r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", "h0:"+src, dst, "--", "-e", "ssh -F "+sshConfig).wait(time.Minute)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	checkIdentity(t, r.Summary(t), int64(len(rels)))
+	sameTree(t, src, dst)
+
+	// absolute input paths must lie under the root; others fail with a reason
+	dst2 := filepath.Join(w, "dst2")
+	in := nul(filepath.Join(src, "plain.db"), "/etc/hostname", "../escape")
+	r = start(t, startOpts{stdin: bytes.NewReader(in)}, "-0", "--root", "h0:"+src, dst2, "--", "-e", "ssh -F "+sshConfig).wait(time.Minute)
+	if r.Code != 23 {
+		t.Errorf("exit %d, want 23", r.Code)
+	}
+	fltPathFailed(t, r, map[string]string{"/etc/hostname": "failed", "../escape": "failed"})
+	if _, err := os.Stat(filepath.Join(dst2, "plain.db")); err != nil {
+		t.Errorf("the absolute path under the root was not copied: %v", err)
+	}
+}
+
+// TestSizes: with --sizes, chunks close by the sizes the list gives (here made up, much
+// bigger than the files), the source is never lstat'ed (a path that does not exist goes
+// to rsync, which says it vanished, instead of prsync's own lstat), and malformed records
+// are failed paths.
+func TestSizes(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	var in bytes.Buffer
+	for i := 0; i < 6; i++ {
+		name := fmt.Sprintf("f%d", i)
+		writeFile(t, filepath.Join(src, name), "tiny", 0o644)
+		fmt.Fprintf(&in, "%d\t%s\x00", (i+1)<<20, name) // says 1..6 MiB
+	}
+	writeFile(t, filepath.Join(src, "tab\there"), "tab", 0o644)
+	in.WriteString("3\ttab\there\x00")             // only the first tab splits
+	in.WriteString("100\tnot-there\x00")           // no lstat: rsync finds it missing
+	in.WriteString("no-tab-at-all\x00")            // malformed
+	in.WriteString("12kb\tf0\x00")                 // malformed size
+	in.WriteString("99999999999999999999\tf1\x00") // out of range
+	failed := filepath.Join(w, "failed")
+	r := start(t, startOpts{stdin: &in}, "-0", "--sizes", "--root", src, "--chunk-bytes", "4M", "--failed", failed,
+		"-j", "1", dst).wait(time.Minute)
+	if r.Code != 23 {
+		t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
+	}
+	s := r.Summary(t)
+	checkIdentity(t, s, 11)
+	fltNums(t, s, map[string]int64{"files_transferred": 7, "files_vanished": 1, "files_failed": 3})
+	if got := num(s, "bytes"); got != 21<<20+3+100 {
+		t.Errorf("summary bytes %d, want the sizes the list gave (%d)", got, 21<<20+3+100)
+	}
+	var bytesOf []int64
+	for _, c := range r.OfType("chunk_start") {
+		bytesOf = append(bytesOf, num(c, "bytes"))
+	}
+	// 1+2 MiB, then 3, 4, 5, 6 MiB each alone (4M closes a chunk), then the small ones
+	for _, b := range bytesOf {
+		if b > 4<<20 && b != 5<<20 && b != 6<<20 {
+			t.Errorf("a chunk of %d bytes: chunks did not close by the given sizes (%v)", b, bytesOf)
+		}
+	}
+	if len(bytesOf) < 5 {
+		t.Errorf("%d chunks %v; the given sizes should make at least 5", len(bytesOf), bytesOf)
+	}
+	for _, e := range r.OfType("path_failed") {
+		reason := fmt.Sprint(e["reason"])
+		switch e["path"] {
+		case "100\tnot-there":
+			if e["status"] != "vanished" || strings.Contains(reason, "lstat:") || !strings.Contains(reason, "rsync") {
+				t.Errorf("not-there: %v %q; want vanished, as rsync said (prsync made no lstat)", e["status"], reason)
+			}
+		case "no-tab-at-all", "12kb\tf0", "99999999999999999999\tf1":
+			if e["status"] != "failed" || !strings.Contains(reason, "--sizes") {
+				t.Errorf("%q: %v %q", e["path"], e["status"], reason)
+			}
+		default:
+			t.Errorf("unexpected path_failed %v", e)
+		}
+	}
+	// the --failed list holds the records as read, so it pipes back in with --sizes
+	got := fltList(t, failed, 0)
+	fltSameSet(t, "--failed", got, []string{"100\tnot-there", "no-tab-at-all", "12kb\tf0", "99999999999999999999\tf1"})
+	if b, _ := os.ReadFile(filepath.Join(dst, "tab\there")); string(b) != "tab" {
+		t.Errorf("a path holding a tab: %q", b)
+	}
+}
+
+// TestPullFaults: on the remote side, a path that vanished between listing and copying is
+// vanished (exit 24), one the daemon cannot read is failed (exit 23); a daemon whose max
+// connections is below -j still serves the whole pull.
+func TestPullFaults(t *testing.T) {
+	needRsync(t)
+	if !isRoot() {
+		t.Skip("needs root (a daemon running as nobody, a file only root can read)")
+	}
+	w := t.TempDir()
+	mod := filepath.Join(w, "mod")
+	os.MkdirAll(mod, 0o755)
+	os.Chmod(w, 0o755)
+	var names []string
+	for i := 0; i < 12; i++ {
+		n := fmt.Sprintf("d%d/f%02d", i%3, i)
+		writeFile(t, filepath.Join(mod, n), strings.Repeat("p", 20000+i), 0o644)
+		names = append(names, n)
+	}
+	t.Run("vanished and unreadable", func(t *testing.T) {
+		writeFile(t, filepath.Join(mod, "secret"), "root only", 0o600)
+		d := startDaemonConf(t, mod, 0, "uid = nobody\ngid = nogroup\nread only = yes")
+		dst, failed := filepath.Join(t.TempDir(), "dst"), filepath.Join(t.TempDir(), "failed")
+		r := start(t, startOpts{stdin: bytes.NewReader(nul(append([]string{"gone/away", "secret"}, names...)...))},
+			"-0", "--root", d.URL(), "--failed", failed, dst).wait(time.Minute)
+		if r.Code != 23 {
+			t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
+		}
+		fltPathFailed(t, r, map[string]string{"gone/away": "vanished", "secret": "failed"})
+		fltSameSet(t, "--failed", fltList(t, failed, 0), []string{"gone/away", "secret"})
+		for _, n := range names {
+			if !landed(mod, dst, n) {
+				t.Errorf("%s not copied", n)
+			}
+		}
+		// only vanished: exit 24
+		r = start(t, startOpts{stdin: bytes.NewReader(nul("gone/away", names[0]))}, "-0", "--root", d.URL(),
+			filepath.Join(t.TempDir(), "dst")).wait(time.Minute)
+		if r.Code != 24 {
+			t.Errorf("only a vanished path: exit %d, want 24\n%s", r.Code, r.Stderr)
+		}
+	})
+	t.Run("max connections below -j", func(t *testing.T) {
+		d := startDaemonConf(t, mod, 0, "uid = root\ngid = root\nread only = yes\nmax connections = 2")
+		dst := filepath.Join(t.TempDir(), "dst")
+		failed := filepath.Join(t.TempDir(), "failed")
+		r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", d.URL(), "-j", "8",
+			"--chunk-files", "1", "--failed", failed, "--no-throttle", dst, "--", "--bwlimit=1m").wait(2 * time.Minute)
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		checkTruth(t, r, mod, dst, names, failed, 0)
+		if len(r.OfType("jobs")) == 0 {
+			t.Errorf("no jobs event: the limit did not come down")
+		}
+	})
+}
