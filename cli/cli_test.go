@@ -45,9 +45,6 @@ func TestParseShard(t *testing.T) {
 	}
 }
 
-
-
-
 func TestUsageExitCodes(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -58,7 +55,9 @@ func TestUsageExitCodes(t *testing.T) {
 		{[]string{}, ExitUsage, `expected "<DEST>"`},
 		{[]string{"--rsync", "/nonexistent/rsync", "dst"}, ExitNoRsync, "rsync not found"},
 		{[]string{"--shard", "1/1", "dst"}, ExitUsage, "bad --shard"},
-		{[]string{"--jobs=-1", "dst"}, ExitUsage, "--jobs -1"},
+		{[]string{"--jobs=-1", "dst"}, ExitUsage, `bad -j "-1"`},
+		{[]string{"--jobs=lots", "dst"}, ExitUsage, `bad -j "lots"`},
+		{[]string{"--max-jobs=-3", "dst"}, ExitUsage, "--max-jobs -3"},
 		{[]string{"--shard", "", "dst"}, ExitUsage, "empty --shard"},
 		{[]string{"--shard=", "dst"}, ExitUsage, "empty --shard"},
 	}

@@ -13,7 +13,8 @@ import (
 // Flags is prsync's command line. Every flag also reads PRSYNC_<NAME> from the environment.
 type Flags struct {
 	Null         bool          `short:"0" help:"Input paths are NUL-separated (find -print0, fd -0, git ls-files -z)."`
-	Jobs         int           `short:"j" aliases:"max-procs" default:"0" placeholder:"N" help:"Concurrent rsync processes (0: the number of CPUs, at least 8)."`
+	Jobs         Jobs          `short:"j" aliases:"max-procs" default:"0" placeholder:"N|auto" help:"Concurrent rsync processes: N, or auto to find the best number while copying (0: the number of CPUs, at least 8)."`
+	MaxJobs      int           `default:"0" placeholder:"N" help:"The most concurrent rsyncs -j auto (or live control) may reach (0: 4 x CPUs, at least 32)."`
 	Root         string        `short:"C" placeholder:"DIR" help:"Source root: paths land in DEST relative to it; relative paths are taken relative to it. HOST:PATH, USER@HOST:PATH, rsync://HOST/MODULE/PATH or HOST::MODULE/PATH pull from a remote source."`
 	Sizes        bool          `help:"Records are SIZE<TAB>PATH, as find -printf '%s\\t%P\\0' writes them: sizes come from the list, and the source is not lstat'ed (no quick check)."`
 	From         string        `placeholder:"FILE" help:"Read the path list from FILE instead of stdin."`
@@ -54,6 +55,30 @@ type Flags struct {
 // on the 2-CPU bench machine, -j 8 copied the 50k-file tree cold in 6.8 s against 8.3 s
 // at -j 2, and on a shaped link 8 streams beat 4 (bench/RESULTS.md).
 func defaultJobs() int { return max(runtime.NumCPU(), 8) }
+
+// Jobs is -j: a number of concurrent rsyncs, or auto.
+type Jobs struct {
+	N    int
+	Auto bool
+}
+
+// UnmarshalText reads N or "auto".
+func (j *Jobs) UnmarshalText(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if strings.EqualFold(s, "auto") {
+		*j = Jobs{Auto: true}
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("bad -j %q: want a number of rsyncs at least 1, or auto", s)
+	}
+	*j = Jobs{N: n}
+	return nil
+}
+
+// defaultMaxJobs is the default --max-jobs: 4 × CPUs, at least 32.
+func defaultMaxJobs() int { return max(4*runtime.NumCPU(), 32) }
 
 // Size is a byte count written as 1G, 512M, 64K or 1000.
 type Size int64

@@ -16,6 +16,7 @@ import (
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
+	"github.com/prsync/prsync/tune"
 )
 
 // pipeline is the wiring of one run: input → splitter → pool, with the throttle beside
@@ -55,7 +56,7 @@ func (r *runner) newPipeline() *pipeline {
 	}
 	p.rep = newReporter(p.enc, r.stderr, p.sep, failed)
 	p.pool = &exec.Pool{
-		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: f.Jobs,
+		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
 		Confirm: r.confirm, Env: r.env, Transport: r.transport, Helper: r.helper, SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- m },
 	}
@@ -66,7 +67,7 @@ func (r *runner) newPipeline() *pipeline {
 	}
 	p.rep.prog = newProgress(r.stderr, r.showProgress(), p.t0)
 	p.rep.pool, p.rep.last, p.rep.t0, p.rep.every = p.pool, &p.last, p.t0, f.ThrottleInterval
-	p.rep.jobsMin, p.rep.jobsMax = f.Jobs, f.Jobs
+	p.rep.jobsMin, p.rep.jobsMax = r.jobs, r.jobs
 	return p
 }
 
@@ -95,9 +96,12 @@ func (r *runner) run() int {
 	} else {
 		p.startSampling(bg, &bgDone)
 	}
+	if r.tuner != nil {
+		p.startTuner(ctx, bg, &bgDone, inputEnded)
+	}
 
 	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
-	ordered := splitter.BiggestFirst(ctx, chunks, r.f.Jobs, func(c *splitter.Chunk) {
+	ordered := splitter.BiggestFirst(ctx, chunks, r.jobs, func(c *splitter.Chunk) {
 		p.rep.in <- exec.ChunkDropped{Chunk: c, Status: rsync.NotDone, Reason: "interrupted before rsync started"}
 	})
 	p.pool.Run(ctx, kill, ordered)
@@ -118,7 +122,8 @@ func (r *runner) run() int {
 func (p *pipeline) emitStart() {
 	r, f := p.r, &p.r.f
 	p.enc.Emit(&event.Start{
-		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: f.Jobs, Dest: f.Dest, Root: r.rootShown(),
+		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: r.jobs, JobsAuto: r.tuner != nil, MaxJobs: r.maxJobs,
+		Dest: f.Dest, Root: r.rootShown(),
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
 		QuickCheck: r.quick != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
@@ -209,6 +214,49 @@ func (p *pipeline) startThrottle(ctx, bg context.Context, wg *sync.WaitGroup) {
 		defer stop()
 		p.ctl.Run(ctlCtx)
 	}()
+}
+
+// startTuner runs -j auto until bg ends or the first signal.
+func (p *pipeline) startTuner(ctx, bg context.Context, wg *sync.WaitGroup, inputEnded <-chan struct{}) {
+	tctx, stop := context.WithCancel(ctx)
+	after := context.AfterFunc(bg, stop)
+	scale := 1.0
+	if !exec.IsRemote(p.r.f.Dest) && p.r.srcRemote == "" {
+		scale = 0.5 // a local copy's sender and receiver both write every byte
+	}
+	c := &tune.Controller{Tuner: p.r.tuner, Target: &tuneTarget{pool: p.pool, inputEnded: inputEnded, scale: scale}}
+	wg.Add(1)
+	go func() {
+		defer p.pool.RecoverPanic()
+		defer wg.Done()
+		defer after()
+		c.Run(tctx)
+	}()
+}
+
+// tuneTarget is the pool as -j auto sees it.
+type tuneTarget struct {
+	pool       *exec.Pool
+	inputEnded <-chan struct{}
+	scale      float64 // of the bytes written, to file bytes
+}
+
+func (t *tuneTarget) Limit() int                    { return t.pool.Limit() }
+func (t *tuneTarget) Counts() (running, paused int) { return t.pool.Counts() }
+func (t *tuneTarget) Measure()                      { t.pool.MeasureIO() }
+func (t *tuneTarget) Drained() bool                 { return isClosed(t.inputEnded) && t.pool.Queued() == 0 }
+
+func (t *tuneTarget) SetLimit(n int, reason, detail string, rate float64) {
+	t.pool.SetLimit(n, reason, detail, rate)
+}
+
+func (t *tuneTarget) Moved() tune.Moved {
+	pr := t.pool.Progress()
+	m := tune.Moved{Bytes: float64(pr.LoggedBytes), Files: float64(pr.LoggedFiles), Refused: pr.Refused, Accepted: pr.Accepted}
+	if pr.IOMeasured {
+		m.Bytes = float64(pr.IOBytes) * t.scale // grows while a big file is still on its way
+	}
+	return m
 }
 
 // startSampling measures CPU for the progress events when the throttle does not.

@@ -172,7 +172,11 @@ func (r *reporter) chunkEnded(m exec.ChunkEnded) {
 
 func (r *reporter) limitChanged(m exec.LimitChanged) {
 	r.jobsMin, r.jobsMax = min(r.jobsMin, m.New), max(r.jobsMax, m.New)
-	r.enc.Emit(&event.Jobs{Old: m.Old, New: m.New, Reason: m.Reason, Detail: m.Detail, RateBps: r.rate()})
+	rate := round1(m.RateBps)
+	if rate == 0 {
+		rate = r.rate()
+	}
+	r.enc.Emit(&event.Jobs{Old: m.Old, New: m.New, Reason: m.Reason, Detail: m.Detail, RateBps: rate})
 	if m.Reason == "refused" {
 		r.refusals++
 		if r.refusals == 1 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
+	"github.com/prsync/prsync/tune"
 )
 
 // Exit codes. They follow rsync's where the meaning matches.
@@ -194,7 +196,7 @@ type runner struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	sig            *signals
+	sig *signals
 
 	rsync        string
 	rsyncVersion rsync.Version
@@ -206,6 +208,9 @@ type runner struct {
 	quick        *splitter.QuickCheck
 	confirm      exec.ConfirmMode
 	srcRemote    string // a remote --root, as rsync's source; "" for a local one
+	jobs         int    // rsyncs at once when the run starts
+	maxJobs      int    // the most that -j auto or live control may set
+	tuner        *tune.Tuner
 	env          []string // the rsyncs' environment; nil: prsync's
 	transport    exec.Transport
 	helper       string // the -e value of the pipe transport
@@ -256,12 +261,28 @@ func (r *runner) prepare() error {
 	if f.shard, f.shards, err = parseShard(f.Shard); err != nil {
 		return err
 	}
-	if f.Jobs < 0 {
-		return usageError{msg: fmt.Sprintf("--jobs %d: want at least 1 (0: automatic)", f.Jobs)}
+	if f.MaxJobs < 0 {
+		return usageError{msg: fmt.Sprintf("--max-jobs %d: want at least 1 (0: 4 x CPUs, at least 32)", f.MaxJobs)}
 	}
-	if f.Jobs == 0 {
-		f.Jobs = defaultJobs()
+	r.maxJobs = f.MaxJobs
+	if r.maxJobs == 0 {
+		r.maxJobs = defaultMaxJobs()
 	}
+	switch {
+	case f.Jobs.Auto:
+		pol := tune.DefaultPolicy(runtime.NumCPU())
+		pol.Max = r.maxJobs
+		pol.Start = min(pol.Start, pol.Max)
+		if r.tuner, err = tune.New(pol); err != nil {
+			return usageError{msg: fmt.Sprintf("-j auto: %v", err)}
+		}
+		r.jobs = pol.Start
+	case f.Jobs.N == 0:
+		r.jobs = defaultJobs()
+	default:
+		r.jobs = f.Jobs.N
+	}
+	r.maxJobs = max(r.maxJobs, r.jobs)
 	if f.ChunkFiles < 1 {
 		return usageError{msg: fmt.Sprintf("--chunk-files %d: want at least 1", f.ChunkFiles)}
 	}

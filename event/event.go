@@ -28,10 +28,14 @@ type Event interface{ header() *Header }
 // Start is written once, first.
 type Start struct {
 	Header
-	Version      string   `json:"version"`
-	Schema       int      `json:"schema"`
-	PID          int      `json:"pid"`
-	Jobs         int      `json:"jobs"`
+	Version string `json:"version"`
+	Schema  int    `json:"schema"`
+	PID     int    `json:"pid"`
+	Jobs    int    `json:"jobs"`
+	// JobsAuto says -j auto: Jobs is where it starts, MaxJobs the most it may reach (also
+	// the bound of live control).
+	JobsAuto     bool     `json:"jobs_auto"`
+	MaxJobs      int      `json:"max_jobs"`
 	Dest         string   `json:"dest"`
 	Root         string   `json:"root"`
 	Rsync        string   `json:"rsync"`

@@ -36,11 +36,13 @@ type sink struct {
 
 func (s *sink) stdout(line []byte) {
 	s.mu.Lock()
-	n := s.a.Stdout(line)
+	n, file := s.a.Stdout(line)
 	s.logged += n
 	s.mu.Unlock()
-	if n > 0 && s.pool != nil {
+	if s.pool != nil && file {
 		s.pool.inflight.Add(n)
+		s.pool.loggedBytes.Add(n)
+		s.pool.loggedFiles.Add(1)
 	}
 }
 
@@ -107,6 +109,7 @@ func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte,
 	}
 	err := cmd.Wait()
 	p.mu.Lock()
+	p.peakAccepted(time.Now()) // a sample of how many ran together, this one included
 	delete(p.procs, c.ID)
 	p.mu.Unlock()
 	if cancelled.Load() || p.killed.Load() || errors.Is(err, osexec.ErrWaitDelay) {

@@ -75,6 +75,20 @@ type Pool struct {
 	failedC      atomic.Int64
 	retries      atomic.Int64
 	inflight     atomic.Int64 // bytes rsync logged in attempts still running
+	loggedBytes  atomic.Int64 // file bytes rsync logged, every attempt, cumulative
+	loggedFiles  atomic.Int64 // files rsync logged, every attempt, cumulative
+	refused      atomic.Int64 // sessions the far side refused, cumulative
+	accepted     atomic.Int64 // the rsyncs holding a slot at the last refusal
+	meter        ioMeter
+	peak         int       // the most sessions seen running together, accepted (peakAccepted)
+	peakAt       time.Time // when
+}
+
+// ioMeter accumulates what the running groups wrote, from periodic readings.
+type ioMeter struct {
+	mu    sync.Mutex
+	last  map[int]uint64
+	total uint64
 }
 
 type proc struct {
@@ -251,8 +265,9 @@ func (p *Pool) Limit() int {
 }
 
 // SetLimit changes the number of rsyncs allowed at once, within 1 and MaxJobs. Lowering
-// it lets running rsyncs finish; it never stops one. It reports the change.
-func (p *Pool) SetLimit(n int, reason, detail string) {
+// it lets running rsyncs finish; it never stops one. It reports the change, with the rate
+// measured behind it (bits per second; 0 when there is none).
+func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
 	p.init()
 	p.mu.Lock()
 	n = max(1, min(n, p.MaxJobs))
@@ -261,16 +276,22 @@ func (p *Pool) SetLimit(n int, reason, detail string) {
 	p.cond.Broadcast()
 	p.mu.Unlock()
 	if n != old {
-		p.report(LimitChanged{Old: old, New: n, Reason: reason, Detail: detail})
+		p.report(LimitChanged{Old: old, New: n, Reason: reason, Detail: detail, RateBps: rateBps})
 	}
 }
 
-// lowerForRefusal brings the limit down to the rsyncs the far side accepted when it
-// refused one more (the others holding a slot), never below 1. It reports whether the
-// limit came down.
+// lowerForRefusal brings the limit down to what the far side accepts, when it refused one
+// more session, never below 1, and reports whether the limit came down. Two figures bound
+// what it accepts: the rsyncs holding a slot besides the refused one (an upper bound, right
+// when many start at once and the surplus is refused), and the most sessions that ran
+// together recently (a lower bound: a daemon frees a slot a moment after a session ends,
+// so a new one may be refused while fewer than its max connections run).
 func (p *Pool) lowerForRefusal(detail string) bool {
 	p.mu.Lock()
-	n := max(1, min(p.limit, p.active-1))
+	p.refused.Add(1)
+	accepts := max(1, p.active-1, p.peakAccepted(time.Now()))
+	n := min(p.limit, accepts)
+	p.accepted.Store(int64(accepts))
 	old := p.limit
 	if n >= old {
 		p.mu.Unlock()
@@ -280,6 +301,25 @@ func (p *Pool) lowerForRefusal(detail string) bool {
 	p.mu.Unlock()
 	p.report(LimitChanged{Old: old, New: n, Reason: "refused", Detail: detail})
 	return true
+}
+
+// acceptedAfter is how long a session must have run to count as accepted: a far side
+// refuses within the handshake.
+const acceptedAfter = time.Second
+
+// peakAccepted returns the most sessions that ran together, accepted, in the last
+// minute, counting those running now; the caller holds p.mu.
+func (p *Pool) peakAccepted(now time.Time) int {
+	n := 0
+	for _, pr := range p.procs {
+		if now.Sub(pr.started) >= acceptedAfter {
+			n++
+		}
+	}
+	if n >= p.peak || now.Sub(p.peakAt) > time.Minute {
+		p.peak, p.peakAt = n, now
+	}
+	return p.peak
 }
 
 // chunkState is what is known about each path of a chunk across attempts.
@@ -296,17 +336,23 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 	p.mu.Unlock()
 	p.chunks.Add(1)
 	st := &chunkState{c: c, logged: make([]rsync.PathState, c.Len())}
-	free := 0 // retries after a refusal that lowered the limit: prsync's doing, not rsync's
+	// free counts the retries after a refusal that prsync brought on itself, by running
+	// more sessions than the far side takes: they do not use up --retries, up to a bound
+	free := 0
 	for attempt := 1; ; attempt++ {
 		res := p.attempt(ctx, c, c.Entries, attempt, nil)
 		st.remember(res.r)
 		class := rsync.Classify(res.code, res.cancelled, res.r)
 		retry := false
+		var delay time.Duration // 0: the exponential backoff
 		switch class {
 		case rsync.Refused:
-			if p.lowerForRefusal(res.r.SessionLine) {
+			lowered := p.lowerForRefusal(res.r.SessionLine)
+			if (lowered || p.acceptsLimit()) && free < maxFreeRefusals {
 				free++
 				retry = true
+				// the far side takes this many: a slot not freed yet, soon free
+				delay = min(time.Duration(free)*100*time.Millisecond, p.RetryDelay)
 			} else {
 				retry = attempt-free <= p.Retries
 			}
@@ -316,7 +362,10 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 		if retry && ctx.Err() == nil {
 			p.retries.Add(1)
 			p.report(p.endReport(c, attempt, res, "retrying"))
-			if !p.wait(ctx, class, backoff(p.RetryDelay, attempt-free)) {
+			if delay == 0 {
+				delay = backoff(p.RetryDelay, attempt-free)
+			}
+			if !p.wait(ctx, class, delay) {
 				p.drop(ctx, c, true)
 				return
 			}
@@ -329,6 +378,17 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 		p.release()
 		return
 	}
+}
+
+// maxFreeRefusals bounds the refusals of one chunk that do not count as retries.
+const maxFreeRefusals = 10
+
+// acceptsLimit reports whether the far side ran as many sessions as the limit lately:
+// a refusal at that limit is a slot not yet freed, not a far side that is full.
+func (p *Pool) acceptsLimit() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.peakAccepted(time.Now()) >= p.limit
 }
 
 // wait sleeps before a retry and reports whether to go on (holding a slot). A chunk
@@ -471,6 +531,55 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+// Progress is how much the pool has moved so far, cumulative: what rsync logged (files
+// and their bytes, at the end of each file) and, where the system shows it, the bytes its
+// processes wrote (IOBytes, which grows while a big file is still on its way). Refused
+// counts the sessions the far side refused, and Accepted is how many rsyncs held a slot
+// at the last refusal.
+type Progress struct {
+	LoggedFiles, LoggedBytes int64
+	IOBytes                  int64
+	IOMeasured               bool
+	Refused                  int64
+	Accepted                 int
+}
+
+// MeasureIO reads what the running groups have written since the previous call; call it
+// often (twice a second) for Progress.IOBytes to be close.
+func (p *Pool) MeasureIO() {
+	if !ioMeasured {
+		return
+	}
+	pg := map[int]bool{}
+	for _, pr := range p.Procs() {
+		pg[pr.PID] = true
+	}
+	now := groupWrites(pg)
+	m := &p.meter
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for pid, w := range now {
+		if prev, ok := m.last[pid]; ok && w >= prev {
+			m.total += w - prev
+		} else if !ok {
+			m.total += w // a process seen for the first time: all it wrote is new
+		}
+	}
+	m.last = now
+}
+
+// Progress returns a snapshot.
+func (p *Pool) Progress() Progress {
+	p.meter.mu.Lock()
+	io := p.meter.total
+	p.meter.mu.Unlock()
+	return Progress{
+		LoggedFiles: p.loggedFiles.Load(), LoggedBytes: p.loggedBytes.Load(),
+		IOBytes: int64(io), IOMeasured: ioMeasured,
+		Refused: p.refused.Load(), Accepted: int(p.accepted.Load()),
+	}
+}
 
 // InFlight returns the file bytes that running rsyncs have logged so far.
 func (p *Pool) InFlight() int64 { return p.inflight.Load() }

@@ -58,8 +58,10 @@ type ChunkDropped struct {
 type LimitChanged struct {
 	Old, New int
 	Reason   string
-	// Detail is the far side's own words, when it refused sessions.
+	// Detail is the far side's own words, when it refused sessions, or what the tuner saw.
 	Detail string
+	// RateBps is the rate measured behind the change, or 0.
+	RateBps float64
 }
 
 func (ChunkStarted) isReport() {}
