@@ -39,7 +39,9 @@ type Flags struct {
 	ResumeThreshold  float64       `default:"60" placeholder:"PCT" help:"Resume them once CPU use is below PCT."`
 	ThrottleInterval time.Duration `default:"1s" placeholder:"DURATION" help:"CPU sampling and progress period."`
 	MaxLoad          float64       `placeholder:"N" help:"Also pause while the 1-minute load average is above N (0: off)."`
-	MaxIOPressure    float64       `name:"max-io-pressure" placeholder:"PCT" help:"Also pause while Linux PSI io 'some avg10' is above PCT (0: off)."`
+	MaxIOPressure    float64       `name:"max-io-pressure" placeholder:"PCT" help:"Also pause while Linux PSI io 'some avg10' is above PCT (0: off); the cgroup's own io.pressure when there is one."`
+	MaxCPUPressure   float64       `name:"max-cpu-pressure" placeholder:"PCT" help:"Also pause while Linux PSI cpu 'some avg10' is above PCT (0: off); the cgroup's own cpu.pressure when there is one."`
+	MaxSuspend       time.Duration `default:"30s" placeholder:"DURATION" help:"The longest every rsync stays paused while the machine stays busy; then one runs until it cools (0: for ever)."`
 	NoThrottle       bool          `help:"Never pause rsyncs."`
 
 	Version kong.VersionFlag `help:"Print the version and exit."`

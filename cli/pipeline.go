@@ -29,7 +29,7 @@ type pipeline struct {
 	enc     *event.Encoder
 	rep     *reporter
 	pool    *exec.Pool
-	sampler throttle.Sampler
+	sampler *throttle.SystemSampler
 	ctl     *throttle.Controller
 	last    sampleBox
 
@@ -127,7 +127,17 @@ func (p *pipeline) emitStart() {
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
 		QuickCheck: r.quick != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
+		Cgroup: cgroupEvent(p.sampler.Source()), MaxSuspend: f.MaxSuspend.Seconds(),
 	})
+}
+
+// cgroupEvent is what the start event says of the cgroup found.
+func cgroupEvent(c throttle.CgroupInfo) *event.Cgroup {
+	if c.Version == 0 && c.PSI == "" {
+		return nil
+	}
+	return &event.Cgroup{Version: c.Version, Path: c.Path, CPUs: c.CPUs, Usage: c.Usage, PSI: c.PSI,
+		CPUPressureFile: c.CPUPressureFile, IOPressureFile: c.IOPressureFile}
 }
 
 // rootShown is the source root for the start event: absolute when local, as given when remote.

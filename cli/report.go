@@ -189,10 +189,12 @@ func (r *reporter) throttled(e throttle.Event) {
 	s := e.Sample
 	r.enc.Emit(&event.Throttle{
 		Action: e.Action, Reason: e.Reason, CPUPercent: round1(s.CPU),
-		OwnCPUPercent: optional(s.HasOwn, s.Own),
-		Load:          optional(s.HasLoad, s.Load),
-		IOPressure:    optional(s.HasIO, s.IOPressure),
-		Chunk:         e.Chunk, PID: e.PID, Running: e.Running, Suspended: e.Suspended,
+		OwnCPUPercent:    optional(s.HasOwn, s.Own),
+		Load:             optional(s.HasLoad, s.Load),
+		IOPressure:       optional(s.HasIO, s.IOPressure),
+		CPUPressure:      optional(s.HasCPUPressure, s.CPUPressure),
+		CgroupCPUPercent: optional(s.HasCgroup, s.CgroupCPU), CgroupOwnCPUPercent: optional(s.HasCgroup && s.HasOwn, s.CgroupOwn),
+		Chunk: e.Chunk, PID: e.PID, Running: e.Running, Suspended: e.Suspended,
 	})
 }
 
@@ -268,6 +270,7 @@ func (r *reporter) progress() {
 		FilesDone: c.Done(), BytesDone: c.BytesTransferred + r.pool.InFlight(), FilesQueued: c.Queued,
 		InputDone: r.inDone(), RateBps: r.rate(), CPUPercent: round1(s.CPU),
 		OwnCPUPercent: optional(s.HasOwn, s.Own), Running: running, Suspended: paused, Elapsed: round3(el),
+		CgroupCPUPercent: optional(s.HasCgroup, s.CgroupCPU), CgroupOwnCPUPercent: optional(s.HasCgroup && s.HasOwn, s.CgroupOwn),
 		Jobs: r.pool.Limit(),
 	}
 	r.enc.Emit(ev)

@@ -292,7 +292,11 @@ func (r *runner) prepare() error {
 	if f.ThrottleInterval <= 0 {
 		return usageError{msg: "--throttle-interval must be positive"}
 	}
-	r.policy = throttle.Policy{Suspend: f.SuspendThreshold, Resume: f.ResumeThreshold, MaxLoad: f.MaxLoad, MaxIOPressure: f.MaxIOPressure}
+	if f.MaxSuspend < 0 {
+		return usageError{msg: "--max-suspend must be 0 or positive"}
+	}
+	r.policy = throttle.Policy{Suspend: f.SuspendThreshold, Resume: f.ResumeThreshold, MaxLoad: f.MaxLoad,
+		MaxIOPressure: f.MaxIOPressure, MaxCPUPressure: f.MaxCPUPressure, MaxSuspend: f.MaxSuspend}
 	if err := r.policy.Validate(); err != nil {
 		return usageError{msg: err.Error()}
 	}

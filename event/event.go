@@ -54,6 +54,23 @@ type Start struct {
 	// carry their sizes (--sizes).
 	SourceRemote bool `json:"source_remote"`
 	Sizes        bool `json:"sizes"`
+	// Cgroup is what the throttle found of prsync's cgroup (absent outside Linux).
+	Cgroup *Cgroup `json:"cgroup,omitempty"`
+	// MaxSuspend is --max-suspend in seconds (0: for ever).
+	MaxSuspend float64 `json:"max_suspend"`
+}
+
+// Cgroup describes the cgroup the throttle measures against.
+type Cgroup struct {
+	Version int     `json:"version"`        // 1, 2, or 0 when none was found
+	Path    string  `json:"path,omitempty"` // as /proc/self/cgroup names it
+	CPUs    float64 `json:"cpus"`           // the CPU quota in CPUs; 0: none
+	// Usage is where the cgroup's CPU use is read: cpu.stat, cpuacct.usage or procs.
+	Usage string `json:"usage,omitempty"`
+	// PSI is where pressure is read: cgroup (its own files) or system (/proc/pressure).
+	PSI             string `json:"psi,omitempty"`
+	CPUPressureFile string `json:"cpu_pressure_file,omitempty"`
+	IOPressureFile  string `json:"io_pressure_file,omitempty"`
 }
 
 // ChunkStart is written when an rsync starts on a chunk.
@@ -114,10 +131,15 @@ type Throttle struct {
 	OwnCPUPercent *float64 `json:"own_cpu_percent,omitempty"`
 	Load          *float64 `json:"load,omitempty"`
 	IOPressure    *float64 `json:"io_pressure,omitempty"`
-	Chunk         int      `json:"chunk"`
-	PID           int      `json:"pid"`
-	Running       int      `json:"running"`
-	Suspended     int      `json:"suspended"`
+	CPUPressure   *float64 `json:"cpu_pressure,omitempty"`
+	// CgroupCPUPercent is the cgroup's CPU use in percent of its quota, and
+	// CgroupOwnCPUPercent the part of it prsync's own; only inside a cgroup with a quota.
+	CgroupCPUPercent    *float64 `json:"cgroup_cpu_percent,omitempty"`
+	CgroupOwnCPUPercent *float64 `json:"cgroup_own_cpu_percent,omitempty"`
+	Chunk               int      `json:"chunk"`
+	PID                 int      `json:"pid"`
+	Running             int      `json:"running"`
+	Suspended           int      `json:"suspended"`
 }
 
 // Progress is written every throttle interval while prsync runs.
@@ -130,10 +152,12 @@ type Progress struct {
 	RateBps     float64 `json:"rate_bps"`
 	CPUPercent  float64 `json:"cpu_percent"`
 	// OwnCPUPercent is the part of CPUPercent used by prsync's own rsyncs (Linux only).
-	OwnCPUPercent *float64 `json:"own_cpu_percent,omitempty"`
-	Running       int      `json:"running"`
-	Suspended     int      `json:"suspended"`
-	Elapsed       float64  `json:"elapsed"`
+	OwnCPUPercent       *float64 `json:"own_cpu_percent,omitempty"`
+	CgroupCPUPercent    *float64 `json:"cgroup_cpu_percent,omitempty"`
+	CgroupOwnCPUPercent *float64 `json:"cgroup_own_cpu_percent,omitempty"`
+	Running             int      `json:"running"`
+	Suspended           int      `json:"suspended"`
+	Elapsed             float64  `json:"elapsed"`
 	// Jobs is the number of rsyncs allowed at once.
 	Jobs int `json:"jobs"`
 }

@@ -97,8 +97,8 @@ func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte,
 	pid := cmd.Process.Pid
 	p.mu.Lock()
 	p.procs[c.ID] = &proc{chunk: c.ID, pid: pid, started: t0}
-	if p.held {
-		stopGroup(pid) // Ctrl-Z came while it started
+	if p.held || p.ctlHeld {
+		stopGroup(pid) // Ctrl-Z or a pause came while it started
 	}
 	p.mu.Unlock()
 	if p.killed.Load() {

@@ -64,6 +64,7 @@ type Pool struct {
 	active  int  // slots taken: rsyncs running or about to, and their confirmations
 	gate    bool // the throttle allows new rsyncs
 	held    bool // job control stopped the run (Ctrl-Z)
+	ctlHeld bool // live control paused the run
 	procs   map[int]*proc
 	queued  int
 	closing bool // ctx ended: nothing may be paused any more
@@ -95,8 +96,8 @@ type proc struct {
 	chunk    int
 	pid      int
 	started  time.Time
-	paused   bool
-	pausedAt time.Time
+	pausedBy reason    // who paused this group: the throttle, the bandwidth limit
+	pausedAt time.Time // when the throttle paused it
 }
 
 // AbortError says the run stopped early because rsync failed in a way that every
@@ -207,7 +208,7 @@ func (p *Pool) RecoverPanic() {
 }
 
 // open reports whether a new rsync may start now; the caller holds p.mu.
-func (p *Pool) open() bool { return p.gate && !p.held && p.active < p.limit }
+func (p *Pool) open() bool { return p.gate && !p.held && !p.ctlHeld && p.active < p.limit }
 
 // waitFree blocks until a slot is free, ctx has ended or the run was aborted.
 func (p *Pool) waitFree(ctx context.Context) {
@@ -591,7 +592,7 @@ func (p *Pool) Procs() []throttle.Proc {
 	defer p.mu.Unlock()
 	out := make([]throttle.Proc, 0, len(p.procs))
 	for _, pr := range p.procs {
-		out = append(out, throttle.Proc{Chunk: pr.chunk, PID: pr.pid, Started: pr.started, Paused: pr.paused, PausedAt: pr.pausedAt})
+		out = append(out, throttle.Proc{Chunk: pr.chunk, PID: pr.pid, Started: pr.started, Paused: pr.pausedBy&byThrottle != 0, PausedAt: pr.pausedAt})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
 	return out
@@ -606,109 +607,13 @@ func (p *Pool) Queued() int {
 	return p.queued
 }
 
-// Counts returns the number of running and of paused rsync groups.
-func (p *Pool) Counts() (running, paused int) {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, pr := range p.procs {
-		if pr.paused || p.held {
-			paused++
-		} else {
-			running++
-		}
-	}
-	return running, paused
-}
-
-// Pause stops a chunk's rsync group with SIGSTOP.
-func (p *Pool) Pause(chunk int) error {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pr, ok := p.procs[chunk]
-	if !ok || pr.paused || p.closing {
-		// a group being cancelled must run to act on its TERM
-		return nil
-	}
-	if err := stopGroup(pr.pid); err != nil {
-		return err
-	}
-	pr.paused, pr.pausedAt = true, time.Now()
-	return nil
-}
-
-// Resume continues a chunk's rsync group with SIGCONT, unless the whole run is held.
-func (p *Pool) Resume(chunk int) error {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pr, ok := p.procs[chunk]
-	if !ok {
-		return nil
-	}
-	pr.paused = false
-	if p.held {
-		return nil
-	}
-	return continueGroup(pr.pid)
-}
-
-// SetGate allows or forbids starting new rsyncs.
-func (p *Pool) SetGate(open bool) {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.gate = open
-	p.cond.Broadcast()
-}
-
-// Hold stops every rsync group with SIGSTOP and starts no new one until Release: job
-// control (Ctrl-Z) for the whole run, apart from the throttle's own pauses.
-func (p *Pool) Hold() {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.held = true
-	for _, pr := range p.procs {
-		stopGroup(pr.pid)
-	}
-}
-
-// Release ends a Hold: it continues every group the throttle is not holding.
-func (p *Pool) Release() {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.held = false
-	for _, pr := range p.procs {
-		if !pr.paused {
-			continueGroup(pr.pid)
-		}
-	}
-	p.cond.Broadcast()
-}
-
-// ContinueAll sends SIGCONT to every group, paused, held or not.
-func (p *Pool) ContinueAll() {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.held = false
-	for _, pr := range p.procs {
-		pr.paused = false
-		continueGroup(pr.pid)
-	}
-	p.cond.Broadcast()
-}
-
 // TerminateAll sends TERM then CONT to every group.
 func (p *Pool) TerminateAll() {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pr := range p.procs {
-		pr.paused = false
+		pr.pausedBy = 0
 		terminateGroup(pr.pid)
 	}
 }

@@ -574,23 +574,24 @@ func readCPUAcct(name string) (time.Duration, error) {
 // (fields 14 and 15) and starttime (field 22), in clock ticks. It parses
 // after the last ')' because comm (field 2) may contain spaces and
 // parentheses.
-func parseTaskStat(b []byte) (ticks, start uint64, ok bool) {
+func parseTaskStat(b []byte) (ticks, start uint64, pgrp int, ok bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	// fields[k] is field k+3: state, ppid, pgrp, ...
 	fields := bytes.Fields(b[i+1:])
 	if len(fields) < 20 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	utime, err1 := strconv.ParseUint(string(fields[11]), 10, 64)
 	stime, err2 := strconv.ParseUint(string(fields[12]), 10, 64)
 	start, err3 := strconv.ParseUint(string(fields[19]), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return 0, 0, false
+	pgrp, err4 := strconv.Atoi(string(fields[2]))
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+		return 0, 0, 0, false
 	}
-	return utime + stime, start, true
+	return utime + stime, start, pgrp, true
 }
 
 // parseProcs parses a cgroup.procs file, one PID a line.
@@ -635,6 +636,10 @@ type cgroupMeter struct {
 	tasks    map[taskID]uint64
 	upTicks  uint64 // uptime at the last reading, in ticks; 0 if unknown
 	procsCPU uint64
+	// skip, if set, leaves out prsync's own tasks (by pid and process group): their
+	// short-lived rsyncs end between readings and would be lost; the sampler adds
+	// prsync's own CPU, reaped children included, instead.
+	skip func(pid, pgrp int) bool
 
 	ok   bool // the fields below hold a previous reading
 	at   time.Time
@@ -761,9 +766,9 @@ func (m *cgroupMeter) readProcs() (uint64, error) {
 		if err != nil {
 			continue // ended meanwhile
 		}
-		ticks, start, ok := parseTaskStat(b)
-		if !ok {
-			continue
+		ticks, start, pgrp, ok := parseTaskStat(b)
+		if !ok || (m.skip != nil && m.skip(pid, pgrp)) {
+			continue // prsync's own: measured apart, with the children it reaped
 		}
 		id := taskID{pid, start}
 		tasks[id] = ticks

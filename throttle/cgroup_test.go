@@ -533,8 +533,8 @@ func TestParseTaskStat(t *testing.T) {
 		{"no paren", 0, 0, false},
 	}
 	for _, tt := range tests {
-		ticks, start, ok := parseTaskStat([]byte(tt.in))
-		if ticks != tt.ticks || start != tt.start || ok != tt.ok {
+		ticks, start, pgrp, ok := parseTaskStat([]byte(tt.in))
+		if ticks != tt.ticks || start != tt.start || ok != tt.ok || (ok && pgrp == 0) {
 			t.Errorf("parseTaskStat(%q) = %d, %d, %v; want %d, %d, %v", tt.in, ticks, start, ok, tt.ticks, tt.start, tt.ok)
 		}
 	}

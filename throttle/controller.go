@@ -218,6 +218,10 @@ type loop struct {
 	c          *Controller
 	gate       bool
 	lastSample Sample
+	// stalledSince is when every group was last found paused with none running (zero
+	// while some run); trickle is set after a starved resume, until the machine cools.
+	stalledSince time.Time
+	trickle      bool
 }
 
 func (l *loop) tick(ctx context.Context) error {
@@ -242,13 +246,26 @@ func (l *loop) tick(ctx context.Context) error {
 			running = append(running, p)
 		}
 	}
+	if len(running) > 0 || len(paused) == 0 {
+		l.stalledSince = time.Time{}
+	} else if l.stalledSince.IsZero() {
+		l.stalledSince = now
+	}
 	st := State{
 		Running:   len(running),
 		Suspended: len(paused),
 		Queued:    c.Target.Queued(),
 		GateOpen:  l.gate,
+		Starved:   c.Policy.MaxSuspend > 0 && !l.stalledSince.IsZero() && now.Sub(l.stalledSince) >= c.Policy.MaxSuspend,
+		Trickle:   l.trickle,
 	}
 	d := Decide(c.Policy, st, s)
+	switch {
+	case d.Reason == ReasonStarved:
+		l.trickle = true
+	case d.Reason == "":
+		l.trickle = false // the machine cooled
+	}
 
 	// Close the gate before pausing, so no new chunk starts in between;
 	// open it after resuming, so paused work goes first.

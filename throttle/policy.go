@@ -4,6 +4,7 @@ package throttle
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Policy holds the limits that decide when rsync groups are paused and resumed.
@@ -28,6 +29,9 @@ type Policy struct {
 	MaxLoad        float64 // 1-minute load average limit; 0 = off
 	MaxIOPressure  float64 // PSI io "some avg10" limit in %; 0 = off
 	MaxCPUPressure float64 // PSI cpu "some avg10" limit in %; 0 = off
+	// MaxSuspend is how long every group may stay paused while the machine stays busy;
+	// then one runs (see Decide). 0 means for ever.
+	MaxSuspend time.Duration
 }
 
 // Validate reports whether p is usable: both thresholds in (0, 100], Resume
@@ -98,6 +102,10 @@ type State struct {
 	Suspended int  // groups paused
 	Queued    int  // chunks waiting to start
 	GateOpen  bool // whether new chunks may start now
+	// Starved says every group has been paused, and the machine busy, for longer than the
+	// Policy's MaxSuspend; Trickle that the controller is letting one group run through a
+	// busy machine since (see Decide).
+	Starved, Trickle bool
 }
 
 // Action is what to do to one rsync group.
@@ -130,6 +138,8 @@ const (
 	ReasonLoad        = "load"         // Sample.Load
 	ReasonCPUPressure = "cpu-pressure" // Sample.CPUPressure
 	ReasonIO          = "io"           // Sample.IOPressure
+	// ReasonStarved is the resume of a group that every pause had stalled for MaxSuspend.
+	ReasonStarved = "starved"
 )
 
 // Decision is the result of Decide.
@@ -175,10 +185,22 @@ type Decision struct {
 // that uses up its quota is hot even when the host has room, and prsync's
 // own rsyncs filling the quota alone still do not pause them. The load and
 // pressure limits count everything, prsync included.
+//
+// A machine that stays busy must not stall the copy for ever: once every group has been
+// paused for MaxSuspend (State.Starved), the one paused longest is resumed (reason
+// "starved"), and while the machine stays hot one group keeps running (State.Trickle):
+// a busy machine slows the copy down to one rsync, it does not stop it.
 func Decide(p Policy, st State, s Sample) Decision {
 	if reason := hotReason(p, s); reason != "" {
 		d := Decision{Action: Hold, GateOpen: false, Reason: reason}
-		if st.Running > 0 {
+		switch {
+		case st.Trickle && st.Running == 1:
+			// hold the one that trickles
+		case (st.Trickle || st.Starved) && st.Running == 0 && st.Suspended > 0:
+			d.Action, d.Reason = Resume, ReasonStarved
+		case st.Trickle && st.Running == 0:
+			d.GateOpen, d.Reason = true, ReasonStarved // let the next chunk start
+		case st.Running > 0:
 			d.Action = Suspend
 		}
 		return d

@@ -3,6 +3,7 @@ package throttle
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 func TestValidate(t *testing.T) {
@@ -257,5 +258,34 @@ func TestDecideSequence(t *testing.T) {
 		if st != step.st {
 			t.Fatalf("step %d (cpu %v): state %+v, want %+v", i, step.cpu, st, step.st)
 		}
+	}
+}
+
+// TestDecideStarved: a machine that stays busy slows the copy to one rsync, never to none.
+func TestDecideStarved(t *testing.T) {
+	p := Policy{Suspend: 80, Resume: 60, MaxSuspend: 30 * time.Second}
+	hot := Sample{CPU: 95}
+	tests := []struct {
+		name   string
+		st     State
+		action Action
+		gate   bool
+		reason string
+	}{
+		{"paused, not yet starved", State{Suspended: 3}, Hold, false, ReasonCPU},
+		{"starved: resume one", State{Suspended: 3, Starved: true}, Resume, false, ReasonStarved},
+		{"trickling: hold the one", State{Running: 1, Suspended: 2, Trickle: true}, Hold, false, ReasonCPU},
+		{"trickling, the one ended: the next paused one", State{Suspended: 2, Trickle: true}, Resume, false, ReasonStarved},
+		{"trickling, none paused: a new chunk may start", State{Trickle: true}, Hold, true, ReasonStarved},
+		{"trickling, more running: suspend", State{Running: 3, Trickle: true}, Suspend, false, ReasonCPU},
+	}
+	for _, tt := range tests {
+		d := Decide(p, tt.st, hot)
+		if d.Action != tt.action || d.GateOpen != tt.gate || d.Reason != tt.reason {
+			t.Errorf("%s: %+v", tt.name, d)
+		}
+	}
+	if d := Decide(p, State{Suspended: 2, Trickle: true}, Sample{CPU: 10}); d.Action != Resume || d.Reason != "" {
+		t.Errorf("cool while trickling: %+v, want a plain resume", d)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -87,6 +88,20 @@ func newSystemSampler(p Policy, warn io.Writer, groups func() []int, found cgrou
 		s.groups = groups
 		s.ownTime = ownCPUSource()
 		s.ncpu = machineCPUs()
+		if meter != nil && s.ownTime != nil {
+			self := os.Getpid()
+			meter.skip = func(pid, pgrp int) bool {
+				if pid == self {
+					return true
+				}
+				for _, g := range groups() {
+					if g == pgrp {
+						return true
+					}
+				}
+				return false
+			}
+		}
 	}
 	// Prime the CPU counters: the first call has no previous call to
 	// compare with.
@@ -159,6 +174,12 @@ func (s *SystemSampler) Sample(ctx context.Context) (Sample, error) {
 	}
 
 	if pct, throttled, ok := s.sampleCgroup(); ok {
+		if s.cgroup.usage == UsageProcs && s.cgroup.skip != nil && ownOK {
+			pct = min(100, pct+share(ownSecs, ownDT, s.cgroup.cpus, 100))
+		}
+		// the share of periods in which the quota ran out is a floor of its use: it
+		// catches what a count of tasks misses (tasks that ended between readings)
+		pct = max(pct, 100*throttled)
 		out.CgroupCPU, out.CgroupCPUs, out.Throttled, out.HasCgroup = pct, s.cgroup.cpus, throttled, true
 		if ownOK {
 			out.CgroupOwn = share(ownSecs, ownDT, s.cgroup.cpus, pct)
