@@ -454,10 +454,19 @@ func TestTruthCtrlZ(t *testing.T) {
 		}
 	}
 	p.signal(syscall.SIGCONT)
-	time.Sleep(300 * time.Millisecond)
-	for pid, s := range procsMentioning(dst) {
-		if s == "T" {
-			t.Errorf("rsync %d still stopped after SIGCONT", pid)
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		stopped := 0
+		for _, s := range procsMentioning(dst) {
+			if s == "T" {
+				stopped++
+			}
+		}
+		if stopped == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%d rsyncs still stopped 2 s after SIGCONT", stopped)
+			break
 		}
 	}
 	r := p.wait(time.Minute)
