@@ -182,8 +182,9 @@ func endpointPath(arg string) (string, bool) {
 }
 
 // Stdout takes one line of rsync's standard output. It returns the file bytes the line
-// reports for a path of the chunk not logged before.
-func (a *Attributor) Stdout(line []byte) int64 {
+// reports for a path of the chunk not logged before, and whether it logged a regular file
+// of the chunk for the first time.
+func (a *Attributor) Stdout(line []byte) (int64, bool) {
 	it, ok := ParseItem(line)
 	if !ok {
 		// some per-file messages go to stdout: "skipping non-regular file", "cannot
@@ -191,8 +192,9 @@ func (a *Attributor) Stdout(line []byte) int64 {
 		if m := ParseMessage(line); m.Kind != KindOther {
 			a.apply(m, line)
 		}
-		return 0
+		return 0, false
 	}
+	file := false
 	var n int64
 	idx, ok := a.byRel[string(it.Name)]
 	if !ok {
@@ -206,10 +208,11 @@ func (a *Attributor) Stdout(line []byte) int64 {
 			ps.Size = it.Size
 			if first {
 				n += it.Size
+				file = true
 			}
 		}
 	}
-	return n
+	return n, file
 }
 
 // Stderr takes one line of rsync's standard error.
