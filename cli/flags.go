@@ -32,6 +32,9 @@ type Flags struct {
 	NoQuickCheck bool          `help:"Send every path to rsync, even when its local copy already matches."`
 	Transport    string        `enum:"pipe,direct" default:"pipe" placeholder:"pipe|direct" help:"How a local copy's rsyncs run: pipe (rsync's pull form over a local pipe: reads the list in blocks, logs what it wrote) or direct (push form)."`
 
+	NoControl   bool   `help:"Open no control socket (prsync ctl cannot reach this run)."`
+	MetricsFile string `placeholder:"PATH" help:"Keep a Prometheus text-format file of the run's figures up to date at PATH (for node_exporter's textfile collector)."`
+
 	Progress   bool `help:"Show human progress on stderr (default: when stderr is a terminal)." xor:"progress"`
 	NoProgress bool `help:"Never show human progress." xor:"progress"`
 

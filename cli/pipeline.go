@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,15 +24,19 @@ import (
 // it, and every report flowing one way into the reporter, which owns the books and writes
 // the events.
 type pipeline struct {
-	r       *runner
-	t0      time.Time
-	sep     byte
-	enc     *event.Encoder
-	rep     *reporter
-	pool    *exec.Pool
-	sampler *throttle.SystemSampler
-	ctl     *throttle.Controller
-	last    sampleBox
+	r        *runner
+	t0       time.Time
+	sep      byte
+	enc      *event.Encoder
+	rep      *reporter
+	pool     *exec.Pool
+	sampler  *throttle.SystemSampler
+	throttle *throttle.Controller
+	control  *ctlHandler
+	bw       bwControl // the total bandwidth limit; nil where it cannot be measured
+	last     sampleBox
+
+	controlSocket string
 
 	inputErr      error // set before the input goroutine ends
 	inputComplete bool  // the input was read to its end
@@ -61,13 +66,19 @@ func (r *runner) newPipeline() *pipeline {
 		Confirm: r.confirm, Env: r.env, Transport: r.transport, Helper: r.helper, SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- m },
 	}
 	p.sampler = throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(p.pool))
-	p.ctl = &throttle.Controller{
+	p.throttle = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
 		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- e },
 	}
 	p.rep.prog = newProgress(r.stderr, r.showProgress(), p.t0)
 	p.rep.pool, p.rep.last, p.rep.t0, p.rep.every = p.pool, &p.last, p.t0, f.ThrottleInterval
 	p.rep.jobsMin, p.rep.jobsMax = r.jobs, r.jobs
+	p.rep.jobsAuto = r.tuner != nil
+	p.control = &ctlHandler{p: p}
+	if f.MetricsFile != "" {
+		p.rep.metrics = newMetrics(f.MetricsFile, p.rep)
+		p.rep.metrics.suspendedSecs = func() float64 { _, s := p.throttle.Stats(); return s }
+	}
 	return p
 }
 
@@ -77,7 +88,9 @@ func (r *runner) run() int {
 	p := r.newPipeline()
 	defer r.input.Close()
 	defer p.pool.ContinueAll() // never leave a group stopped, whatever happens below
-	r.sig.attach(p.pool)
+	closeControl := p.startControl()
+	defer closeControl()
+	r.sig.attach(p.pool, func() { p.rep.in <- statusRequest{by: "signal"} })
 	defer r.sig.detach()
 	p.emitStart()
 
@@ -109,6 +122,8 @@ func (r *runner) run() int {
 	bgStop()
 	bgDone.Wait()
 	p.pool.ContinueAll()
+	closeControl() // no control request may reach the reporter once it stops
+	r.sig.detach()
 	close(p.rep.in)
 	<-repDone
 	if p.pool.Killed() {
@@ -127,7 +142,8 @@ func (p *pipeline) emitStart() {
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
 		QuickCheck: r.quick != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
-		Cgroup: cgroupEvent(p.sampler.Source()), MaxSuspend: f.MaxSuspend.Seconds(),
+		Cgroup: cgroupEvent(p.sampler.Source()), MaxSuspend: f.MaxSuspend.Seconds(), ControlSocket: p.controlSocket,
+		BWLimit: p.bwShown(),
 	})
 }
 
@@ -138,6 +154,22 @@ func cgroupEvent(c throttle.CgroupInfo) *event.Cgroup {
 	}
 	return &event.Cgroup{Version: c.Version, Path: c.Path, CPUs: c.CPUs, Usage: c.Usage, PSI: c.PSI,
 		CPUPressureFile: c.CPUPressureFile, IOPressureFile: c.IOPressureFile}
+}
+
+// bwShown is the total bandwidth limit for the start event.
+func (p *pipeline) bwShown() string {
+	if p.bw == nil {
+		return "off"
+	}
+	set, _ := p.bw.describe()
+	return set
+}
+
+// bwControl is the total bandwidth limit as live control and the reporter see it.
+type bwControl interface {
+	set(spec string) (old, new string, err error)
+	describe() (set, now string)
+	limit() float64 // bytes per second in force now; 0 when unlimited
 }
 
 // rootShown is the source root for the start event: absolute when local, as given when remote.
@@ -222,7 +254,7 @@ func (p *pipeline) startThrottle(ctx, bg context.Context, wg *sync.WaitGroup) {
 		defer p.pool.RecoverPanic()
 		defer wg.Done()
 		defer stop()
-		p.ctl.Run(ctlCtx)
+		p.throttle.Run(ctlCtx)
 	}()
 }
 
@@ -234,7 +266,7 @@ func (p *pipeline) startTuner(ctx, bg context.Context, wg *sync.WaitGroup, input
 	if !exec.IsRemote(p.r.f.Dest) && p.r.srcRemote == "" {
 		scale = 0.5 // a local copy's sender and receiver both write every byte
 	}
-	c := &tune.Controller{Tuner: p.r.tuner, Target: &tuneTarget{pool: p.pool, inputEnded: inputEnded, scale: scale}}
+	c := &tune.Controller{Tuner: p.r.tuner, Target: &tuneTarget{pinned: &p.control.pinned, pool: p.pool, inputEnded: inputEnded, scale: scale}}
 	wg.Add(1)
 	go func() {
 		defer p.pool.RecoverPanic()
@@ -246,6 +278,7 @@ func (p *pipeline) startTuner(ctx, bg context.Context, wg *sync.WaitGroup, input
 
 // tuneTarget is the pool as -j auto sees it.
 type tuneTarget struct {
+	pinned     *atomic.Bool
 	pool       *exec.Pool
 	inputEnded <-chan struct{}
 	scale      float64 // of the bytes written, to file bytes
@@ -257,6 +290,9 @@ func (t *tuneTarget) Measure()                      { t.pool.MeasureIO() }
 func (t *tuneTarget) Drained() bool                 { return isClosed(t.inputEnded) && t.pool.Queued() == 0 }
 
 func (t *tuneTarget) SetLimit(n int, reason, detail string, rate float64) {
+	if t.pinned.Load() {
+		return // prsync ctl jobs set it by hand
+	}
 	t.pool.SetLimit(n, reason, detail, rate)
 }
 
@@ -295,7 +331,7 @@ func (p *pipeline) finish(interrupted bool) int {
 	ferr := p.rep.closeList()
 	c := p.rep.c
 	st := p.pool.Stats()
-	susp, suspSec := p.ctl.Stats()
+	susp, suspSec := p.throttle.Stats()
 	ab := p.pool.Aborted()
 	code := exitStatus(interrupted, p.inputErr, ab, c, ferr)
 	el := time.Since(p.t0).Seconds()
@@ -310,6 +346,10 @@ func (p *pipeline) finish(interrupted bool) int {
 		JobsMin: p.rep.jobsMin, JobsMax: p.rep.jobsMax,
 	})
 	p.rep.prog.finish(c, el)
+	if m := p.rep.metrics; m != nil {
+		m.up, m.exitCode = 0, float64(code)
+		p.rep.writeMetrics(el)
+	}
 	switch {
 	case p.inputErr != nil:
 		fmt.Fprintf(r.stderr, "prsync: error: %v\n", p.inputErr)

@@ -66,6 +66,10 @@ type reporter struct {
 	jobsMax  int
 	refusals int
 	hint     string // advice for the first path failure that has one
+	jobsAuto bool
+	bw       bwControl // the total bandwidth limit, or nil
+	metrics  *metrics  // --metrics-file, or nil
+	metErr   bool      // a metrics write failed (said once)
 
 	in chan any
 }
@@ -132,6 +136,10 @@ func (r *reporter) handle(m any) {
 		r.throttled(m)
 	case inputError:
 		r.enc.Emit(&event.Error{Error: m.err.Error()})
+	case statusRequest:
+		r.status(m)
+	case controlChange:
+		r.enc.Emit(&event.Control{What: m.what, Old: m.old, New: m.new})
 	default:
 		panic(fmt.Sprintf("reporter: unknown message %T", m))
 	}
@@ -275,7 +283,21 @@ func (r *reporter) progress() {
 	}
 	r.enc.Emit(ev)
 	r.prog.update(ev, c, s.CPU)
+	r.writeMetrics(el)
 }
+
+// writeMetrics updates the --metrics-file, and says once when it cannot.
+func (r *reporter) writeMetrics(elapsed float64) {
+	if r.metrics == nil {
+		return
+	}
+	if err := r.metrics.write(elapsed); err != nil && !r.metErr {
+		r.metErr = true
+		fmt.Fprintf(r.stderr, "prsync: warning: --metrics-file: %v\n", err)
+	}
+}
+
+func timeSince(t time.Time) float64 { return time.Since(t).Seconds() }
 
 // optional is v, rounded, for an event field that is there only when has is true.
 func optional(has bool, v float64) *float64 {

@@ -16,6 +16,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
 
+	"github.com/prsync/prsync/control"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
@@ -94,6 +95,9 @@ type kongExit struct{ code int }
 func Main() int {
 	if PipeHelper(os.Args) {
 		return exec.PipeHelper(os.Args[2:], os.Stderr) // the -e program of the pipe transport
+	}
+	if len(os.Args) > 1 && os.Args[1] == "ctl" {
+		return control.Main(os.Args[2:], os.Stdout, os.Stderr) // live control of a running prsync
 	}
 	return run(notifySignals(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }

@@ -17,13 +17,15 @@ type jobControl interface {
 // signals routes prsync's signals for the whole life of the process, so that a signal
 // arriving after the summary changes nothing: the first SIGINT, SIGTERM or SIGHUP ends
 // ctx, the second ends kill; SIGTSTP (Ctrl-Z) stops every rsync group, then prsync
-// itself, and SIGCONT (fg) continues the groups; SIGPIPE is caught, so that a closed
-// stdout is a write error prsync handles, not its death.
+// itself, and SIGCONT (fg) continues the groups; SIGUSR1 (and SIGINFO, Ctrl-T, on macOS)
+// asks for a status; SIGPIPE is caught, so that a closed stdout is a write error prsync
+// handles, not its death.
 type signals struct {
 	ctx, kill context.Context
 
-	mu  sync.Mutex
-	job jobControl
+	mu     sync.Mutex
+	job    jobControl
+	status func() // answers SIGUSR1 (SIGINFO on macOS)
 }
 
 // notifySignals starts routing the signals. The handlers stay until the process exits.
@@ -32,7 +34,8 @@ func notifySignals() *signals {
 	kill, killCancel := context.WithCancel(context.Background())
 	s := &signals{ctx: ctx, kill: kill}
 	ch := make(chan os.Signal, 8)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT, syscall.SIGPIPE)
+	signal.Notify(ch, append([]os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP,
+		syscall.SIGCONT, syscall.SIGPIPE, syscall.SIGUSR1}, infoSignals...)...)
 	go func() {
 		n := 0
 		for sig := range ch {
@@ -53,23 +56,30 @@ func notifySignals() *signals {
 				if j := s.current(); j != nil {
 					j.Release()
 				}
+			default: // SIGUSR1, SIGINFO
+				s.mu.Lock()
+				if s.status != nil {
+					s.status()
+				}
+				s.mu.Unlock()
 			}
 		}
 	}()
 	return s
 }
 
-// attach makes Ctrl-Z and fg act on j, until detach.
-func (s *signals) attach(j jobControl) {
+// attach makes Ctrl-Z and fg act on j, and SIGUSR1 call status, until detach.
+func (s *signals) attach(j jobControl, status func()) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
-	s.job = j
+	s.job, s.status = j, status
 	s.mu.Unlock()
 }
 
-func (s *signals) detach() { s.attach(nil) }
+// detach undoes attach; once it returns, no status call is under way.
+func (s *signals) detach() { s.attach(nil, nil) }
 
 func (s *signals) current() jobControl {
 	s.mu.Lock()

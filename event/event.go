@@ -58,6 +58,10 @@ type Start struct {
 	Cgroup *Cgroup `json:"cgroup,omitempty"`
 	// MaxSuspend is --max-suspend in seconds (0: for ever).
 	MaxSuspend float64 `json:"max_suspend"`
+	// ControlSocket is the socket of live control (prsync ctl), or "".
+	ControlSocket string `json:"control_socket"`
+	// BWLimit is the total bandwidth limit (--bwlimit) as given, or "off".
+	BWLimit string `json:"bwlimit"`
 }
 
 // Cgroup describes the cgroup the throttle measures against.
@@ -160,6 +164,34 @@ type Progress struct {
 	Elapsed             float64  `json:"elapsed"`
 	// Jobs is the number of rsyncs allowed at once.
 	Jobs int `json:"jobs"`
+}
+
+// Status is written when prsync is asked for its status: by prsync ctl status, or by
+// SIGUSR1 (SIGINFO, Ctrl-T, on macOS).
+type Status struct {
+	Header
+	By          string  `json:"by"` // socket or signal
+	Jobs        int     `json:"jobs"`
+	Running     int     `json:"running"`
+	Suspended   int     `json:"suspended"`
+	Paused      bool    `json:"paused"` // prsync ctl pause is in effect
+	BWLimit     string  `json:"bwlimit"`
+	BWLimitNow  string  `json:"bwlimit_now"`
+	FilesDone   int64   `json:"files_done"`
+	BytesDone   int64   `json:"bytes_done"`
+	FilesQueued int64   `json:"files_queued"`
+	FilesNotOK  int64   `json:"files_not_ok"` // failed, vanished or not done so far
+	InputDone   bool    `json:"input_done"`
+	RateBps     float64 `json:"rate_bps"`
+	Elapsed     float64 `json:"elapsed"`
+}
+
+// Control is written for each change made by live control.
+type Control struct {
+	Header
+	What string `json:"what"` // jobs, bwlimit, pause, resume
+	Old  string `json:"old"`
+	New  string `json:"new"`
 }
 
 // PathFailed is written for each input path that failed, vanished or was not done.
@@ -288,6 +320,10 @@ func typeName(ev Event) string {
 		return "error"
 	case *Jobs:
 		return "jobs"
+	case *Status:
+		return "status"
+	case *Control:
+		return "control"
 	case *Summary:
 		return "summary"
 	}

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"github.com/prsync/prsync/control"
+	"github.com/prsync/prsync/event"
+)
+
+// ctlHandler answers live control (prsync ctl) for a run. Its methods run on the control
+// server's goroutines: what they change goes through the pool's own lock, and what they
+// report goes to the reporter, the one owner of the books and the events.
+type ctlHandler struct {
+	p      *pipeline
+	pinned atomic.Bool // jobs was set by hand: -j auto stops tuning
+}
+
+// statusRequest asks the reporter for a status; it answers on reply, and writes a
+// status event (and, for a signal, one line on stderr).
+type statusRequest struct {
+	by    string // "socket" or "signal"
+	reply chan control.Status
+}
+
+// controlChange is a change made by live control, for the control event.
+type controlChange struct {
+	what, old, new string
+}
+
+func (h *ctlHandler) Status() (control.Status, error) {
+	req := statusRequest{by: "socket", reply: make(chan control.Status, 1)}
+	h.p.rep.in <- req
+	return <-req.reply, nil
+}
+
+func (h *ctlHandler) SetJobs(n int) (old, new int, err error) {
+	p := h.p
+	if n > p.r.maxJobs {
+		return 0, 0, &control.Error{Msg: fmt.Sprintf("jobs %d is above --max-jobs %d", n, p.r.maxJobs),
+			Hint: "start prsync with a higher --max-jobs to go further"}
+	}
+	old = p.pool.Limit()
+	if p.r.tuner != nil && !h.pinned.Swap(true) {
+		fmt.Fprintln(p.r.stderr, "prsync: warning: -j set by prsync ctl: -j auto stops tuning")
+	}
+	p.pool.SetLimit(n, "control", "prsync ctl jobs", 0)
+	p.rep.in <- controlChange{"jobs", fmt.Sprint(old), fmt.Sprint(n)}
+	return old, n, nil
+}
+
+func (h *ctlHandler) SetBWLimit(spec string) (old, new string, err error) {
+	p := h.p
+	if p.bw == nil {
+		return "", "", &control.Error{Msg: "the bandwidth limit is not measured on this system"}
+	}
+	old, new, err = p.bw.set(spec)
+	if err != nil {
+		return "", "", &control.Error{Msg: err.Error(), Hint: `write a rate such as 20M, "off", or a timetable such as "08:00,20M 19:00,200M 23:00,off"`}
+	}
+	p.rep.in <- controlChange{"bwlimit", old, new}
+	return old, new, nil
+}
+
+func (h *ctlHandler) Pause() error {
+	if h.p.pool.PauseAll() {
+		h.p.rep.in <- controlChange{"pause", "running", "paused"}
+	}
+	return nil
+}
+
+func (h *ctlHandler) Resume() error {
+	if h.p.pool.ResumeAll() {
+		h.p.rep.in <- controlChange{"resume", "paused", "running"}
+	}
+	return nil
+}
+
+// startControl opens the control socket of the run; it returns a func that closes it,
+// to be called before the reporter stops.
+func (p *pipeline) startControl() func() {
+	r := p.r
+	if r.f.NoControl {
+		return func() {}
+	}
+	dir, err := control.DefaultDir()
+	if err != nil {
+		fmt.Fprintf(r.stderr, "prsync: warning: no live control: %v\n", err)
+		return func() {}
+	}
+	srv, err := control.Listen(control.SocketPath(dir, os.Getpid()), p.control, r.stderr)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "prsync: warning: no live control: %v\n", err)
+		return func() {}
+	}
+	p.controlSocket = srv.Path()
+	return func() { srv.Close() }
+}
+
+// status builds the status a request asks for, writes the status event, and answers.
+func (r *reporter) status(req statusRequest) {
+	running, paused := r.pool.Counts()
+	c := r.c
+	st := control.Status{
+		PID: os.Getpid(), Jobs: r.pool.Limit(), MaxJobs: r.pool.MaxJobs, JobsAuto: r.jobsAuto,
+		Running: running, Suspended: paused, Paused: r.pool.PausedAll(),
+		BWLimit: "off", BWLimitNow: "off",
+		FilesDone: c.Done(), BytesDone: c.BytesTransferred + r.pool.InFlight(), FilesQueued: c.Queued,
+		FilesFailed: c.Failed + c.Vanished + c.NotDone, InputDone: r.inDone(), RateBps: r.rate(),
+		Elapsed: round3(timeSince(r.t0)),
+	}
+	if r.bw != nil {
+		st.BWLimit, st.BWLimitNow = r.bw.describe()
+	}
+	r.enc.Emit(&event.Status{
+		By: req.by, Jobs: st.Jobs, Running: st.Running, Suspended: st.Suspended, Paused: st.Paused,
+		BWLimit: st.BWLimit, BWLimitNow: st.BWLimitNow, FilesDone: st.FilesDone, BytesDone: st.BytesDone,
+		FilesQueued: st.FilesQueued, FilesNotOK: st.FilesFailed, InputDone: st.InputDone, RateBps: st.RateBps,
+		Elapsed: st.Elapsed,
+	})
+	if req.by == "signal" {
+		fmt.Fprintf(r.stderr, "prsync: status: %d files done (%d not ok), %s, %s/s, running %d, paused %d, queued %d, jobs %d, bwlimit %s, %s\n",
+			st.FilesDone, st.FilesFailed, humanBytes(st.BytesDone), humanBytes(int64(st.RateBps/8)), st.Running, st.Suspended,
+			st.FilesQueued, st.Jobs, st.BWLimitNow, clock(st.Elapsed))
+	}
+	if req.reply != nil {
+		req.reply <- st
+	}
+}
