@@ -1,0 +1,388 @@
+package tests
+
+// Operations (issue 14): the throttle inside a cgroup with a CPU quota, live control from
+// another process, status on SIGUSR1, and the metrics file.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	pmodel "github.com/prometheus/common/model"
+)
+
+// cpuCgroup makes a cgroup with a quota of half a CPU (v2 cpu.max where the machine has
+// it, else v1 cfs quota) and returns a command prefix that runs a program inside it.
+func cpuCgroup(t *testing.T) []string {
+	t.Helper()
+	if !isRoot() {
+		t.Skip("making a cgroup needs root")
+	}
+	var dir, quotaFile, quota string
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		dir, quotaFile, quota = fmt.Sprintf("/sys/fs/cgroup/prsync-test-%d", os.Getpid()), "cpu.max", "50000 100000"
+	} else if _, err := os.Stat("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"); err == nil {
+		dir, quotaFile, quota = fmt.Sprintf("/sys/fs/cgroup/cpu/prsync-test-%d", os.Getpid()), "cpu.cfs_quota_us", "50000"
+	} else {
+		t.Skip("no cgroup v2 cpu.max and no v1 cpu controller here")
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cannot make a cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		// the test's processes are gone by now (their own cleanups ran first); move any
+		// straggler out, then remove the group
+		if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		os.Remove(dir)
+	})
+	if err := os.WriteFile(filepath.Join(dir, quotaFile), []byte(quota), 0o644); err != nil {
+		t.Skipf("cannot set the cgroup's quota: %v", err)
+	}
+	return []string{"sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, dir}
+}
+
+// startBusy starts a busy loop, under prefix (nil: outside any test cgroup), stopped by
+// PID when the test ends.
+func startBusy(t *testing.T, prefix []string) {
+	t.Helper()
+	argv := append(append([]string(nil), prefix...), "sh", "-c", "while :; do :; done")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+}
+
+// TestOpsCgroupThrottle: inside a 0.5-CPU cgroup saturated by a busy loop, prsync pauses
+// (the host has room, so a host-only measure would not); the same loop outside the cgroup
+// does not make it pause. --max-suspend keeps the saturated run short.
+func TestOpsCgroupThrottle(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src := filepath.Join(w, "src")
+	var names []string
+	for i := 0; i < 1500; i++ {
+		n := fmt.Sprintf("d%d/f%04d", i%10, i)
+		writeFile(t, filepath.Join(src, n), strings.Repeat("c", 100+i%900), 0o644)
+		names = append(names, n)
+	}
+	in := nul(names...)
+	prefix := cpuCgroup(t)
+	args := []string{"-0", "--root", src, "-j", "2", "--chunk-files", "50", "--throttle-interval", "250ms", "--max-suspend", "2s"}
+
+	t.Run("busy loop inside the cgroup", func(t *testing.T) {
+		startBusy(t, prefix)
+		dst := filepath.Join(t.TempDir(), "dst")
+		r := start(t, startOpts{stdin: bytes.NewReader(in), wrap: prefix}, append(args, dst)...).wait(3 * time.Minute)
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		st, _ := r.Events[0]["cgroup"].(map[string]any)
+		if st["cpus"] != 0.5 {
+			t.Errorf("start event cgroup %v, want a 0.5-CPU quota", st)
+		}
+		var sus []map[string]any
+		for _, e := range r.OfType("throttle") {
+			if e["action"] == "suspend" {
+				sus = append(sus, e)
+			}
+		}
+		if len(sus) == 0 {
+			t.Fatalf("prsync never paused in a saturated cgroup")
+		}
+		if sus[0]["reason"] != "cgroup-cpu" || sus[0]["cgroup_cpu_percent"].(float64) < 80 {
+			t.Errorf("first suspend %v: want reason cgroup-cpu at a full quota", sus[0])
+		}
+		if c := sus[0]["cpu_percent"].(float64); c > 80 {
+			t.Logf("the host was busy too (%.0f%%): the test proves less", c)
+		}
+		checkIdentity(t, r.Summary(t), int64(len(names)))
+		sameTree(t, src, dst)
+	})
+	t.Run("busy loop outside the cgroup", func(t *testing.T) {
+		startBusy(t, nil)
+		dst := filepath.Join(t.TempDir(), "dst")
+		r := start(t, startOpts{stdin: bytes.NewReader(in), wrap: prefix}, append(args, dst)...).wait(3 * time.Minute)
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		for _, e := range r.OfType("throttle") {
+			if e["action"] == "suspend" && e["reason"] == "cgroup-cpu" {
+				t.Errorf("a busy loop outside the cgroup made prsync pause: %v", e)
+			}
+		}
+	})
+}
+
+// ctl runs prsync ctl against the run with socket sock, and returns stdout and the code.
+func ctl(t *testing.T, sock string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin(t), append([]string{"ctl", "--socket", sock}, args...)...)
+	cmd.Env = cleanEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return out.String() + errb.String(), code
+}
+
+// runningRsyncs counts the rsync process groups copying into dst, running and stopped
+// (each rsync is a group of its processes: client, its forks, the pipe's server).
+func runningRsyncs(dst string) (running, stopped int) {
+	groups := map[int]string{}
+	for pid, st := range procsMentioning(dst) {
+		cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		argv0, _, _ := bytes.Cut(cl, []byte{0})
+		if filepath.Base(string(argv0)) != "rsync" {
+			continue // prsync itself
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || st == "Z" {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := bytes.Fields(b[i+1:])
+		if len(f) < 3 {
+			continue
+		}
+		g, _ := strconv.Atoi(string(f[2]))
+		if st := procState(g); st == "" || st == "Z" {
+			continue // the leader is gone: a group on its way out
+		}
+		if groups[g] != "T" {
+			groups[g] = st
+		}
+	}
+	for _, st := range groups {
+		if st == "T" {
+			stopped++
+		} else {
+			running++
+		}
+	}
+	return running, stopped
+}
+
+// waitRunning waits until cond holds of the rsyncs copying into dst.
+func waitRunning(t *testing.T, dst, what string, d time.Duration, cond func(running, stopped int) bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		r, s := runningRsyncs(dst)
+		if cond(r, s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			for pid, st := range procsMentioning(dst) {
+				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+				fmt.Fprintf(&b, "%d %s %.60s\n", pid, st, stat)
+			}
+			t.Fatalf("%s: %d running, %d stopped after %v\n%s", what, r, s, d, b.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOpsLiveControl: from a second process, -j 4 -> 1 -> 6 is obeyed, pause stops every
+// group within one interval and resume continues them, status answers (and SIGUSR1 too),
+// and another uid is refused.
+func TestOpsLiveControl(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	var names []string
+	for i := 0; i < 40; i++ {
+		n := fmt.Sprintf("f%02d", i)
+		writeFile(t, filepath.Join(src, n), strings.Repeat("L", 600_000), 0o644)
+		names = append(names, n)
+	}
+	run := filepath.Join(w, "run")
+	os.Mkdir(run, 0o700)
+	failed := filepath.Join(w, "failed")
+	p := start(t, startOpts{stdin: bytes.NewReader(nul(names...)), env: []string{"XDG_RUNTIME_DIR=" + run}},
+		"-0", "--root", src, "-j", "4", "--chunk-files", "1", "--no-throttle", "--throttle-interval", "200ms",
+		"--failed", failed, dst, "--", "--bwlimit=500k")
+	st := p.mustWaitFor("start", 10*time.Second, fltIs("start"))
+	sock := fmt.Sprint(st["control_socket"])
+	if !strings.HasPrefix(sock, run+"/prsync/") {
+		t.Fatalf("control socket %q, want one in $XDG_RUNTIME_DIR/prsync", sock)
+	}
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode: %v %v", fi, err)
+	}
+	waitRunning(t, dst, "-j 4", 10*time.Second, func(r, _ int) bool { return r == 4 })
+
+	if out, code := ctl(t, sock, "jobs", "1"); code != 0 || !strings.Contains(out, "4 -> 1") {
+		t.Fatalf("ctl jobs 1: %d %q", code, out)
+	}
+	waitRunning(t, dst, "-j 1 (running ones finish)", 10*time.Second, func(r, _ int) bool { return r == 1 })
+	time.Sleep(1500 * time.Millisecond)
+	if r, _ := runningRsyncs(dst); r != 1 {
+		t.Errorf("%d rsyncs at -j 1", r)
+	}
+	if out, code := ctl(t, sock, "jobs", "6"); code != 0 || !strings.Contains(out, "1 -> 6") {
+		t.Fatalf("ctl jobs 6: %d %q", code, out)
+	}
+	waitRunning(t, dst, "-j 6", 10*time.Second, func(r, _ int) bool { return r == 6 })
+
+	if out, code := ctl(t, sock, "pause"); code != 0 {
+		t.Fatalf("ctl pause: %d %q", code, out)
+	}
+	waitRunning(t, dst, "pause, within one interval", 300*time.Millisecond, func(r, s int) bool { return r == 0 && s > 0 })
+	time.Sleep(500 * time.Millisecond)
+	if r, _ := runningRsyncs(dst); r != 0 {
+		t.Errorf("%d rsyncs running while paused (no new one may start)", r)
+	}
+	out, code := ctl(t, sock, "status", "--json")
+	if code != 0 || !strings.Contains(out, `"paused":true`) || !strings.Contains(out, `"jobs":6`) {
+		t.Errorf("ctl status while paused: %d %q", code, out)
+	}
+	if out, code := ctl(t, sock, "resume"); code != 0 {
+		t.Fatalf("ctl resume: %d %q", code, out)
+	}
+	waitRunning(t, dst, "resume", 2*time.Second, func(r, s int) bool { return r > 0 && s == 0 })
+
+	p.signal(syscall.SIGUSR1)
+	p.mustWaitFor("status event (SIGUSR1)", 5*time.Second, fltIs("status", "by", "signal"))
+
+	if out, code := ctl(t, sock, "jobs", "0"); code != 1 {
+		t.Errorf("ctl jobs 0: %d %q, want a refusal", code, out)
+	}
+	if isRoot() {
+		// another uid: the socket is opened up for this one check, so that the uid
+		// check, not the file's mode, is what refuses
+		fltOpenUp(t, filepath.Dir(sock))
+		os.Chmod(sock, 0o666)
+		self := bin(t)
+		copyBin := filepath.Join(w, "prsync-ctl")
+		data, _ := os.ReadFile(self)
+		os.WriteFile(copyBin, data, 0o755)
+		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", copyBin, "ctl", "--socket", sock, "pause")
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "prsync: error:") || !strings.Contains(string(out), "may not control") {
+			t.Errorf("nobody's prsync ctl pause: %v %q; want a refusal", err, out)
+		}
+		os.Chmod(sock, 0o600)
+		if r, s := runningRsyncs(dst); s > 0 && r == 0 {
+			t.Errorf("the refused pause paused the run")
+		}
+	}
+
+	r := p.wait(2 * time.Minute)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	checkTruth(t, r, src, dst, names, failed, 0)
+	var changes []string
+	for _, e := range r.OfType("control") {
+		changes = append(changes, fmt.Sprintf("%v:%v->%v", e["what"], e["old"], e["new"]))
+	}
+	if strings.Join(changes, " ") != "jobs:4->1 jobs:1->6 pause:running->paused resume:paused->running" {
+		t.Errorf("control events %q", changes)
+	}
+	if _, err := os.Stat(sock); err == nil {
+		t.Errorf("the control socket is left behind")
+	}
+}
+
+// TestOpsMetrics: the metrics file parses as Prometheus text format (with the client
+// library's own parser) and its counters agree with the summary.
+func TestOpsMetrics(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	var names []string
+	for i := 0; i < 30; i++ {
+		n := fmt.Sprintf("m%02d", i)
+		writeFile(t, filepath.Join(src, n), strings.Repeat("m", 1000*i), 0o644)
+		names = append(names, n)
+	}
+	names = append(names, "gone")
+	mf := filepath.Join(w, "prsync.prom")
+	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "--chunk-files", "5",
+		"--throttle-interval", "100ms", "--metrics-file", mf, dst).wait(time.Minute)
+	if r.Code != 24 {
+		t.Fatalf("exit %d, want 24\n%s", r.Code, r.Stderr)
+	}
+	f, err := os.Open(mf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(pmodel.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("not Prometheus text format: %v", err)
+	}
+	val := func(name, label, value string) float64 {
+		fam := fams[name]
+		if fam == nil {
+			t.Fatalf("no %s in the metrics file", name)
+		}
+		for _, m := range fam.Metric {
+			ok := label == ""
+			for _, l := range m.Label {
+				if l.GetName() == label && l.GetValue() == value {
+					ok = true
+				}
+			}
+			if !ok {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			}
+		}
+		t.Fatalf("no %s{%s=%q}", name, label, value)
+		return 0
+	}
+	s := r.Summary(t)
+	for status, key := range map[string]string{"transferred": "files_transferred", "up_to_date": "files_up_to_date",
+		"failed": "files_failed", "vanished": "files_vanished", "not_done": "files_not_done"} {
+		if got := val("prsync_files_total", "status", status); got != float64(num(s, key)) {
+			t.Errorf("prsync_files_total{status=%q} %v, summary %s %d", status, got, key, num(s, key))
+		}
+	}
+	if got := val("prsync_bytes_transferred_total", "", ""); got != float64(num(s, "bytes_transferred")) {
+		t.Errorf("bytes transferred %v, summary %d", got, num(s, "bytes_transferred"))
+	}
+	if got := val("prsync_files_read_total", "", ""); got != float64(num(s, "files")) {
+		t.Errorf("files read %v, summary %d", got, num(s, "files"))
+	}
+	if val("prsync_up", "", "") != 0 || val("prsync_exit_code", "", "") != 24 || val("prsync_input_done", "", "") != 1 {
+		t.Errorf("end of run: up %v, exit_code %v, input_done %v", val("prsync_up", "", ""), val("prsync_exit_code", "", ""), val("prsync_input_done", "", ""))
+	}
+	var left []string
+	ents, _ := os.ReadDir(w)
+	for _, e := range ents {
+		if e.Name() != "src" && e.Name() != "dst" && e.Name() != "prsync.prom" {
+			left = append(left, e.Name())
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("files left beside the metrics file: %v", left)
+	}
+}
