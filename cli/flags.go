@@ -32,6 +32,7 @@ type Flags struct {
 	NoQuickCheck bool          `help:"Send every path to rsync, even when its local copy already matches."`
 	Transport    string        `enum:"pipe,direct" default:"pipe" placeholder:"pipe|direct" help:"How a local copy's rsyncs run: pipe (rsync's pull form over a local pipe: reads the list in blocks, logs what it wrote) or direct (push form)."`
 
+	BWLimit     string `name:"bwlimit" placeholder:"RATE|TIMETABLE" help:"One bandwidth limit for all rsyncs together: a rate (20M, 512K; a bare number is KiB/s, as rsync's) or a timetable such as '08:00,20M 19:00,200M 23:00,off'. --bwlimit after -- is rsync's own, per rsync."`
 	NoControl   bool   `help:"Open no control socket (prsync ctl cannot reach this run)."`
 	MetricsFile string `placeholder:"PATH" help:"Keep a Prometheus text-format file of the run's figures up to date at PATH (for node_exporter's textfile collector)."`
 

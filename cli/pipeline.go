@@ -75,9 +75,15 @@ func (r *runner) newPipeline() *pipeline {
 	p.rep.jobsMin, p.rep.jobsMax = r.jobs, r.jobs
 	p.rep.jobsAuto = r.tuner != nil
 	p.control = &ctlHandler{p: p}
+	if b, err := newBWLimit(f.BWLimit, p.pool); err == nil { // checked in prepare
+		p.bw, p.rep.bw = b, b
+	}
 	if f.MetricsFile != "" {
 		p.rep.metrics = newMetrics(f.MetricsFile, p.rep)
 		p.rep.metrics.suspendedSecs = func() float64 { _, s := p.throttle.Stats(); return s }
+		if p.bw != nil {
+			p.rep.metrics.bwLimit = p.bw.limit
+		}
 	}
 	return p
 }
@@ -111,6 +117,14 @@ func (r *runner) run() int {
 	}
 	if r.tuner != nil {
 		p.startTuner(ctx, bg, &bgDone, inputEnded)
+	}
+	if b, ok := p.bw.(*bwLimit); ok {
+		bgDone.Add(1)
+		go func() {
+			defer p.pool.RecoverPanic()
+			defer bgDone.Done()
+			b.run(bg, func(m any) { p.rep.in <- m })
+		}()
 	}
 
 	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
@@ -262,11 +276,7 @@ func (p *pipeline) startThrottle(ctx, bg context.Context, wg *sync.WaitGroup) {
 func (p *pipeline) startTuner(ctx, bg context.Context, wg *sync.WaitGroup, inputEnded <-chan struct{}) {
 	tctx, stop := context.WithCancel(ctx)
 	after := context.AfterFunc(bg, stop)
-	scale := 1.0
-	if !exec.IsRemote(p.r.f.Dest) && p.r.srcRemote == "" {
-		scale = 0.5 // a local copy's sender and receiver both write every byte
-	}
-	c := &tune.Controller{Tuner: p.r.tuner, Target: &tuneTarget{pinned: &p.control.pinned, pool: p.pool, inputEnded: inputEnded, scale: scale}}
+	c := &tune.Controller{Tuner: p.r.tuner, Target: &tuneTarget{pinned: &p.control.pinned, pool: p.pool, inputEnded: inputEnded}}
 	wg.Add(1)
 	go func() {
 		defer p.pool.RecoverPanic()
@@ -281,7 +291,6 @@ type tuneTarget struct {
 	pinned     *atomic.Bool
 	pool       *exec.Pool
 	inputEnded <-chan struct{}
-	scale      float64 // of the bytes written, to file bytes
 }
 
 func (t *tuneTarget) Limit() int                    { return t.pool.Limit() }
@@ -300,7 +309,7 @@ func (t *tuneTarget) Moved() tune.Moved {
 	pr := t.pool.Progress()
 	m := tune.Moved{Bytes: float64(pr.LoggedBytes), Files: float64(pr.LoggedFiles), Refused: pr.Refused, Accepted: pr.Accepted}
 	if pr.IOMeasured {
-		m.Bytes = float64(pr.IOBytes) * t.scale // grows while a big file is still on its way
+		m.Bytes = float64(pr.IOBytes) // grows while a big file is still on its way
 	}
 	return m
 }

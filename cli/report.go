@@ -140,6 +140,8 @@ func (r *reporter) handle(m any) {
 		r.status(m)
 	case controlChange:
 		r.enc.Emit(&event.Control{What: m.what, Old: m.old, New: m.new})
+	case bwChanged:
+		r.enc.Emit(m.ev)
 	default:
 		panic(fmt.Sprintf("reporter: unknown message %T", m))
 	}

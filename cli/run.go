@@ -16,6 +16,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
 
+	"github.com/prsync/prsync/bw"
 	"github.com/prsync/prsync/control"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/rsync"
@@ -295,6 +296,9 @@ func (r *runner) prepare() error {
 	}
 	if f.ThrottleInterval <= 0 {
 		return usageError{msg: "--throttle-interval must be positive"}
+	}
+	if _, err := bw.ParseSchedule(orOff(f.BWLimit)); err != nil {
+		return usageError{msg: err.Error(), hint: `write a rate such as 20M (a bare number is KiB/s), or a timetable such as --bwlimit "08:00,20M 19:00,200M 23:00,off"`}
 	}
 	if f.MaxSuspend < 0 {
 		return usageError{msg: "--max-suspend must be 0 or positive"}

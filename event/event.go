@@ -186,6 +186,16 @@ type Status struct {
 	Elapsed     float64 `json:"elapsed"`
 }
 
+// BWLimit is written when the total bandwidth limit in force changes (a timetable's
+// hour, or live control).
+type BWLimit struct {
+	Header
+	Old string `json:"old"` // a rate such as 20M, or "off"
+	New string `json:"new"`
+	// Next is when a timetable changes it again (RFC 3339), or "".
+	Next string `json:"next,omitempty"`
+}
+
 // Control is written for each change made by live control.
 type Control struct {
 	Header
@@ -324,6 +334,8 @@ func typeName(ev Event) string {
 		return "status"
 	case *Control:
 		return "control"
+	case *BWLimit:
+		return "bwlimit"
 	case *Summary:
 		return "summary"
 	}

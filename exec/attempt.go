@@ -68,7 +68,16 @@ func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte,
 	if p.Transport == Pipe {
 		tr, from, env = p.pipeArgs(src)
 	}
-	args := append(append(append(append([]string(nil), p.Args...), extra...), tr...),
+	var bwCap float64
+	var pre []string
+	if p.BWArg != nil {
+		// before the options after --: a --bwlimit there, per rsync, wins
+		var arg string
+		if arg, bwCap = p.BWArg(); arg != "" {
+			pre = []string{"--bwlimit=" + arg}
+		}
+	}
+	args := append(append(append(append(pre, p.Args...), extra...), tr...),
 		"--files-from=-", "--from0", "--out-format="+rsync.OutFormat, "--", from, p.Dest)
 	cmd := osexec.CommandContext(ctx, p.Rsync, args...)
 	cmd.Stdin = &entryReader{entries: entries}
@@ -96,7 +105,7 @@ func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte,
 	}
 	pid := cmd.Process.Pid
 	p.mu.Lock()
-	p.procs[c.ID] = &proc{chunk: c.ID, pid: pid, started: t0}
+	p.procs[c.ID] = &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap}
 	if p.held || p.ctlHeld {
 		stopGroup(pid) // Ctrl-Z or a pause came while it started
 	}
@@ -108,10 +117,16 @@ func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte,
 		p.report(ChunkStarted{Chunk: c, Attempt: attempt, PID: pid})
 	}
 	err := cmd.Wait()
+	sk.mu.Lock()
+	logged := sk.logged
+	sk.mu.Unlock()
 	p.mu.Lock()
 	p.peakAccepted(time.Now()) // a sample of how many ran together, this one included
 	delete(p.procs, c.ID)
 	p.mu.Unlock()
+	if ioMeasured && extra == nil {
+		p.meter.finish(BWGroup{Chunk: c.ID, Started: t0, Cap: bwCap, Held: true}, pid, logged)
+	}
 	if cancelled.Load() || p.killed.Load() || errors.Is(err, osexec.ErrWaitDelay) {
 		// the leader is gone; make sure no child of it lingers
 		killGroup(pid)
@@ -129,9 +144,6 @@ func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte,
 		waitGroupGone(pid, 5*time.Second)
 		p.markKilled(c)
 	}
-	sk.mu.Lock()
-	logged := sk.logged
-	sk.mu.Unlock()
 	if sk.pool != nil {
 		p.inflight.Add(-logged)
 	}

@@ -6,10 +6,17 @@ import (
 	"strconv"
 )
 
+// written is what one process has written so far, and its process group.
+type written struct {
+	pgid  int
+	bytes uint64
+}
+
 // groupWrites returns, for every live process in one of the process groups pgids, the
-// bytes it has written so far (wchar of /proc/PID/io: to files, pipes and sockets alike).
-func groupWrites(pgids map[int]bool) map[int]uint64 {
-	out := map[int]uint64{}
+// bytes its main thread has written so far (wchar: to files, pipes and sockets alike;
+// rsync's processes have one thread).
+func groupWrites(pgids map[int]bool) map[int]written {
+	out := map[int]written{}
 	if len(pgids) == 0 {
 		return out
 	}
@@ -39,7 +46,9 @@ func groupWrites(pgids map[int]bool) map[int]uint64 {
 		if !pgids[g] {
 			continue
 		}
-		io, err := os.ReadFile("/proc/" + name + "/io")
+		// the task's own counters: /proc/PID/io adds those of the children it reaped,
+		// and the rsync client reaps its receiver and the pipe's server
+		io, err := os.ReadFile("/proc/" + name + "/task/" + name + "/io")
 		if err != nil {
 			continue
 		}
@@ -50,7 +59,7 @@ func groupWrites(pgids map[int]bool) map[int]uint64 {
 			}
 			if v, err := strconv.ParseUint(string(rest), 10, 64); err == nil {
 				pid, _ := strconv.Atoi(name)
-				out[pid] = v
+				out[pid] = written{g, v}
 			}
 		}
 	}
@@ -59,3 +68,6 @@ func groupWrites(pgids map[int]bool) map[int]uint64 {
 
 // ioMeasured says whether groupWrites measures anything here.
 const ioMeasured = true
+
+// IOMeasured reports whether the pool can see what each rsync group writes (Linux).
+func IOMeasured() bool { return ioMeasured }

@@ -1,6 +1,9 @@
 package exec
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 // reason says who paused an rsync group. A group runs only when nothing holds it: no
 // reason of its own, no Ctrl-Z (Hold) and no pause of the whole run by live control.
@@ -166,4 +169,37 @@ func (p *Pool) ContinueAll() {
 		continueGroup(pr.pid)
 	}
 	p.cond.Broadcast()
+}
+
+// BWGroup is a running rsync group as the bandwidth limit sees it.
+type BWGroup struct {
+	Chunk   int
+	Started time.Time
+	Moved   int64   // bytes it has moved, as MeasureIO last read them
+	Cap     float64 // its rsync's own --bwlimit, bytes per second; 0: none
+	// Held: something else holds it (the throttle, Ctrl-Z, live control), or it ended.
+	Held bool
+}
+
+// BWGroups returns the running groups, oldest first, with what they moved, measured
+// first when measure is set.
+func (p *Pool) BWGroups(measure bool) []BWGroup {
+	if measure {
+		p.MeasureIO()
+	}
+	moved := p.Moved()
+	p.meter.mu.Lock()
+	ended := p.meter.ended
+	p.meter.ended = nil
+	p.meter.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]BWGroup, 0, len(p.procs)+len(ended))
+	for _, pr := range p.procs {
+		out = append(out, BWGroup{Chunk: pr.chunk, Started: pr.started, Moved: moved[pr.pid], Cap: pr.bwCap,
+			Held: p.held || p.ctlHeld || pr.pausedBy&^byBW != 0})
+	}
+	out = append(out, ended...) // once, with all they moved: they are gone after
+	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out
 }

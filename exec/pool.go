@@ -48,6 +48,9 @@ type Pool struct {
 	Env []string
 	// SourceRemote: the chunks' Src is a remote source (pull mode), which no lstat can read.
 	SourceRemote bool
+	// BWArg, if set, gives the rsync --bwlimit value for a new rsync ("" for none) and
+	// the same rate in bytes per second: the total bandwidth limit's share.
+	BWArg func() (arg string, rate float64)
 	// Transport is how a local copy runs (Direct or Pipe); Helper is the -e value of Pipe.
 	Transport Transport
 	Helper    string
@@ -85,11 +88,33 @@ type Pool struct {
 	peakAt       time.Time // when
 }
 
-// ioMeter accumulates what the running groups wrote, from periodic readings.
+// ioMeter accumulates what the running groups moved, from periodic readings of what
+// their processes wrote. A byte is written more than once on its way (the sender into
+// the pipe, the receiver into the file; rsync into ssh, ssh into the socket), so each
+// reading counts, per group, the one process that wrote the most since the last one.
 type ioMeter struct {
 	mu    sync.Mutex
-	last  map[int]uint64
+	last  map[int]uint64 // pid -> bytes written at the last reading
+	moved map[int]int64  // pgid -> bytes moved, cumulative, while the group lives
 	total uint64
+	// ended are groups that ended since the last BWGroups, with what they moved in all:
+	// the readings miss what a group wrote after the last one, and its rsync's log says
+	ended []BWGroup
+}
+
+// finish closes the books of a group that ended: it moved at least the file bytes its
+// rsync logged; it is reported once more, ended, so the bandwidth limit charges the rest.
+func (m *ioMeter) finish(g BWGroup, pgid int, logged int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	moved := m.moved[pgid]
+	if logged > moved {
+		m.total += uint64(logged - moved)
+		moved = logged
+	}
+	delete(m.moved, pgid)
+	g.Moved = moved
+	m.ended = append(m.ended, g)
 }
 
 type proc struct {
@@ -98,6 +123,7 @@ type proc struct {
 	started  time.Time
 	pausedBy reason    // who paused this group: the throttle, the bandwidth limit
 	pausedAt time.Time // when the throttle paused it
+	bwCap    float64   // the --bwlimit it was started with, bytes per second; 0: none
 }
 
 // AbortError says the run stopped early because rsync failed in a way that every
@@ -547,7 +573,7 @@ type Progress struct {
 }
 
 // MeasureIO reads what the running groups have written since the previous call; call it
-// often (twice a second) for Progress.IOBytes to be close.
+// often (ten times a second) for the figures to be close.
 func (p *Pool) MeasureIO() {
 	if !ioMeasured {
 		return
@@ -560,14 +586,40 @@ func (p *Pool) MeasureIO() {
 	m := &p.meter
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	best := map[int]uint64{}
+	last := make(map[int]uint64, len(now))
 	for pid, w := range now {
-		if prev, ok := m.last[pid]; ok && w >= prev {
-			m.total += w - prev
-		} else if !ok {
-			m.total += w // a process seen for the first time: all it wrote is new
+		last[pid] = w.bytes
+		d := w.bytes // a process seen for the first time: all it wrote is new
+		if prev, ok := m.last[pid]; ok {
+			d = 0
+			if w.bytes >= prev {
+				d = w.bytes - prev
+			}
 		}
+		best[w.pgid] = max(best[w.pgid], d)
 	}
-	m.last = now
+	if m.moved == nil {
+		m.moved = map[int]int64{}
+	}
+	for g, d := range best {
+		m.moved[g] += int64(d)
+		m.total += d
+	}
+	m.last = last
+}
+
+// Moved returns the bytes each running group has moved since it started (by the leader's
+// PID), as MeasureIO last read them.
+func (p *Pool) Moved() map[int]int64 {
+	m := &p.meter
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[int]int64, len(m.moved))
+	for g, b := range m.moved {
+		out[g] = b
+	}
+	return out
 }
 
 // Progress returns a snapshot.

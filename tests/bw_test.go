@@ -1,0 +1,189 @@
+package tests
+
+// The total bandwidth limit (issue 14), measured by the test itself from DEST's growth:
+// many chunks at -j 4 share one limit; a single chunk uses all of it; live control
+// changes it mid-run.
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// growth samples the bytes under dir every tick until stop is closed.
+func growth(dir string, tick time.Duration, stop <-chan struct{}) <-chan []sample {
+	out := make(chan []sample, 1)
+	go func() {
+		var s []sample
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				out <- s
+				return
+			case at := <-t.C:
+				s = append(s, sample{at, duBytes(dir)})
+			}
+		}
+	}()
+	return out
+}
+
+type sample struct {
+	at    time.Time
+	bytes int64
+}
+
+// duBytes is the size of the regular files under dir, temp files included.
+func duBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// active trims the samples to the span in which DEST grew: from the first growth to
+// the last.
+func active(s []sample) []sample {
+	first, last := -1, -1
+	for i := 1; i < len(s); i++ {
+		if s[i].bytes > s[i-1].bytes {
+			if first < 0 {
+				first = i - 1
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	return s[first : last+1]
+}
+
+func rateOf(a, b sample) float64 { return float64(b.bytes-a.bytes) / b.at.Sub(a.at).Seconds() }
+
+func bwFiles(t *testing.T, dir string, n, size int) []string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(size)))
+	buf := make([]byte, size)
+	for j := 0; j+8 <= len(buf); j += 8 {
+		v := rng.Uint64()
+		for k := 0; k < 8; k++ {
+			buf[j+k] = byte(v >> (8 * k))
+		}
+	}
+	var names []string
+	for i := 0; i < n; i++ {
+		copy(buf, fmt.Sprintf("file %d ", i)) // each its own content
+		name := fmt.Sprintf("b%03d", i)
+		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+func TestBandwidthTotal(t *testing.T) {
+	needRsync(t)
+	const limit = 8 << 20 // --bwlimit 8M
+	w := t.TempDir()
+	src := filepath.Join(w, "src")
+	os.MkdirAll(src, 0o755)
+	names := bwFiles(t, src, 48, 2_000_000)
+
+	t.Run("48 chunks at -j 4", func(t *testing.T) {
+		dst := filepath.Join(t.TempDir(), "dst")
+		stop := make(chan struct{})
+		samples := growth(dst, 250*time.Millisecond, stop)
+		r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "4", "--chunk-files", "1",
+			"--no-throttle", "--bwlimit", "8M", dst).wait(2 * time.Minute)
+		close(stop)
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		s := active(<-samples)
+		if len(s) < 8 {
+			t.Fatalf("too few samples: %v", s)
+		}
+		if got := rateOf(s[0], s[len(s)-1]); got < 0.9*limit || got > 1.1*limit {
+			t.Errorf("total %.2f MiB/s, want 8 MiB/s ± 10 %%", got/(1<<20))
+		}
+		// every 10 s window inside the run
+		for i := range s {
+			for j := i + 1; j < len(s); j++ {
+				if s[j].at.Sub(s[i].at) >= 10*time.Second {
+					if got := rateOf(s[i], s[j]); got < 0.9*limit || got > 1.1*limit {
+						t.Errorf("10 s window from %v: %.2f MiB/s, want 8 ± 10 %%", s[i].at.Sub(s[0].at), got/(1<<20))
+					}
+					break
+				}
+			}
+		}
+		if st := r.Events[0]; st["bwlimit"] != "8M" {
+			t.Errorf("start bwlimit %v", st["bwlimit"])
+		}
+		sameTree(t, src, dst)
+	})
+
+	t.Run("one chunk", func(t *testing.T) {
+		big := filepath.Join(w, "big")
+		os.MkdirAll(big, 0o755)
+		bwFiles(t, big, 1, 24_000_000)
+		dst := filepath.Join(t.TempDir(), "dst")
+		stop := make(chan struct{})
+		samples := growth(dst, 250*time.Millisecond, stop)
+		r := start(t, startOpts{stdin: strings.NewReader("b000\n")}, "--root", big, "--no-throttle", "--bwlimit", "8M", dst).wait(time.Minute)
+		close(stop)
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		s := active(<-samples)
+		if got := rateOf(s[0], s[len(s)-1]); got < 0.9*limit || got > 1.1*limit {
+			t.Errorf("one chunk alone: %.2f MiB/s, want the whole 8 MiB/s ± 10 %%", got/(1<<20))
+		}
+	})
+
+	t.Run("live change", func(t *testing.T) {
+		dst := filepath.Join(t.TempDir(), "dst")
+		run := filepath.Join(t.TempDir(), "run")
+		os.Mkdir(run, 0o700)
+		p := start(t, startOpts{stdin: bytes.NewReader(nul(names[:24]...)), env: []string{"XDG_RUNTIME_DIR=" + run}},
+			"-0", "--root", src, "-j", "4", "--chunk-files", "1", "--no-throttle", "--bwlimit", "8M", dst)
+		st := p.mustWaitFor("start", 10*time.Second, fltIs("start"))
+		time.Sleep(1500 * time.Millisecond)
+		if out, code := ctl(t, fmt.Sprint(st["control_socket"]), "bwlimit", "2M"); code != 0 || !strings.Contains(out, "8M -> 2M") {
+			t.Fatalf("ctl bwlimit 2M: %d %q", code, out)
+		}
+		p.mustWaitFor("bwlimit event", 5*time.Second, fltIs("bwlimit", "old", "8M", "new", "2M"))
+		time.Sleep(500 * time.Millisecond)
+		a := sample{time.Now(), duBytes(dst)}
+		time.Sleep(4 * time.Second)
+		b := sample{time.Now(), duBytes(dst)}
+		if got := rateOf(a, b); got < 0.8*(2<<20) || got > 1.2*(2<<20) {
+			t.Errorf("after ctl bwlimit 2M: %.2f MiB/s", got/(1<<20))
+		}
+		if out, code := ctl(t, fmt.Sprint(st["control_socket"]), "bwlimit", "off"); code != 0 {
+			t.Fatalf("ctl bwlimit off: %d %q", code, out)
+		}
+		r := p.wait(2 * time.Minute)
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		if len(r.OfType("control")) != 2 {
+			t.Errorf("control events %v", r.OfType("control"))
+		}
+	})
+}
