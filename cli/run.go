@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
 
 	"github.com/prsync/prsync/bw"
@@ -36,19 +35,6 @@ const (
 	ExitVanished    = 24
 	ExitNoRsync     = 127
 )
-
-// Version is set with -ldflags "-X github.com/prsync/prsync/cli.Version=v1.2.3".
-var Version = ""
-
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
 
 // usageError is a bad command line: exit 1.
 type usageError struct{ msg, hint string }
@@ -118,20 +104,10 @@ func run(sig *signals, args []string, stdin io.Reader, stdout, stderr io.Writer)
 		debug.SetGCPercent(300)
 	}
 	var f Flags
-	parser, err := kong.New(&f,
-		kong.Name("prsync"),
-		kong.Description("Copy the paths read on stdin with many rsyncs at once.\n\n"+
-			"  find /data -type f -print0 | prsync -0 -j 8 --root /data /mnt/backup/"),
-		kong.Vars{"version": "prsync " + version()},
-		kong.DefaultEnvars("PRSYNC"),
-		kong.Writers(stderr, stderr),
-		kong.Exit(func(c int) { panic(kongExit{c}) }),
-		kong.UsageOnError(),
-	)
+	parser, err := newParser(&f, stdout, stderr, func(c int) { panic(kongExit{c}) })
 	if err != nil {
 		panic(err)
 	}
-	parser.Stdout = stdout
 	defer func() {
 		if r := recover(); r != nil {
 			ke, ok := r.(kongExit)

@@ -88,11 +88,9 @@ func orUnknown(s string) string {
 	return s
 }
 
-// When run.go gives up its Version and version(), they move here:
-//
-//	// Version is set with -ldflags "-X github.com/prsync/prsync/cli.Version=v1.2.3"; when
-//	// empty, it comes from the build info (go install …@v1.2.3), else it is "dev".
-//	var Version = ""
-//
-//	// version is the version alone, as the start event carries it.
-//	func version() string { return readStamp().version }
+// Version is set with -ldflags "-X github.com/prsync/prsync/cli.Version=v1.2.3"; when
+// empty, it comes from the build info (go install …@v1.2.3), else it is "dev".
+var Version = ""
+
+// version is the version alone, as the start event carries it.
+func version() string { return readStamp().version }

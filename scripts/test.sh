@@ -49,4 +49,8 @@ if [ -f bench/go.mod ]; then
   (cd bench && go vet ./... && go test -count=1 ./...)
   if [ -x bench/run.sh ]; then bash bench/run.sh --smoke; fi
 fi
+if [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null; then
+  echo "== .deb: build, install, run, man page, remove"
+  bash scripts/deb-test.sh
+fi
 echo "== all tests passed"
