@@ -1,9 +1,15 @@
-# prsync: build, test, lint, demo and bench.
+# prsync: build, test, lint, demo, bench, docs and release.
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/prsync/prsync/cli.Version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# the man page's date is the last commit's, so that regenerating it changes nothing
+DOCDATE ?= $(shell git log -1 --format=%cs 2>/dev/null)
+LDFLAGS := -X github.com/prsync/prsync/cli.Version=$(VERSION) -X github.com/prsync/prsync/cli.Commit=$(COMMIT) -X github.com/prsync/prsync/cli.Date=$(DATE)
+DOCS     = $(GO) run ./internal/docgen/cmd/prsync-docs -version=$(VERSION) -date=$(DOCDATE)
+GOBIN    = $(shell $(GO) env GOPATH)/bin
 
-.PHONY: build test lint demo bench clean
+.PHONY: build test lint demo bench clean man completions docs release deb-test
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o prsync .
@@ -22,5 +28,28 @@ demo: build
 bench: build
 	bash bench/run.sh
 
+# man/prsync.1 (and .gz) and completions/: generated from the flags and README.md, not committed
+man:
+	$(DOCS) -man man/prsync.1
+
+completions:
+	$(DOCS) -completions completions
+
+docs: man completions
+
+# goreleaser check, then a snapshot release into dist/: archives, checksums, .deb, .rpm and
+# the Homebrew cask, nothing published. goreleaser gives up on git (no commit, no date in the
+# binaries) in a clone without a remote, so such a clone gets the project's URL for the run.
+release:
+	PATH="$$PATH:$(GOBIN)"; command -v goreleaser >/dev/null || $(GO) install github.com/goreleaser/goreleaser/v2@v2.15.1
+	PATH="$$PATH:$(GOBIN)" goreleaser check
+	git remote | grep -q . || export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/prsync/prsync.git; \
+	PATH="$$PATH:$(GOBIN)" goreleaser release --snapshot --clean --skip=publish
+
+# build, install, check and remove the .deb (root, Debian/Ubuntu)
+deb-test:
+	bash scripts/deb-test.sh
+
 clean:
-	rm -f prsync
+	rm -f prsync man/prsync.1 man/prsync.1.gz
+	rm -rf completions dist
