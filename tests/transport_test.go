@@ -188,7 +188,7 @@ func TestTransportOwnCPU(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", src, "--transport", tr, "-j", "2",
-				"--chunk-files", "200", "--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "500ms",
+				"--chunk-files", "200", "--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "200ms",
 				filepath.Join(w, "dst-"+tr)).wait(2 * time.Minute)
 			if r.Code != 0 {
 				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -454,6 +455,53 @@ func readCPULimit(dir string, version int) (float64, bool, error) {
 	return float64(quota) / float64(period), true, nil
 }
 
+// readBandwidthSlice returns the slice of quota each CPU takes at a time
+// (sched_cfs_bandwidth_slice_us, 5 ms by default): a cgroup is throttled once
+// the quota left is handed out, although each CPU may leave part of its slice
+// unused.
+func readBandwidthSlice(root string) time.Duration {
+	b, err := os.ReadFile(filepath.Join(root, "proc/sys/kernel/sched_cfs_bandwidth_slice_us"))
+	if err == nil {
+		if us, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && us > 0 {
+			return time.Duration(us) * time.Microsecond
+		}
+	}
+	return 5 * time.Millisecond
+}
+
+// floor returns the least CPU use, as a fraction of the budget, that a share
+// throttled of throttled periods proves: in each, the cgroup used its quota
+// but for what the CPUs' slices may have left unused.
+func (m *cgroupMeter) floor(throttled float64) float64 {
+	if m.period <= 0 || !(m.cpus > 0) {
+		return 0
+	}
+	quota := m.cpus * float64(m.period)
+	return throttled * max(0, 1-float64(m.slack)/quota)
+}
+
+// readCPUPeriod returns the scheduler period of the CPU quota set on the
+// cgroup in dir (v2 cpu.max, or v1 cpu.cfs_period_us), or 0.
+func readCPUPeriod(dir string) time.Duration {
+	if b, err := os.ReadFile(filepath.Join(dir, "cpu.max")); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if us, err := strconv.ParseInt(f[1], 10, 64); err == nil && us > 0 {
+				return time.Duration(us) * time.Microsecond
+			}
+		}
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.cfs_period_us"))
+	if err != nil {
+		return 0
+	}
+	us, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || us <= 0 {
+		return 0
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
 // parseCPUMax parses a cgroup v2 cpu.max, "$QUOTA $PERIOD" in microseconds
 // such as "50000 100000", or "max 100000" for no limit.
 func parseCPUMax(b []byte) (float64, bool, error) {
@@ -623,13 +671,15 @@ type taskID struct {
 // cgroupMeter measures the CPU use of the limiting cgroup of a CgroupInfo
 // as a share of its budget. It is not safe for concurrent use.
 type cgroupMeter struct {
-	cpus      float64 // the budget
-	usage     string  // UsageCPUStat, UsageCPUAcct or UsageProcs
-	usageFile string  // cpu.stat or cpuacct.usage, unless UsageProcs
-	statFile  string  // cpu.stat of the limiting cgroup, for throttling
-	limitDir  string  // for UsageProcs: the cgroup whose tasks are summed
-	procDir   string  // for UsageProcs: /proc
-	hz        float64 // for UsageProcs: clock ticks per second of /proc/PID/stat
+	cpus      float64       // the budget
+	usage     string        // UsageCPUStat, UsageCPUAcct or UsageProcs
+	usageFile string        // cpu.stat or cpuacct.usage, unless UsageProcs
+	statFile  string        // cpu.stat of the limiting cgroup, for throttling
+	limitDir  string        // for UsageProcs: the cgroup whose tasks are summed
+	procDir   string        // for UsageProcs: /proc
+	hz        float64       // for UsageProcs: clock ticks per second of /proc/PID/stat
+	period    time.Duration // the quota's scheduler period; 0 if unknown
+	slack     time.Duration // quota a period can leave unused although throttled
 
 	// UsageProcs state: the CPU ticks of each task at the last reading,
 	// nil before the first, and the growth counted so far.
@@ -662,6 +712,8 @@ func newCgroupMeter(found cgroupFound, root string, hz uint64) *cgroupMeter {
 		limitDir:  info.LimitDir,
 		procDir:   filepath.Join(root, "proc"),
 		hz:        float64(max(hz, 1)),
+		period:    readCPUPeriod(info.LimitDir),
+		slack:     time.Duration(runtime.NumCPU()) * readBandwidthSlice(root),
 	}
 	if m.usageFile == "" {
 		m.usage = UsageProcs
@@ -689,7 +741,15 @@ func (m *cgroupMeter) sample(now time.Time) (pct, throttled float64, ok bool, er
 	pct = max(0, float64(used-prevUsed)/(float64(dt)*m.cpus)*100)
 	pct = min(pct, 100)
 	if st.hasPeriod && prevStat.hasPeriod && st.periods > prevStat.periods && st.throttled >= prevStat.throttled {
-		throttled = min(1, float64(st.throttled-prevStat.throttled)/float64(st.periods-prevStat.periods))
+		n := float64(st.throttled - prevStat.throttled)
+		if m.period > 0 {
+			// of the periods that passed, not of those the cgroup ran in: a cgroup
+			// that ran out of quota in every period it ran in, and ran in half of
+			// them, used half its budget
+			throttled = min(1, n*float64(m.period)/float64(dt))
+		} else {
+			throttled = min(1, n/float64(st.periods-prevStat.periods))
+		}
 	}
 	return pct, throttled, true, nil
 }

@@ -600,6 +600,8 @@ func TestCgroupMeterCPUStat(t *testing.T) {
 		{"usage_usec 2625000\nnr_periods 120\nnr_throttled 22\n", 100, 0, true},  // 200% clamped; no periods
 		{"usage_usec 100\nnr_periods 5\nnr_throttled 1\n", 0, 0, true},           // reset: counters went down
 		{"usage_usec 250100\nnr_periods 15\nnr_throttled 1\n", 50, 0, true},
+		// ran in 5 of the 10 periods, out of quota in each: half the budget, not all
+		{"usage_usec 500100\nnr_periods 20\nnr_throttled 6\n", 50, 0.5, true},
 	}
 	for i, st := range steps {
 		writeTree(t, root, map[string]string{"sys/fs/cgroup/g/cpu.stat": st.stat})
@@ -612,13 +614,13 @@ func TestCgroupMeterCPUStat(t *testing.T) {
 		}
 	}
 	// The same instant again: no interval.
-	if _, _, ok, err := m.sample(t0.Add(5 * time.Second)); ok || err != nil {
+	if _, _, ok, err := m.sample(t0.Add(6 * time.Second)); ok || err != nil {
 		t.Errorf("zero interval: ok %v, error %v", ok, err)
 	}
 	if err := os.Remove(stat); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := m.sample(t0.Add(6 * time.Second)); err == nil {
+	if _, _, _, err := m.sample(t0.Add(7 * time.Second)); err == nil {
 		t.Error("no error once cpu.stat is gone")
 	}
 }
@@ -834,5 +836,27 @@ func TestNewSystemSamplerCgroupFiles(t *testing.T) {
 	}
 	if src := s.Source(); src.PSI != PSICgroup || src.Version != 2 || src.CPUs != 0 {
 		t.Errorf("Source() = %+v", src)
+	}
+}
+
+// TestCgroupFloor: throttled periods prove a use of the quota less the CPUs' slices.
+func TestCgroupFloor(t *testing.T) {
+	tests := []struct {
+		cpus          float64
+		period, slack time.Duration
+		throttled     float64
+		want          float64
+	}{
+		{0.5, 100 * time.Millisecond, 10 * time.Millisecond, 1, 0.8}, // 2 CPUs, 5 ms slices
+		{0.5, 100 * time.Millisecond, 10 * time.Millisecond, 0.5, 0.4},
+		{2, 100 * time.Millisecond, 10 * time.Millisecond, 1, 0.95},
+		{0.5, 100 * time.Millisecond, 80 * time.Millisecond, 1, 0}, // 16 CPUs: proves nothing
+		{0.5, 0, 10 * time.Millisecond, 1, 0},                      // period unknown
+	}
+	for _, tt := range tests {
+		m := &cgroupMeter{cpus: tt.cpus, period: tt.period, slack: tt.slack}
+		if got := m.floor(tt.throttled); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("floor(%v) with %v CPUs, period %v, slack %v = %v, want %v", tt.throttled, tt.cpus, tt.period, tt.slack, got, tt.want)
+		}
 	}
 }

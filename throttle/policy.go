@@ -84,10 +84,11 @@ type Sample struct {
 	// CgroupCPUs is the cgroup's CPU budget in CPUs (quota / period, 0.5
 	// for half a CPU); valid only if HasCgroup.
 	CgroupCPUs float64
-	// Throttled is the fraction of the cgroup's scheduler periods over the
-	// interval in which it ran out of quota (nr_throttled / nr_periods of
-	// cpu.stat), in [0, 1]; 0 if the cgroup ran in no period or the
-	// kernel does not count them. Valid only if HasCgroup.
+	// Throttled is the fraction of the scheduler periods that passed over
+	// the interval in which the cgroup ran out of quota (nr_throttled of
+	// cpu.stat times the period, over the interval), in [0, 1]: a floor of
+	// its use. 0 if the cgroup ran in no period or the kernel does not count
+	// them. Valid only if HasCgroup.
 	Throttled   float64
 	CPUPressure float64 // PSI cpu "some avg10" in percent; valid only if HasCPUPressure
 	// HasCgroup says that prsync runs in a cgroup with a CPU quota and the

@@ -179,7 +179,7 @@ func (s *SystemSampler) Sample(ctx context.Context) (Sample, error) {
 		}
 		// the share of periods in which the quota ran out is a floor of its use: it
 		// catches what a count of tasks misses (tasks that ended between readings)
-		pct = max(pct, 100*throttled)
+		pct = max(pct, 100*s.cgroup.floor(throttled))
 		out.CgroupCPU, out.CgroupCPUs, out.Throttled, out.HasCgroup = pct, s.cgroup.cpus, throttled, true
 		if ownOK {
 			out.CgroupOwn = share(ownSecs, ownDT, s.cgroup.cpus, pct)
