@@ -32,6 +32,8 @@ var examples = []Example{
 		"find /data -type f -print0 |",
 		"  prsync -0 -C /data --failed failed.list /mnt/backup/ >events.jsonl",
 		"prsync -0 -C /data /mnt/backup/ <failed.list"}},
+	{"the last pass of a migration: copy, delete what /data lacks, check every byte", []string{
+		"find /data -print0 | prsync -0 -C /data --delete --verify /mnt/new/"}},
 }
 
 // Examples returns the examples --help ends with, for the man page.

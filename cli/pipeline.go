@@ -37,6 +37,8 @@ type pipeline struct {
 	last     sampleBox
 
 	controlSocket string
+	dirs          *splitter.Dirs // the directories the paths touched, with --delete
+	chunks        int            // the chunks the splitter made, once the input has ended
 
 	inputErr      error // set before the input goroutine ends
 	inputComplete bool  // the input was read to its end
@@ -63,7 +65,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.pool = &exec.Pool{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirm, Env: r.env, Transport: r.transport, Helper: r.helper, SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- m },
+		Confirm: r.confirm, Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- m },
 	}
 	p.sampler = throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(p.pool))
 	p.throttle = &throttle.Controller{
@@ -74,6 +76,10 @@ func (r *runner) newPipeline() *pipeline {
 	p.rep.pool, p.rep.last, p.rep.t0, p.rep.every = p.pool, &p.last, p.t0, f.ThrottleInterval
 	p.rep.jobsMin, p.rep.jobsMax = r.jobs, r.jobs
 	p.rep.jobsAuto = r.tuner != nil
+	p.rep.dryRun = f.DryRun
+	if f.Delete {
+		p.dirs = &splitter.Dirs{}
+	}
 	p.control = &ctlHandler{p: p}
 	if b, err := newBWLimit(f.BWLimit, p.pool); err == nil { // checked in prepare
 		p.bw, p.rep.bw = b, b
@@ -133,6 +139,7 @@ func (r *runner) run() int {
 	})
 	p.pool.Run(ctx, kill, ordered)
 	<-inputEnded
+	del := p.deletePass(ctx, kill)
 	bgStop()
 	bgDone.Wait()
 	p.pool.ContinueAll()
@@ -145,7 +152,7 @@ func (r *runner) run() int {
 			fmt.Fprintf(r.stderr, "prsync: removed %d rsync temp file(s) left by killed rsyncs\n", n)
 		}
 	}
-	return p.finish(ctx.Err() != nil)
+	return p.finish(ctx.Err() != nil, del)
 }
 
 func (p *pipeline) emitStart() {
@@ -157,7 +164,7 @@ func (p *pipeline) emitStart() {
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
 		QuickCheck: r.quick != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
 		Cgroup: cgroupEvent(p.sampler.Source()), MaxSuspend: f.MaxSuspend.Seconds(), ControlSocket: p.controlSocket,
-		BWLimit: p.bwShown(),
+		BWLimit: p.bwShown(), Delete: f.Delete, Verify: f.Verify,
 	})
 }
 
@@ -238,7 +245,7 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 	sp := splitter.New(splitter.Config{
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait,
-		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick,
+		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick, Dirs: p.dirs,
 	}, h.hooks())
 	chunks := make(chan *splitter.Chunk)
 	done := make(chan struct{})
@@ -247,6 +254,7 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 		defer close(done)
 		defer close(chunks)
 		err := sp.Run(ctx, r.input, chunks)
+		p.chunks = sp.Chunks()
 		switch {
 		case err == nil:
 			p.inputComplete = true
@@ -335,14 +343,18 @@ func (p *pipeline) startSampling(bg context.Context, wg *sync.WaitGroup) {
 }
 
 // finish writes the summary and the closing messages, and returns the exit code.
-func (p *pipeline) finish(interrupted bool) int {
+func (p *pipeline) finish(interrupted bool, del deletion) int {
 	r, f := p.r, &p.r.f
 	ferr := p.rep.closeList()
 	c := p.rep.c
 	st := p.pool.Stats()
 	susp, suspSec := p.throttle.Stats()
 	ab := p.pool.Aborted()
-	code := exitStatus(interrupted, p.inputErr, ab, c, ferr)
+	var delErr error
+	if del.failed() {
+		delErr = errors.New("the deletion pass " + del.state)
+	}
+	code := exitStatus(interrupted, p.inputErr, ab, c, errors.Join(ferr, delErr))
 	el := time.Since(p.t0).Seconds()
 	p.enc.Emit(&event.Summary{
 		Files: c.Files, Bytes: c.Bytes, FilesTransferred: c.Transferred, BytesTransferred: c.BytesTransferred,
@@ -353,6 +365,8 @@ func (p *pipeline) finish(interrupted bool) int {
 		CPUSeconds: round3(cpuSeconds(syscall.RUSAGE_SELF)), RsyncCPUSeconds: round3(cpuSeconds(syscall.RUSAGE_CHILDREN)),
 		InputComplete: p.inputComplete, ChunkErrors: c.ChunkErrors, ConfirmSeconds: round3(c.ConfirmSeconds),
 		JobsMin: p.rep.jobsMin, JobsMax: p.rep.jobsMax,
+		FilesVerified: c.Verified, FilesVerifyFailed: c.VerifyFailed, VerifySeconds: round3(c.VerifySeconds),
+		FilesDeleted: c.Deleted, DeletePass: del.state, DeleteDirs: c.DirsChecked, DeleteSeconds: round3(del.stats.Seconds),
 	})
 	p.rep.prog.finish(c, el)
 	if m := p.rep.metrics; m != nil {
@@ -382,6 +396,9 @@ func (p *pipeline) finish(interrupted bool) int {
 	}
 	if ferr != nil {
 		fmt.Fprintf(r.stderr, "prsync: error: %v\n", ferr)
+	}
+	if delErr != nil {
+		fmt.Fprintf(r.stderr, "prsync: error: %v\n", delErr)
 	}
 	return code
 }

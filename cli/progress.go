@@ -10,10 +10,11 @@ import (
 
 // progress draws one human status line on a terminal, updated in place.
 type progress struct {
-	w     io.Writer
-	on    bool
-	t0    time.Time
-	drawn bool
+	w       io.Writer
+	on      bool
+	t0      time.Time
+	drawn   bool
+	delDirs int64 // directories the deletion pass checks
 }
 
 func newProgress(w io.Writer, on bool, t0 time.Time) *progress {
@@ -26,6 +27,14 @@ func (p *progress) update(ev *event.Progress, c Counts, cpu float64) {
 	}
 	line := fmt.Sprintf("prsync: %d/%d files  %s  %s/s  running %d  queued %d",
 		ev.FilesDone, c.Files, humanBytes(ev.BytesDone), humanBytes(int64(ev.RateBps/8)), ev.Running, ev.FilesQueued)
+	if ev.Phase == "delete" {
+		line = fmt.Sprintf("prsync: deleting: %d/%d dirs checked  %d deleted  running %d", ev.DirsChecked, p.delDirs, ev.FilesDeleted, ev.Running)
+	} else if ev.FilesVerified+ev.FilesVerifyFailed > 0 {
+		line += fmt.Sprintf("  verified %d", ev.FilesVerified)
+		if ev.FilesVerifyFailed > 0 {
+			line += fmt.Sprintf(" (%d differ)", ev.FilesVerifyFailed)
+		}
+	}
 	if ev.Suspended > 0 {
 		line += fmt.Sprintf("  paused %d (cpu %.0f%%)", ev.Suspended, cpu)
 	}
@@ -54,6 +63,12 @@ func (p *progress) finish(c Counts, seconds float64) {
 	}
 	fmt.Fprintf(p.w, "prsync: %d files, %s, %s, %.1f s", c.Files, humanBytes(c.BytesTransferred),
 		humanBits(float64(c.BytesTransferred)*8/seconds), seconds)
+	if c.Verified+c.VerifyFailed > 0 {
+		fmt.Fprintf(p.w, ", %d verified", c.Verified)
+	}
+	if c.DirsChecked > 0 {
+		fmt.Fprintf(p.w, ", %d deleted in %d dirs", c.Deleted, c.DirsChecked)
+	}
 	if c.Failed+c.Vanished+c.NotDone > 0 {
 		fmt.Fprintf(p.w, " (%d failed, %d vanished, %d not done)", c.Failed, c.Vanished, c.NotDone)
 	}

@@ -21,6 +21,11 @@ type Counts struct {
 	Queued, QueuedBytes           int64
 	ChunkErrors                   int64
 	ConfirmSeconds                float64
+	// the verification pass: paths that matched, that did not, and its rsync time
+	Verified, VerifyFailed int64
+	VerifySeconds          float64
+	// the deletion pass: directories checked and entries deleted
+	DirsChecked, Deleted int64
 }
 
 // Done returns the number of paths settled one way or another.
@@ -70,12 +75,15 @@ type reporter struct {
 	bw       bwControl // the total bandwidth limit, or nil
 	metrics  *metrics  // --metrics-file, or nil
 	metErr   bool      // a metrics write failed (said once)
+	dryRun   bool      // -n: deletions are what would be deleted
+	phase    string    // "copy", or "delete" once the deletion pass runs
+	delDirs  int64     // directories the deletion pass checks
 
 	in chan any
 }
 
 func newReporter(enc *event.Encoder, stderr io.Writer, sep byte, failed io.WriteCloser) *reporter {
-	r := &reporter{enc: enc, stderr: stderr, sep: sep, in: make(chan any, 16)}
+	r := &reporter{enc: enc, stderr: stderr, sep: sep, in: make(chan any, 16), phase: "copy"}
 	if failed != nil {
 		r.list = bufio.NewWriter(failed)
 		r.closer = failed
@@ -142,6 +150,12 @@ func (r *reporter) handle(m any) {
 		r.enc.Emit(&event.Control{What: m.what, Old: m.old, New: m.new})
 	case bwChanged:
 		r.enc.Emit(m.ev)
+	case exec.DeleteEnded:
+		r.deleteEnded(m)
+	case phaseChange:
+		r.phase, r.delDirs, r.prog.delDirs = m.phase, m.dirs, m.dirs
+	case countsRequest:
+		m.reply <- r.c
 	default:
 		panic(fmt.Sprintf("reporter: unknown message %T", m))
 	}
@@ -152,6 +166,12 @@ func (r *reporter) chunkEnded(m exec.ChunkEnded) {
 		Chunk: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes,
 		BytesTransferred: m.BytesLogged, Seconds: m.Seconds, ExitCode: m.ExitCode, Status: m.Status,
 		Error: m.Error, Hint: m.Hint, Unexplained: m.Unexplained,
+	}
+	if v := m.Verify; v != nil {
+		ev.VerifyPaths, ev.VerifyFailed, ev.VerifySeconds = v.Paths, v.Failed, v.Seconds
+		r.c.Verified += int64(v.Paths - v.Failed)
+		r.c.VerifyFailed += int64(v.Failed)
+		r.c.VerifySeconds += v.Seconds
 	}
 	if m.Confirm != nil {
 		ev.ConfirmedBy, ev.ConfirmPaths, ev.ConfirmLanded, ev.ConfirmSeconds = m.Confirm.Method, m.Confirm.Paths, m.Confirm.Landed, m.Confirm.Seconds
@@ -281,7 +301,8 @@ func (r *reporter) progress() {
 		InputDone: r.inDone(), RateBps: r.rate(), CPUPercent: round1(s.CPU),
 		OwnCPUPercent: optional(s.HasOwn, s.Own), Running: running, Suspended: paused, Elapsed: round3(el),
 		CgroupCPUPercent: optional(s.HasCgroup, s.CgroupCPU), CgroupOwnCPUPercent: optional(s.HasCgroup && s.HasOwn, s.CgroupOwn),
-		Jobs: r.pool.Limit(),
+		Jobs: r.pool.Limit(), Phase: r.phase,
+		FilesVerified: c.Verified, FilesVerifyFailed: c.VerifyFailed, DirsChecked: c.DirsChecked, FilesDeleted: c.Deleted,
 	}
 	r.enc.Emit(ev)
 	r.prog.update(ev, c, s.CPU)

@@ -120,6 +120,7 @@ func run(sig *signals, args []string, stdin io.Reader, stdout, stderr io.Writer)
 			}
 		}
 	}()
+	args = verifyArgs(args)
 	if _, err := parser.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "prsync: error: %s\n", err)
 		fmt.Fprintln(stderr, "prsync: hint: see prsync --help")
@@ -136,6 +137,28 @@ func run(sig *signals, args []string, stdin io.Reader, stdout, stderr io.Writer)
 		return fail(stderr, err)
 	}
 	return r.run()
+}
+
+// verifyArgs gives a bare --verify its value: --verify=all, or the mode that follows it
+// (--verify transferred).
+func verifyArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if a == "--verify" {
+			if i+1 < len(args) && (args[i+1] == "all" || args[i+1] == "transferred" || args[i+1] == "off") {
+				a = "--verify=" + args[i+1]
+				i++
+			} else {
+				a = "--verify=all"
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // emptyShardGiven reports an explicitly empty shard spec, such as an unset array index.
@@ -195,6 +218,7 @@ type runner struct {
 	env          []string // the rsyncs' environment; nil: prsync's
 	transport    exec.Transport
 	helper       string // the -e value of the pipe transport
+	verify       exec.VerifyMode
 	argv         []string
 }
 
@@ -278,6 +302,15 @@ func (r *runner) prepare() error {
 	}
 	if f.MaxSuspend < 0 {
 		return usageError{msg: "--max-suspend must be 0 or positive"}
+	}
+	switch f.Verify {
+	case "all":
+		r.verify = exec.VerifyAll
+	case "transferred":
+		r.verify = exec.VerifyTransferred
+	}
+	if f.DeleteAfterErrors && !f.Delete {
+		return usageError{msg: "--delete-after-errors without --delete", hint: "add --delete, or drop --delete-after-errors"}
 	}
 	r.policy = throttle.Policy{Suspend: f.SuspendThreshold, Resume: f.ResumeThreshold, MaxLoad: f.MaxLoad,
 		MaxIOPressure: f.MaxIOPressure, MaxCPUPressure: f.MaxCPUPressure, MaxSuspend: f.MaxSuspend}
@@ -369,6 +402,14 @@ func (r *runner) prepare() error {
 		// an empty RSYNC_PASSWORD makes a module that wants one fail its login instead.
 		r.env = append(os.Environ(), "RSYNC_PASSWORD=")
 	}
+	if f.DryRun && r.verify != exec.VerifyOff {
+		fmt.Fprintln(r.stderr, "prsync: warning: --verify checks nothing in a dry run (-n): nothing is copied")
+	}
+	if f.Delete && exec.IsRemote(f.Dest) {
+		if err := r.probeDelete(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case f.DryRun:
 		r.confirm = exec.ConfirmNothing
@@ -409,7 +450,7 @@ func (r *runner) checkDest(ver rsync.Version) error {
 		}
 		return nil
 	}
-	if !r.f.NoQuickCheck && !r.f.NoArchive && !r.f.Sizes && r.srcRemote == "" && rsync.QuickCheckSafe(r.f.RsyncArgs) {
+	if !r.f.NoQuickCheck && r.f.Verify != "all" && !r.f.NoArchive && !r.f.Sizes && r.srcRemote == "" && rsync.QuickCheckSafe(r.f.RsyncArgs) {
 		if abs, err := filepath.Abs(dest); err == nil {
 			r.quick = &splitter.QuickCheck{Dest: abs, Owner: os.Geteuid() == 0}
 		}

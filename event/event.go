@@ -62,6 +62,10 @@ type Start struct {
 	ControlSocket string `json:"control_socket"`
 	// BWLimit is the total bandwidth limit (--bwlimit) as given, or "off".
 	BWLimit string `json:"bwlimit"`
+	// Delete says a deletion pass follows the copy (--delete); Verify is the
+	// verification pass: "off", "transferred" or "all".
+	Delete bool   `json:"delete"`
+	Verify string `json:"verify"`
 }
 
 // Cgroup describes the cgroup the throttle measures against.
@@ -112,6 +116,11 @@ type ChunkEnd struct {
 	ConfirmSeconds float64 `json:"confirm_seconds,omitempty"`
 	// Unexplained is an rsync error that names no path, although every path was proven.
 	Unexplained string `json:"unexplained,omitempty"`
+	// VerifyPaths were checked by the verification pass (--verify), VerifyFailed of them
+	// differ from the source or could not be checked, in VerifySeconds.
+	VerifyPaths   int     `json:"verify_paths,omitempty"`
+	VerifyFailed  int     `json:"verify_failed,omitempty"`
+	VerifySeconds float64 `json:"verify_seconds,omitempty"`
 }
 
 // Jobs is written when the number of rsyncs allowed at once changes.
@@ -164,6 +173,14 @@ type Progress struct {
 	Elapsed             float64  `json:"elapsed"`
 	// Jobs is the number of rsyncs allowed at once.
 	Jobs int `json:"jobs"`
+	// Phase is "copy", then "delete" during the deletion pass (--delete).
+	Phase string `json:"phase"`
+	// FilesVerified and FilesVerifyFailed count the verification pass so far (--verify);
+	// DirsChecked and FilesDeleted the deletion pass.
+	FilesVerified     int64 `json:"files_verified,omitempty"`
+	FilesVerifyFailed int64 `json:"files_verify_failed,omitempty"`
+	DirsChecked       int64 `json:"dirs_checked,omitempty"`
+	FilesDeleted      int64 `json:"files_deleted,omitempty"`
 }
 
 // Status is written when prsync is asked for its status: by prsync ctl status, or by
@@ -214,6 +231,17 @@ type PathFailed struct {
 	Chunk   int    `json:"chunk,omitempty"`
 }
 
+// Deleted is written for each entry the deletion pass removed from DEST (or, in a dry
+// run, would remove). Path is relative to DEST; Kind is file, dir, link, special or, when
+// a remote DEST cannot tell, unknown.
+type Deleted struct {
+	Header
+	Path    string `json:"path"`
+	PathB64 string `json:"path_b64,omitempty"`
+	Kind    string `json:"kind"`
+	DryRun  bool   `json:"dry_run,omitempty"`
+}
+
 // Error is written when prsync itself hits an error that ends or shortens the run.
 type Error struct {
 	Header
@@ -255,6 +283,20 @@ type Summary struct {
 	// JobsMin and JobsMax are the range of the number of rsyncs allowed at once.
 	JobsMin int `json:"jobs_min"`
 	JobsMax int `json:"jobs_max"`
+	// FilesVerified are the paths the verification pass found to match the source, and
+	// FilesVerifyFailed those it found to differ or could not check (also in
+	// files_failed), in VerifySeconds of rsync time.
+	FilesVerified     int64   `json:"files_verified"`
+	FilesVerifyFailed int64   `json:"files_verify_failed"`
+	VerifySeconds     float64 `json:"verify_seconds"`
+	// FilesDeleted counts the entries the deletion pass removed (would remove, in a dry
+	// run); DeletePass says "ran", "not requested", "skipped: <reason>", "failed:
+	// <reason>" or "interrupted"; DeleteDirs is the number of directories it checked, in
+	// DeleteSeconds.
+	FilesDeleted  int64   `json:"files_deleted"`
+	DeletePass    string  `json:"delete_pass"`
+	DeleteDirs    int64   `json:"delete_dirs"`
+	DeleteSeconds float64 `json:"delete_seconds"`
 }
 
 // PathFields returns the path as a JSON string and, when the name is not valid UTF-8
@@ -326,6 +368,8 @@ func typeName(ev Event) string {
 		return "progress"
 	case *PathFailed:
 		return "path_failed"
+	case *Deleted:
+		return "deleted"
 	case *Error:
 		return "error"
 	case *Jobs:

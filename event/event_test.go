@@ -30,14 +30,20 @@ func TestGolden(t *testing.T) {
 			ExitCode: 23, Status: "partial", Error: "rsync: [receiver] mkstemp …", ConfirmedBy: "lstat", ConfirmPaths: 2, ConfirmLanded: 1, ConfirmSeconds: 0.001},
 		&Jobs{Old: 8, New: 2, Reason: "refused", Detail: "@ERROR: max connections (2) reached -- try again later", RateBps: 1e6},
 		&Throttle{Action: "suspend", Reason: "cpu", CPUPercent: 91.5, OwnCPUPercent: &own, Load: &load, IOPressure: &psi, Chunk: 2, PID: 1235, Running: 1, Suspended: 1},
-		&Progress{FilesDone: 10, BytesDone: 1000, FilesQueued: 5, InputDone: true, RateBps: 8000, CPUPercent: 50, Running: 2, Elapsed: 1.5, Jobs: 8},
+		&Progress{FilesDone: 10, BytesDone: 1000, FilesQueued: 5, InputDone: true, RateBps: 8000, CPUPercent: 50, Running: 2, Elapsed: 1.5, Jobs: 8, Phase: "copy"},
 		&PathFailed{Path: p, PathB64: b64, Status: "failed", Reason: "lstat: permission denied", Chunk: 0},
 		&PathFailed{Path: "<html>&", Status: "vanished", Reason: "x", Chunk: 3},
 		&Error{Error: "read input: input/output error"},
+		&ChunkEnd{Chunk: 4, Attempt: 1, Files: 2, Bytes: 20, FilesFailed: 1, Seconds: 0.3, Status: "partial",
+			VerifyPaths: 2, VerifyFailed: 1, VerifySeconds: 0.1},
+		&Progress{FilesDone: 13, InputDone: true, Running: 1, Elapsed: 3, Jobs: 8, Phase: "delete", FilesVerified: 12, FilesVerifyFailed: 1, DirsChecked: 40, FilesDeleted: 3},
+		&Deleted{Path: "old/dir", Kind: "dir"},
+		&Deleted{Path: p, PathB64: b64, Kind: "file", DryRun: true},
 		&Summary{Files: 13, Bytes: 4000, FilesTransferred: 10, BytesTransferred: 3000, FilesUpToDate: 1,
 			FilesFailed: 1, FilesVanished: 1, Chunks: 2, ChunksFailed: 1, Retries: 1, Suspensions: 2,
 			SecondsSuspended: 1.25, Seconds: 3.5, RateBps: 6857.1, CPUSeconds: 0.05, RsyncCPUSeconds: 2.5, ExitCode: 23, Shard: 1, Shards: 4,
-			InputComplete: true, ChunkErrors: 1, ConfirmSeconds: 0.002, JobsMin: 2, JobsMax: 8},
+			InputComplete: true, ChunkErrors: 1, ConfirmSeconds: 0.002, JobsMin: 2, JobsMax: 8,
+			FilesVerified: 12, FilesVerifyFailed: 1, VerifySeconds: 0.4, FilesDeleted: 3, DeletePass: "ran", DeleteDirs: 40, DeleteSeconds: 0.25},
 	}
 	for _, ev := range events {
 		enc.Emit(ev)

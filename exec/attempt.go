@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -32,12 +33,19 @@ type sink struct {
 	a      *rsync.Attributor
 	logged int64
 	pool   *Pool
+	onItem func(rsync.Item) // sees every out-format line, when set
 }
 
 func (s *sink) stdout(line []byte) {
 	s.mu.Lock()
 	n, file := s.a.Stdout(line)
 	s.logged += n
+	if s.onItem != nil {
+		if it, ok := rsync.ParseItem(line); ok {
+			it.Name = bytes.Clone(it.Name) // the line's buffer is reused
+			s.onItem(it)
+		}
+	}
 	s.mu.Unlock()
 	if s.pool != nil && file {
 		s.pool.inflight.Add(n)
@@ -60,12 +68,34 @@ func srcArg(src string) string {
 	return src + "/"
 }
 
+// pass says what an rsync run other than a chunk's copy does: a confirmation, the
+// verification or the deletion pass.
+type pass struct {
+	extra []string // options before prsync's own, such as --dry-run
+	// src and dest replace the chunk's Src and the pool's Dest, when set; a pass whose
+	// source is remote runs direct
+	src, dest string
+	onItem    func(rsync.Item) // sees every out-format line, when set
+}
+
 // attempt runs one rsync over entries of chunk c, extra options first (such as
 // --dry-run for a verification pass). Only a first pass (extra == nil) reports its start.
 func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte, attempt int, extra []string) result {
-	src := srcArg(c.Src)
+	return p.run(ctx, c, entries, attempt, pass{extra: extra})
+}
+
+// run runs one rsync over entries of chunk c, as ps says.
+func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, attempt int, ps pass) result {
+	extra := ps.extra
+	src, dest := srcArg(c.Src), p.Dest
+	if ps.src != "" {
+		src = srcArg(ps.src)
+	}
+	if ps.dest != "" {
+		dest = ps.dest
+	}
 	from, env, tr := src, p.Env, []string(nil)
-	if p.Transport == Pipe {
+	if p.Transport == Pipe && !IsRemote(src) {
 		tr, from, env = p.pipeArgs(src)
 	}
 	var bwCap float64
@@ -78,11 +108,18 @@ func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte,
 		}
 	}
 	args := append(append(append(append(pre, p.Args...), extra...), tr...),
-		"--files-from=-", "--from0", "--out-format="+rsync.OutFormat, "--", from, p.Dest)
+		"--files-from=-", "--from0", "--out-format="+rsync.OutFormat, "--", from, dest)
 	cmd := osexec.CommandContext(ctx, p.Rsync, args...)
 	cmd.Stdin = &entryReader{entries: entries}
 	cmd.Env = env
-	sk := &sink{a: rsync.NewAttributor(entries, src, p.Dest, p.localDest)}
+	localDest := p.localDest
+	if ps.dest != "" {
+		localDest = ""
+		if !IsRemote(dest) {
+			localDest = dest
+		}
+	}
+	sk := &sink{a: rsync.NewAttributor(entries, src, dest, localDest), onItem: ps.onItem}
 	if extra == nil {
 		sk.pool = p
 	}

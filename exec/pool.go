@@ -44,6 +44,8 @@ type Pool struct {
 	RetryDelay time.Duration // first backoff; doubled each retry, with jitter
 	Grace      time.Duration // how long a cancelled rsync has between TERM and KILL
 	Confirm    ConfirmMode
+	// Verify says which paths of each chunk a checksum pass checks once it has settled.
+	Verify VerifyMode
 	// Env is the environment of every rsync; nil means prsync's own.
 	Env []string
 	// SourceRemote: the chunks' Src is a remote source (pull mode), which no lstat can read.
@@ -401,8 +403,9 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 		if class == rsync.Transient || class == rsync.Refused {
 			class = rsync.Fatal
 		}
-		p.finish(ctx, st, class, res, attempt)
-		p.release()
+		if p.finish(ctx, st, class, res, attempt) {
+			p.release()
+		}
 		return
 	}
 }
@@ -448,8 +451,9 @@ func (s *chunkState) remember(r *rsync.Result) {
 	}
 }
 
-// finish settles every path of a chunk after its last attempt.
-func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, res result, attempt int) {
+// finish settles every path of a chunk after its last attempt, verifies it when asked,
+// and reports whether it still holds the chunk's slot.
+func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, res result, attempt int) bool {
 	r := res.r
 	for i := range r.Paths {
 		if !r.Paths[i].Logged && st.logged[i].Logged {
@@ -478,13 +482,19 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, re
 		}
 		return vs
 	})
+	var ver *Verification
+	held := true
+	if p.Verify != VerifyOff && p.Confirm != ConfirmNothing && class != rsync.Cancelled && class != rsync.Fatal && ctx.Err() == nil {
+		ver, held = p.verify(ctx, st.c, outcomes)
+	}
 	status := chunkStatus(class, outcomes, unexplained)
 	if status == "partial" || status == "failed" {
 		p.failedC.Add(1)
 	}
 	ev := p.endReport(st.c, attempt, res, status)
-	ev.Outcomes, ev.Unexplained, ev.Confirm = outcomes, unexplained, conf
+	ev.Outcomes, ev.Unexplained, ev.Confirm, ev.Verify = outcomes, unexplained, conf, ver
 	p.report(ev)
+	return held
 }
 
 // chunkStatus names how a settled chunk ended.

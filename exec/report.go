@@ -34,6 +34,8 @@ type ChunkEnded struct {
 	Unexplained string
 	// Confirm says how paths were proven after a non-zero exit, when they had to be.
 	Confirm *Confirmation
+	// Verify is what the verification pass checked, when it ran.
+	Verify *Verification
 }
 
 // Confirmation is what proving a chunk's paths after a non-zero exit cost.

@@ -131,6 +131,8 @@ func failureHint(r *Result) string {
 // ReasonHint returns advice for one path's failure reason, or "".
 func ReasonHint(reason string) string {
 	switch {
+	case strings.HasPrefix(reason, "verify: content differs"):
+		return "DEST holds other content with the source's size and mtime, which rsync's quick check cannot see: copy those paths again with the --failed list and `-- --checksum`"
 	case strings.Contains(reason, "Read-only file system (30)"):
 		return "the destination file system is mounted read-only"
 	case strings.Contains(reason, "Operation not permitted (1)") && (strings.Contains(reason, "mkstemp") || strings.Contains(reason, "rename")):

@@ -21,8 +21,8 @@ func (e *OptionError) Error() string {
 var refused = []struct{ prefix, hint string }{
 	{"--files-from", "prsync feeds each rsync its own list; give paths on stdin or with --from"},
 	{"--from0", "prsync always passes --from0; use prsync's -0 for NUL-separated input"},
-	{"--delete", "--delete cannot be right on a stream of files; after the copy, run one `rsync -a --delete SRC/ DEST/` pass"},
-	{"--del", "--del cannot be right on a stream of files; after the copy, run one `rsync -a --delete SRC/ DEST/` pass"},
+	{"--delete", "rsync's --delete cannot be right on a stream of files; use prsync's own --delete (before --), which deletes in the directories the paths touch once the copy has succeeded"},
+	{"--del", "rsync's --del cannot be right on a stream of files; use prsync's own --delete (before --), which deletes in the directories the paths touch once the copy has succeeded"},
 	{"--out-format", "prsync uses --out-format for its accounting; read the JSON events instead"},
 	{"--log-format", "prsync uses --out-format for its accounting; read the JSON events instead"},
 	{"--timeout", "a paused local rsync with --timeout dies when resumed; use --contimeout, or --no-throttle with a --timeout"},

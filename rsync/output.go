@@ -15,7 +15,12 @@ type Item struct {
 	Change string // rsync's %i, such as ">f+++++++++"
 	Size   int64  // %l
 	Name   []byte // %n, decoded, without a trailing "/"
+	Dir    bool   // %n ended in "/": rsync names a directory so
 }
+
+// IsDeletion reports whether the item is an entry rsync deleted (--delete), or would
+// delete in a dry run.
+func (it Item) IsDeletion() bool { return it.Change == "*deleting  " }
 
 // IsFile reports whether the item is a regular file sent or received.
 func (it Item) IsFile() bool {
@@ -37,10 +42,11 @@ func ParseItem(line []byte) (it Item, ok bool) {
 		return Item{}, false
 	}
 	name := Unescape(f[3])
+	dir := false
 	if len(name) > 1 && name[len(name)-1] == '/' {
-		name = name[:len(name)-1]
+		name, dir = name[:len(name)-1], true
 	}
-	return Item{Change: string(f[0]), Size: size, Name: name}, true
+	return Item{Change: string(f[0]), Size: size, Name: name, Dir: dir}, true
 }
 
 // Unescape decodes rsync's escaping of names in its output: "\#ooo" (three octal

@@ -44,6 +44,8 @@ func TestParseItem(t *testing.T) {
 		{"sent 137 bytes  received 66 bytes  406.00 bytes/sec", false, false, 0, ""},
 		{">f+++|3|46|short", false, false, 0, ""},
 		{">f+++++++++|x|46|a", false, false, 0, ""},
+		{"*deleting  |0|0|gone/dir/", true, false, 0, "gone/dir"},
+		{"*deleting  |0|0|-lead\\#012nl", true, false, 0, "-lead\nnl"},
 	}
 	for _, tt := range tests {
 		it, ok := ParseItem([]byte(tt.line))
@@ -56,6 +58,12 @@ func TestParseItem(t *testing.T) {
 		}
 		if it.IsFile() != tt.file || it.Size != tt.size || string(it.Name) != tt.name {
 			t.Errorf("ParseItem(%q) = %+v (file %v)", tt.line, it, it.IsFile())
+		}
+		if dir := tt.line[len(tt.line)-1] == '/'; it.Dir != dir {
+			t.Errorf("ParseItem(%q).Dir = %v", tt.line, it.Dir)
+		}
+		if del := tt.line[0] == '*'; it.IsDeletion() != del {
+			t.Errorf("ParseItem(%q).IsDeletion() = %v", tt.line, it.IsDeletion())
 		}
 	}
 }

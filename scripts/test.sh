@@ -27,6 +27,9 @@ if [ -n "${CI:-}${PRSYNC_TEST_INSTALL:-}" ] && [ "$(uname)" = Linux ]; then
   command -v parallel >/dev/null || pkgs+=(parallel)
   command -v jq >/dev/null || pkgs+=(jq)
   /usr/bin/python3 -c 'import yaml' 2>/dev/null || pkgs+=(python3-yaml)
+  [ -f /usr/share/bash-completion/bash_completion ] || pkgs+=(bash-completion)
+  command -v zsh >/dev/null || pkgs+=(zsh)
+  command -v fish >/dev/null || pkgs+=(fish)
   [ ${#pkgs[@]} -eq 0 ] || apt_install "${pkgs[@]}"
 fi
 rsync --version | sed -n 1p
@@ -41,6 +44,8 @@ GOOS=darwin GOARCH=arm64 go build -o /dev/null ./...
 echo "== tests (race)"
 # -p 1: the throttle's tests run busy loops, which other packages' tests would take for load
 go test -race -count=1 -p 1 -timeout 20m ./...
+echo "== the copy, fault and migration tests again in the direct transport"
+PRSYNC_TEST_TRANSPORT=direct go test -race -count=1 -timeout 10m -run 'OddNames|Layouts|Daemon|Vanished|Truth|Fault|Delete|Verify' ./tests/
 echo "== fuzz smoke"
 go test -run '^$' -fuzz '^FuzzRecords$' -fuzztime 10s ./splitter/
 go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./rsync/

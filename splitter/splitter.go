@@ -71,6 +71,9 @@ type Config struct {
 	// lstat'ed (unless HardLinks needs its inode). A record without a tab, or with a size
 	// that is not a number, is a failed path.
 	Sizes bool
+	// Dirs, when set, collects the directories the paths of this shard touch, for the
+	// deletion pass.
+	Dirs *Dirs
 	// RemoteSrc, when set, is a remote source (HOST:PATH, rsync://HOST/MODULE/PATH, …):
 	// every chunk's Src, paths are never lstat'ed, and Root is the path part of it that
 	// absolute input paths must lie under ("" when it has none a local path can name).
@@ -127,6 +130,10 @@ func New(cfg Config, hooks Hooks) *Splitter {
 	}
 	return s
 }
+
+// Chunks returns the number of chunks made (the highest chunk ID); call it once Run has
+// returned.
+func (s *Splitter) Chunks() int { return s.nextID - 1 }
 
 // ErrRead wraps an error reading the input.
 var ErrRead = errors.New("read input")
@@ -260,15 +267,15 @@ func (s *Splitter) unsent() {
 type rec struct {
 	input []byte
 	entry string
-	src          string
-	size         int64
+	src   string
+	size  int64
 }
 
 // look is what examining one record found. examine only reads the file system, so
 // records of one block are examined in parallel: with a cold cache a run that is mostly
 // up to date waits on inode reads, of the source and of DEST, not on the CPU.
 type look struct {
-	empty, skip bool // an empty record; another shard's path
+	empty, skip bool   // an empty record; another shard's path
 	path        []byte // the path part of the record (all of it, unless Sizes)
 	size        int64  // the size the record gives (Sizes)
 	abs, src    string
@@ -405,6 +412,7 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 		if s.cfg.HardLinks && s.otherShard(l.path) {
 			return nil
 		}
+		s.touch(l)
 		if errors.Is(l.statErr, syscall.ENOENT) || errors.Is(l.statErr, syscall.ENOTDIR) {
 			s.settle(in, Vanished, "lstat: "+l.statErr.Error())
 		} else {
@@ -420,6 +428,9 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 			size = st.Size
 		}
 	}
+	if !s.linked(l) && !(s.cfg.HardLinks && s.otherShard(l.path)) {
+		s.touch(l)
+	}
 	if l.fresh {
 		if s.hooks.Fresh != nil {
 			s.hooks.Fresh(in, size)
@@ -432,6 +443,7 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 		if s.cfg.Shards > 1 && key.shard(s.cfg.Shards) != s.cfg.Shard {
 			return nil
 		}
+		s.touch(l)
 		r.input = bytes.Clone(in)
 		if g := s.links.add(key, uint64(st.Nlink), r); g != nil {
 			return s.addGroup(ctx, g, out)
@@ -442,6 +454,24 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 		return nil
 	}
 	return s.addGroup(ctx, []rec{r}, out)
+}
+
+// touch records the directories a path of this shard touches, for the deletion pass. A
+// path is a directory when its lstat says so, or, where the source is not lstat'ed
+// (--sizes, a remote source), when the record ends in "/".
+func (s *Splitter) touch(l *look) {
+	if s.cfg.Dirs == nil {
+		return
+	}
+	dir := false
+	switch {
+	case l.stat:
+		dir = l.st.Mode&syscall.S_IFMT == syscall.S_IFDIR
+	case l.statErr == nil:
+		dir = len(l.path) > 0 && l.path[len(l.path)-1] == '/'
+	}
+	keepTop := s.cfg.Root != "" || s.cfg.RemoteSrc != "" || len(l.path) == 0 || l.path[0] != '/'
+	s.cfg.Dirs.add(l.src, l.entry, dir, keepTop)
 }
 
 func (s *Splitter) settle(in []byte, status, reason string) {

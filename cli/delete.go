@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prsync/prsync/event"
+	"github.com/prsync/prsync/exec"
+)
+
+// probeDelete asks a remote DEST whether it takes the deletion pass's options before
+// anything is copied: a daemon module that refuses --delete says so at once.
+func (r *runner) probeDelete() error {
+	pool := &exec.Pool{Rsync: r.rsync, Args: r.args, Dest: r.f.Dest, Env: r.env, Transport: exec.Direct, Grace: 10 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ab := pool.Probe(ctx, exec.DeleteProbeArgs())
+	if ab == nil {
+		return nil
+	}
+	hint := ab.Hint
+	if strings.Contains(ab.Msg, "refuse") && strings.Contains(ab.Msg, "--delete") {
+		hint = "the rsync daemon refuses --delete for this module (refuse options in rsyncd.conf): allow it there, or run without --delete"
+	}
+	return &exitError{code: max(ab.ExitCode, 1), msg: "DEST cannot take the deletion pass: " + ab.Msg, hint: hint}
+}
+
+// deletion is what became of the deletion pass, for the summary.
+type deletion struct {
+	state string // ran, not requested, skipped: …, failed: …, interrupted
+	stats exec.DeleteStats
+}
+
+// failed reports a pass that ran and did not complete: the run must not exit 0.
+func (d deletion) failed() bool { return strings.HasPrefix(d.state, "failed") }
+
+// deletePass decides whether the deletion pass may run, and runs it.
+func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
+	f := &p.r.f
+	if !f.Delete {
+		return deletion{state: "not requested"}
+	}
+	c := p.rep.snapshot()
+	if why, hint := p.deleteBlocked(ctx, c); why != "" {
+		fmt.Fprintf(p.r.stderr, "prsync: warning: the deletion pass did not run: %s\n", why)
+		if hint != "" {
+			fmt.Fprintf(p.r.stderr, "prsync: hint: %s\n", hint)
+		}
+		return deletion{state: "skipped: " + why}
+	}
+	lists := p.dirs.Lists()
+	p.rep.in <- phaseChange{phase: "delete", dirs: int64(p.dirs.Len())}
+	st := p.pool.Delete(ctx, kill, lists, exec.DeleteOptions{
+		FirstID: p.chunks + 1, DryRun: f.DryRun, Shared: f.shards > 1, LocalSource: p.r.srcRemote == "",
+	})
+	d := deletion{state: "ran", stats: st}
+	switch {
+	case st.Interrupted:
+		d.state = "interrupted"
+	case st.Err != "":
+		d.state = "failed: " + st.Err
+	}
+	return d
+}
+
+// deleteBlocked says why the deletion pass must not run, with a hint, or "". It never
+// runs after an interrupt, after a run that stopped early, or when its deletions could
+// not be reported; failed or unfinished paths stop it unless --delete-after-errors.
+func (p *pipeline) deleteBlocked(ctx context.Context, c Counts) (why, hint string) {
+	after := p.r.f.DeleteAfterErrors
+	const again = "fix what failed and run again, or pass --delete-after-errors to delete anyway"
+	switch {
+	case ctx.Err() != nil:
+		return "the run was interrupted", ""
+	case p.pool.Aborted() != nil:
+		return "the run stopped early: " + p.pool.Aborted().Error(), ""
+	case p.enc.Err() != nil:
+		return "stdout is closed, so no deletion could be reported", "keep the reader of prsync's output running to the end"
+	case after:
+		return "", ""
+	case p.inputErr != nil:
+		return "the input could not be read to its end", again
+	case c.Failed > 0:
+		return fmt.Sprintf("%d path(s) failed", c.Failed), again
+	case c.NotDone > 0:
+		return fmt.Sprintf("%d path(s) were not done", c.NotDone), again
+	case c.ChunkErrors > 0:
+		return fmt.Sprintf("rsync reported %d error(s) that name no path", c.ChunkErrors), again
+	}
+	return "", ""
+}
+
+// phaseChange tells the reporter the run has moved on to another pass.
+type phaseChange struct {
+	phase string
+	dirs  int64 // directories the deletion pass will check
+}
+
+// countsRequest asks the reporter for its books, once it has handled every report sent
+// before.
+type countsRequest struct{ reply chan Counts }
+
+// snapshot returns the reporter's books as they stand after every report sent so far.
+func (r *reporter) snapshot() Counts {
+	req := countsRequest{reply: make(chan Counts, 1)}
+	r.in <- req
+	return <-req.reply
+}
+
+// deleteEnded reports one rsync of the deletion pass: each entry it deleted, and its error.
+func (r *reporter) deleteEnded(m exec.DeleteEnded) {
+	r.c.DirsChecked += int64(m.Dirs)
+	for _, d := range m.Deleted {
+		r.c.Deleted++
+		path, b64 := event.PathFields(d.Path)
+		r.enc.Emit(&event.Deleted{Path: path, PathB64: b64, Kind: d.Kind, DryRun: r.dryRun})
+	}
+	if m.Err != "" && m.Err != "interrupted" {
+		r.enc.Emit(&event.Error{Error: "deletion pass: " + m.Err})
+	}
+}
