@@ -33,8 +33,12 @@ type deletion struct {
 	stats exec.DeleteStats
 }
 
-// failed reports a pass that ran and did not complete: the run must not exit 0.
+// failed reports a pass that ran and did not complete.
 func (d deletion) failed() bool { return strings.HasPrefix(d.state, "failed") }
+
+// missed reports a pass that was asked for and did not complete, or did not run: the run
+// must not exit 0.
+func (d deletion) missed() bool { return d.failed() || strings.HasPrefix(d.state, "skipped") }
 
 // deletePass decides whether the deletion pass may run, and runs it.
 func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
@@ -42,6 +46,8 @@ func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
 	if !f.Delete {
 		return deletion{state: "not requested"}
 	}
+	// a progress event first: a stdout that is gone fails its write, and stops the pass
+	p.rep.in <- phaseChange{phase: "delete", dirs: int64(p.dirs.Len())}
 	c := p.rep.snapshot()
 	if why, hint := p.deleteBlocked(ctx, c); why != "" {
 		fmt.Fprintf(p.r.stderr, "prsync: warning: the deletion pass did not run: %s\n", why)
@@ -51,7 +57,6 @@ func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
 		return deletion{state: "skipped: " + why}
 	}
 	lists := p.dirs.Lists()
-	p.rep.in <- phaseChange{phase: "delete", dirs: int64(p.dirs.Len())}
 	st := p.pool.Delete(ctx, kill, lists, exec.DeleteOptions{
 		FirstID: p.chunks + 1, DryRun: f.DryRun, Shared: f.shards > 1, LocalSource: p.r.srcRemote == "",
 	})

@@ -351,7 +351,7 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	susp, suspSec := p.throttle.Stats()
 	ab := p.pool.Aborted()
 	var delErr error
-	if del.failed() {
+	if del.missed() {
 		delErr = errors.New("the deletion pass " + del.state)
 	}
 	code := exitStatus(interrupted, p.inputErr, ab, c, errors.Join(ferr, delErr))
@@ -381,7 +381,7 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 		if ab.Hint != "" {
 			fmt.Fprintf(r.stderr, "prsync: hint: %s\n", ab.Hint)
 		}
-	case code == ExitPartial || code == ExitVanished:
+	case (code == ExitPartial || code == ExitVanished) && c.Failed+c.Vanished+c.NotDone+c.ChunkErrors > 0:
 		fmt.Fprintf(r.stderr, "prsync: error: %d failed, %d vanished, %d not done of %d paths%s\n",
 			c.Failed, c.Vanished, c.NotDone, c.Files, failedListNote(f.Failed))
 		if c.ChunkErrors > 0 {
@@ -397,8 +397,11 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	if ferr != nil {
 		fmt.Fprintf(r.stderr, "prsync: error: %v\n", ferr)
 	}
-	if delErr != nil {
+	if del.failed() { // a skipped pass was said when it was skipped
 		fmt.Fprintf(r.stderr, "prsync: error: %v\n", delErr)
+		if h := rsync.ReasonHint(del.state); h != "" {
+			fmt.Fprintf(r.stderr, "prsync: hint: %s\n", h)
+		}
 	}
 	return code
 }

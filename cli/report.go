@@ -154,6 +154,7 @@ func (r *reporter) handle(m any) {
 		r.deleteEnded(m)
 	case phaseChange:
 		r.phase, r.delDirs, r.prog.delDirs = m.phase, m.dirs, m.dirs
+		r.progress()
 	case countsRequest:
 		m.reply <- r.c
 	default:

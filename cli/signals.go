@@ -56,6 +56,8 @@ func notifySignals() *signals {
 				if j := s.current(); j != nil {
 					j.Release()
 				}
+			case syscall.SIGPIPE:
+				// the write that raised it fails with EPIPE, which the encoder reports
 			default: // SIGUSR1, SIGINFO
 				s.mu.Lock()
 				if s.status != nil {

@@ -135,6 +135,10 @@ func ReasonHint(reason string) string {
 		return "DEST holds other content with the source's size and mtime, which rsync's quick check cannot see: copy those paths again with the --failed list and `-- --checksum`"
 	case strings.Contains(reason, "Read-only file system (30)"):
 		return "the destination file system is mounted read-only"
+	case strings.Contains(reason, "delete_file:") && strings.Contains(reason, "Operation not permitted (1)"):
+		return "DEST refuses the deletion: an immutable or append-only file or directory (lsattr shows it)"
+	case strings.Contains(reason, "IO error encountered -- skipping file deletion"):
+		return "rsync could not read all of a source directory, and so deleted nothing there: fix the source error it reported, then run again"
 	case strings.Contains(reason, "Operation not permitted (1)") && (strings.Contains(reason, "mkstemp") || strings.Contains(reason, "rename")):
 		return "the destination refuses new files there: an immutable or append-only directory or file (lsattr shows it), or a file system that does not allow it"
 	case strings.Contains(reason, "Permission denied (13)") && strings.Contains(reason, "(in ") &&

@@ -402,6 +402,28 @@ func TestDeleteBlocked(t *testing.T) {
 			t.Errorf("summary: delete_pass %q, files_deleted %v", s["delete_pass"], s["files_deleted"])
 		}
 	})
+	t.Run("stdout closed", func(t *testing.T) {
+		src, dst, _ := blockedTree(t)
+		if err := os.RemoveAll(filepath.Join(dst, "clash")); err != nil {
+			t.Fatal(err)
+		}
+		r := start(t, startOpts{stdin: bytes.NewReader(nul("ok", "clash")), wrap: []string{"bash", "-c", `"$0" "$@" | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}`}},
+			"-0", "--root", src, "--delete", dst).wait(time.Minute)
+		if r.Code != 23 {
+			t.Fatalf("exit %d, want 23 (the deletion asked for did not run)\n%s", r.Code, r.Stderr)
+		}
+		if _, err := os.Lstat(filepath.Join(dst, "extra")); err != nil {
+			t.Errorf("deleted with no one to report it to: %v", err)
+		}
+		if !strings.Contains(r.Stderr, "the deletion pass did not run: stdout is closed") {
+			t.Errorf("stderr:\n%s", r.Stderr)
+		}
+		for _, f := range []string{"ok", "clash"} {
+			if !same(t, filepath.Join(src, f), filepath.Join(dst, f)) {
+				t.Errorf("%s not copied", f)
+			}
+		}
+	})
 	t.Run("interrupted", func(t *testing.T) {
 		w := t.TempDir()
 		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")

@@ -404,6 +404,9 @@ func TestTruthClosedStdout(t *testing.T) {
 			if n := strings.Count(r.Stderr, "stdout closed"); n != 1 {
 				t.Errorf("%d warnings about the closed stdout, want 1:\n%s", n, r.Stderr)
 			}
+			if strings.Contains(r.Stderr, "prsync: status:") {
+				t.Errorf("SIGPIPE was taken for a status request:\n%s", r.Stderr)
+			}
 			checkTruth(t, r, src, dst, rels, failed, 0)
 			noProcsLeft(t, dst)
 		})
