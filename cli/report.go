@@ -76,6 +76,7 @@ type reporter struct {
 	metrics  *metrics  // --metrics-file, or nil
 	metErr   bool      // a metrics write failed (said once)
 	dryRun   bool      // -n: deletions are what would be deleted
+	crlfSaid bool      // the CRLF hint was given
 	phase    string    // "copy", or "delete" once the deletion pass runs
 	delDirs  int64     // directories the deletion pass checks
 
@@ -241,6 +242,11 @@ func (r *reporter) path(input []byte, status rsync.Status, reason string, chunk 
 		return
 	case rsync.Vanished:
 		r.c.Vanished++
+		if !r.crlfSaid && len(input) > 1 && input[len(input)-1] == '\r' {
+			// a list written on Windows: every name ends in CR, and none exists
+			r.crlfSaid = true
+			fmt.Fprintln(r.stderr, `prsync: hint: the input has CRLF line ends; convert it with tr -d '\r'`)
+		}
 	case rsync.Failed:
 		r.c.Failed++
 		if r.hint == "" {

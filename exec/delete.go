@@ -163,7 +163,7 @@ func (p *Pool) deleteChunk(ctx context.Context, c *splitter.Chunk, opts DeleteOp
 			would = append(would, it)
 		}
 	}})
-	if err := deleteFailure(res, c); err != "" || !held {
+	if err := p.deleteFailure(res, c); err != "" || !held {
 		ev.Err = err
 		ev.Err = err
 		return done()
@@ -206,13 +206,13 @@ func (p *Pool) deleteChunk(ctx context.Context, c *splitter.Chunk, opts DeleteOp
 			mu.Unlock()
 		}
 	}})
-	ev.Err = deleteFailure(res, c)
+	ev.Err = p.deleteFailure(res, c)
 	return done()
 }
 
 // deleteFailure says why a deletion rsync did not complete, or "". A listed directory
 // that the source no longer has is no failure: its parent's pass removes it from DEST.
-func deleteFailure(res result, c *splitter.Chunk) string {
+func (p *Pool) deleteFailure(res result, c *splitter.Chunk) string {
 	if res.cancelled {
 		return "interrupted"
 	}
@@ -227,7 +227,7 @@ func deleteFailure(res result, c *splitter.Chunk) string {
 	}
 	if len(r.Unattributed) > 0 || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
 		msg := lastLine(res)
-		if h := rsync.Hint(res.code, r); h != "" {
+		if h := p.hint(res.code, r); h != "" {
 			msg += " (" + h + ")"
 		}
 		return fmt.Sprintf("rsync exited with code %d: %s", res.code, msg)
@@ -335,7 +335,7 @@ func (p *Pool) Probe(ctx context.Context, extra []string) *AbortError {
 	if res.code == 0 || res.cancelled {
 		return nil
 	}
-	return &AbortError{ExitCode: res.code, Msg: lastLine(res), Hint: rsync.Hint(res.code, res.r)}
+	return &AbortError{ExitCode: res.code, Msg: lastLine(res), Hint: p.hint(res.code, res.r)}
 }
 
 // protectEntry puts "./" before a name rsync would read as a comment.

@@ -73,7 +73,7 @@ func Hint(code int, r *Result) string {
 	case RefusedOption:
 		return "the rsync daemon refuses an option (refuse options in rsyncd.conf): drop it after --"
 	case HostUnknown:
-		return "the host name does not resolve; a local directory whose name holds a colon must be written with ./ in front, as ./" + "back:up/"
+		return "the host name does not resolve"
 	case SSHAuth:
 		return "ssh could not log in: check that `ssh HOST true` works without a prompt"
 	case WriteOnly:
@@ -136,7 +136,7 @@ func ReasonHint(reason string) string {
 	case strings.Contains(reason, "Read-only file system (30)"):
 		return "the destination file system is mounted read-only"
 	case strings.Contains(reason, "delete_file:") && strings.Contains(reason, "Operation not permitted (1)"):
-		return "DEST refuses the deletion: an immutable or append-only file or directory (lsattr shows it)"
+		return "DEST does not let rsync remove an entry: an immutable or append-only file or directory (lsattr shows it)"
 	case strings.Contains(reason, "IO error encountered -- skipping file deletion"):
 		return "rsync could not read all of a source directory, and so deleted nothing there: fix the source error it reported, then run again"
 	case strings.Contains(reason, "Operation not permitted (1)") && (strings.Contains(reason, "mkstemp") || strings.Contains(reason, "rename")):
