@@ -225,7 +225,7 @@ func (p *Pool) deleteFailure(res result, c *splitter.Chunk) string {
 			return fmt.Sprintf("directory %s: %s", c.Entries[i], ps.Reason)
 		}
 	}
-	if len(r.Unattributed) > 0 || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
+	if (len(r.Unattributed) > 0 && !senderGone(r)) || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
 		msg := lastLine(res)
 		if h := p.hint(res.code, r); h != "" {
 			msg += " (" + h + ")"
@@ -233,6 +233,22 @@ func (p *Pool) deleteFailure(res result, c *splitter.Chunk) string {
 		return fmt.Sprintf("rsync exited with code %d: %s", res.code, msg)
 	}
 	return ""
+}
+
+// senderGone reports a pull whose every directory is missing from the source: the
+// sender, with nothing to send, exits first, and the receiver's last write to it fails.
+func senderGone(r *rsync.Result) bool {
+	for _, ps := range r.Paths {
+		if ps.Kind != rsync.KindVanished {
+			return false
+		}
+	}
+	for _, l := range r.Unattributed {
+		if !strings.Contains(l, "write error: Broken pipe (32)") {
+			return false
+		}
+	}
+	return true
 }
 
 // kinds returns the type of each entry that would be deleted, as DEST holds it now: by

@@ -402,6 +402,25 @@ func TestDeleteBlocked(t *testing.T) {
 			t.Errorf("summary: delete_pass %q, files_deleted %v", s["delete_pass"], s["files_deleted"])
 		}
 	})
+	t.Run("source directories gone", func(t *testing.T) {
+		// a chunk of the pass whose every directory is gone from the source
+		w := t.TempDir()
+		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+		writeFile(t, filepath.Join(src, "keep"), "keep", 0o644)
+		list := []string{"keep"}
+		for i := 0; i < 40; i++ {
+			writeFile(t, filepath.Join(dst, fmt.Sprintf("gone%02d", i), "x"), "x", 0o644)
+			list = append(list, fmt.Sprintf("gone%02d/x", i))
+		}
+		r := runPrsync(t, "", nul(list...), "-0", "--root", src, "--delete", dst)
+		if r.Code != 24 {
+			t.Fatalf("exit %d, want 24 (the paths vanished)\n%s", r.Code, r.Stderr)
+		}
+		if s := r.Summary(t); s["delete_pass"] != "ran" || num(s, "files_deleted") != 80 {
+			t.Errorf("delete_pass %q, files_deleted %v", s["delete_pass"], s["files_deleted"])
+		}
+		sameTree(t, src, dst)
+	})
 	t.Run("stdout closed", func(t *testing.T) {
 		src, dst, _ := blockedTree(t)
 		if err := os.RemoveAll(filepath.Join(dst, "clash")); err != nil {
