@@ -96,9 +96,13 @@ func bwFiles(t *testing.T, dir string, n, size int) []string {
 	return names
 }
 
+// TestBandwidthTotal checks that prsync's rsyncs together never go above --bwlimit (the
+// upper bound, 10 %, is the promise) and use most of it (the lower bound, 20 %, leaves room
+// for a loaded 2-core CI machine: a split budget would show as a half or a quarter).
 func TestBandwidthTotal(t *testing.T) {
 	needRsync(t)
 	const limit = 8 << 20 // --bwlimit 8M
+	within := func(got float64) bool { return got >= 0.8*limit && got <= 1.1*limit }
 	w := t.TempDir()
 	src := filepath.Join(w, "src")
 	os.MkdirAll(src, 0o755)
@@ -118,15 +122,15 @@ func TestBandwidthTotal(t *testing.T) {
 		if len(s) < 8 {
 			t.Fatalf("too few samples: %v", s)
 		}
-		if got := rateOf(s[0], s[len(s)-1]); got < 0.9*limit || got > 1.1*limit {
-			t.Errorf("total %.2f MiB/s, want 8 MiB/s ± 10 %%", got/(1<<20))
+		if got := rateOf(s[0], s[len(s)-1]); !within(got) {
+			t.Errorf("total %.2f MiB/s, want 8 MiB/s (-20 %%, +10 %%)", got/(1<<20))
 		}
 		// every 10 s window inside the run
 		for i := range s {
 			for j := i + 1; j < len(s); j++ {
 				if s[j].at.Sub(s[i].at) >= 10*time.Second {
-					if got := rateOf(s[i], s[j]); got < 0.9*limit || got > 1.1*limit {
-						t.Errorf("10 s window from %v: %.2f MiB/s, want 8 ± 10 %%", s[i].at.Sub(s[0].at), got/(1<<20))
+					if got := rateOf(s[i], s[j]); !within(got) {
+						t.Errorf("10 s window from %v: %.2f MiB/s, want 8 MiB/s (-20 %%, +10 %%)", s[i].at.Sub(s[0].at), got/(1<<20))
 					}
 					break
 				}
@@ -141,7 +145,7 @@ func TestBandwidthTotal(t *testing.T) {
 	t.Run("one chunk", func(t *testing.T) {
 		big := filepath.Join(w, "big")
 		os.MkdirAll(big, 0o755)
-		bwFiles(t, big, 1, 24_000_000)
+		bwFiles(t, big, 1, 40_000_000)
 		dst := filepath.Join(t.TempDir(), "dst")
 		stop := make(chan struct{})
 		samples := growth(dst, 250*time.Millisecond, stop)
@@ -151,8 +155,8 @@ func TestBandwidthTotal(t *testing.T) {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}
 		s := active(<-samples)
-		if got := rateOf(s[0], s[len(s)-1]); got < 0.9*limit || got > 1.1*limit {
-			t.Errorf("one chunk alone: %.2f MiB/s, want the whole 8 MiB/s ± 10 %%", got/(1<<20))
+		if got := rateOf(s[0], s[len(s)-1]); !within(got) {
+			t.Errorf("one chunk alone: %.2f MiB/s, want the whole 8 MiB/s (-20 %%, +10 %%)", got/(1<<20))
 		}
 	})
 

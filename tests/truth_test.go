@@ -480,30 +480,6 @@ func TestTruthCtrlZ(t *testing.T) {
 	sameTree(t, src, dst)
 }
 
-// waitHandlesSIGINT waits until a process has installed its SIGINT handler (SigCgt in
-// /proc/PID/status): before that, in the Go runtime's first milliseconds, SIGINT kills
-// any Go program outright.
-func waitHandlesSIGINT(t testing.TB, pid int) {
-	t.Helper()
-	for i := 0; i < 500; i++ {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			return
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "SigCgt:"); ok {
-				var mask uint64
-				fmt.Sscanf(strings.TrimSpace(v), "%x", &mask)
-				if mask&(1<<(syscall.SIGINT-1)) != 0 {
-					return
-				}
-			}
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	t.Fatalf("process %d never handled SIGINT", pid)
-}
-
 // procState returns the state letter of a process (R, S, T, Z …), or "".
 func procState(pid int) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -548,7 +524,10 @@ func TestTruthInterrupts(t *testing.T) {
 				dst, failed := filepath.Join(d, "dst"), filepath.Join(d, "failed")
 				p := start(t, startOpts{stdin: bytes.NewReader(nul(rels...))}, "-0", "--root", src, "-j", "3",
 					"--chunk-files", "4", "--failed", failed, dst, "--", "--bwlimit=3m")
-				waitHandlesSIGINT(t, p.cmd.Process.Pid)
+				// the start event comes after prsync's signal handlers are in place; before
+				// them (the Go runtime's first milliseconds) SIGINT kills any Go program, and
+				// SigCgt in /proc cannot tell: the runtime sets it for SIGINT itself
+				p.mustWaitFor("start", 30*time.Second, isType("start"))
 				time.Sleep(delays[i])
 				p.cmd.Process.Signal(syscall.SIGINT)
 				if i%5 == 4 {
