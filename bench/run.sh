@@ -6,15 +6,22 @@
 #   bench/run.sh --smoke              # tiny tree, 1 repetition, rsync -a and prsync only (CI)
 #   bench/run.sh --profile many --reps 5 --methods "rsync fpsync prsync-default"
 #   bench/run.sh --net                # also the shaped-network scenario (root only)
+#   bench/run.sh --methods "prsync-auto prsync-default prsync-sweep" --jobs "1 2 4 8 16 32"
+#   BENCH_NET_STREAM=100mbit bench/run.sh --net-only --net-methods "prsync-auto prsync-default prsync-sweep"
 #
 # Every option also reads an environment variable (BENCH_PROFILE, BENCH_REPS,
 # BENCH_METHODS, BENCH_OUT, BENCH_WORK, BENCH_SEED, BENCH_JOBS, BENCH_NET,
-# BENCH_NET_METHODS, PRSYNC, ...), listed by --help.
+# BENCH_NET_METHODS, BENCH_NET_STREAM, BENCH_NET_LINK, BENCH_NET_MAXCONN, PRSYNC,
+# ...), listed by --help. bench/migrate.sh and bench/pull.sh share bench/lib.sh
+# and the cached trees.
 set -euo pipefail
 export LC_ALL=C
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 REPO=$(cd "$BENCH_DIR/.." && pwd -P)
+ME=run.sh
+# shellcheck source=lib.sh
+. "$BENCH_DIR/lib.sh"
 
 PROFILE=${BENCH_PROFILE:-small}
 REPS=${BENCH_REPS:-3}
@@ -25,6 +32,7 @@ WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
 OUT=${BENCH_OUT:-}
 PRSYNC=${PRSYNC:-}
 PRSYNC_SWEEP_OPTS=${BENCH_PRSYNC_SWEEP_OPTS:---no-throttle}
+PRSYNC_OPTS=${BENCH_PRSYNC_OPTS:-}
 CHUNK=${BENCH_CHUNK:-2000}
 PJOBS=${BENCH_PEER_JOBS:-8}
 PERFILE_N=${BENCH_PERFILE_FILES:-500}
@@ -35,6 +43,9 @@ NET_METHODS=${BENCH_NET_METHODS:-"rsync parallel-chunked fpsync prsync-j4 prsync
 NET_REPS=${BENCH_NET_REPS:-}
 NET_BIG_CHUNK=${BENCH_NET_BIG_CHUNK:-}
 NET_TREES=${BENCH_NET_TREES:-"big small"}
+NET_STREAM=${BENCH_NET_STREAM:-400mbit}
+NET_LINK=${BENCH_NET_LINK:-2gbit}
+NET_MAXCONN=${BENCH_NET_MAXCONN:-0}
 DROP=${BENCH_DROP_CACHES:-auto}
 INSTALL=${BENCH_INSTALL:-auto}
 PLOT=${BENCH_PLOT:-auto}
@@ -49,23 +60,36 @@ usage: bench/run.sh [options]
   --reps N           repetitions, interleaved (default 3)                  [BENCH_REPS]
   --seed N           tree seed (default 1)                                 [BENCH_SEED]
   --methods LIST     subset of: rsync cp tar parallel-perfile parallel-chunked
-                     fpsync prsync-jN... prsync-default (default: all)     [BENCH_METHODS]
-  --jobs LIST        -j values for the prsync sweep (default "1 2 4 8")    [BENCH_JOBS]
+                     fpsync prsync-jN... prsync-sweep prsync-default
+                     prsync-direct prsync-auto (default: all, which is every
+                     method but prsync-direct and prsync-auto)             [BENCH_METHODS]
+  --jobs LIST        -j values of prsync-sweep (default "1 2 4 8"; any
+                     positive numbers, e.g. "1 2 4 8 16 32")               [BENCH_JOBS]
   --out DIR          results directory (default /tmp/prsync-bench/run-...) [BENCH_OUT]
   --work DIR         trees and destinations (default /var/tmp/prsync-bench) [BENCH_WORK]
   --prsync PATH      prsync binary (default: built from the repo)          [PRSYNC]
+  --prsync-opts STR  extra flags for every prsync method, shown in its
+                     label (default none; e.g. "--chunk-files 50")         [BENCH_PRSYNC_OPTS]
   --smoke            tiny tree, 1 rep, rsync -a and prsync only; for CI
   --net              add the shaped-network scenario (root only)           [BENCH_NET=1]
   --net-only         run only the network scenario                         [BENCH_NET_ONLY=1]
   --net-methods LIST methods for the network scenario                      [BENCH_NET_METHODS]
   --net-reps N       repetitions for the network scenario (default --reps) [BENCH_NET_REPS]
-  --net-trees LIST   trees for the network scenario (default "big small")  [BENCH_NET_TREES]
+  --net-trees LIST   trees for the network scenario (default "big small";
+                     any profile, e.g. "tiny" to try it)                   [BENCH_NET_TREES]
+  --net-stream RATE  tc ceiling per TCP stream (default 400mbit)           [BENCH_NET_STREAM]
+  --net-link RATE    tc ceiling of the whole link (default 2gbit)          [BENCH_NET_LINK]
+  --net-maxconn N    the daemon's max connections (default 0: unlimited)   [BENCH_NET_MAXCONN]
   --no-drop-caches   keep the page cache warm                              [BENCH_DROP_CACHES=0]
   --no-install       never apt-get install missing peers                   [BENCH_INSTALL=0]
   --plot / --no-plot write results.png (default: on, off with --smoke)     [BENCH_PLOT]
   --publish          copy results.csv, RESULTS.md and results.png into bench/
 Other knobs: BENCH_CHUNK (2000), BENCH_PEER_JOBS (8), BENCH_PERFILE_FILES (500),
 BENCH_SAMPLE (50), BENCH_NET_BIG_CHUNK (entries/8), BENCH_PRSYNC_SWEEP_OPTS ("--no-throttle", added to prsync -jN only).
+RATE is in tc's units: 100mbit, 2gbit, 500kbit. Methods: prsync-default is prsync's
+defaults (pipe transport locally, CPU throttle on); prsync-direct adds --transport direct;
+prsync-auto adds -j auto; only the -jN sweep gets BENCH_PRSYNC_SWEEP_OPTS.
+See also bench/migrate.sh --help and bench/pull.sh --help.
 EOF
 }
 
@@ -79,12 +103,16 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--work) WORK=$2; shift ;;
 	--prsync) PRSYNC=$2; shift ;;
+	--prsync-opts) PRSYNC_OPTS=$2; shift ;;
 	--smoke) SMOKE=1 ;;
 	--net) NET=1 ;;
 	--net-only) NET=1; NET_ONLY=1 ;;
 	--net-methods) NET_METHODS=$2; shift ;;
 	--net-reps) NET_REPS=$2; shift ;;
 	--net-trees) NET_TREES=$2; shift ;;
+	--net-stream) NET_STREAM=$2; shift ;;
+	--net-link) NET_LINK=$2; shift ;;
+	--net-maxconn) NET_MAXCONN=$2; shift ;;
 	--no-drop-caches) DROP=0 ;;
 	--no-install) INSTALL=0 ;;
 	--plot) PLOT=1 ;;
@@ -105,11 +133,18 @@ NET_REPS=${NET_REPS:-$REPS}
 METHODS=${METHODS//,/ }
 NET_METHODS=${NET_METHODS//,/ }
 
-say() { printf '%s\n' "$*" >&2; }
-die() { say "run.sh: $*"; exit 1; }
-
 case "$REPS" in '' | *[!0-9]* | 0) die "--reps must be a positive integer" ;; esac
 case "$PROFILE" in tiny | small | many | big) ;; *) die "unknown profile $PROFILE" ;; esac
+for t in $NET_TREES; do
+	case "$t" in tiny | small | many | big) ;; *) die "unknown network tree $t (tiny, small, many or big)" ;; esac
+done
+for r in "$NET_STREAM" "$NET_LINK"; do
+	[[ "$r" =~ ^[0-9]+(\.[0-9]+)?([kmgt]?bit|[kmgt]?bps)$ ]] || die "bad rate $r (tc units: 400mbit, 2gbit, 500kbit)"
+done
+for j in $JOBS_LIST; do
+	case "$j" in '' | *[!0-9]* | 0) die "--jobs must list positive numbers, not $j" ;; esac
+done
+case "$NET_MAXCONN" in '' | *[!0-9]*) die "--net-maxconn must be a number (0: unlimited)" ;; esac
 
 STAMP=$(date +%Y%m%d-%H%M%S)
 OUT=${OUT:-/tmp/prsync-bench/run-$STAMP-$PROFILE}
@@ -123,20 +158,8 @@ mkdir -p "$OUT/logs" "$WORK"
 # ---------------------------------------------------------------- tools
 BIN=$WORK/bin
 mkdir -p "$BIN"
-say "== building bench tools"
-(cd "$BENCH_DIR" && go build -o "$BIN/" ./cmd/gentree ./cmd/measure ./cmd/report) || die "go build of the bench tools failed"
-MEASURE=$BIN/measure
-GENTREE=$BIN/gentree
-
-if [ -z "$PRSYNC" ]; then
-	if (cd "$REPO" && go build -o "$BIN/prsync" . 2>"$OUT/logs/prsync-build.err"); then
-		PRSYNC=$BIN/prsync
-	else
-		say "run.sh: cannot build prsync from $REPO (see $OUT/logs/prsync-build.err); prsync methods are skipped"
-		PRSYNC=
-	fi
-fi
-[ -z "$PRSYNC" ] || PRSYNC=$(command -v "$PRSYNC") || die "prsync binary $PRSYNC not found"
+bench_build_tools "$BIN" "$OUT/logs" gentree measure report
+[ -n "$PRSYNC" ] || say "run.sh: no prsync binary; prsync methods are skipped"
 
 IS_ROOT=0
 [ "$(id -u)" = 0 ] && IS_ROOT=1
@@ -164,8 +187,6 @@ if [ "${#missing[@]}" -gt 0 ] && [ "$IS_ROOT" = 1 ] && [ "$INSTALL" != 0 ] && co
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"; } \
 		>"$OUT/logs/apt.log" 2>&1 || say "run.sh: apt-get install ${pkgs[*]} failed (see $OUT/logs/apt.log)"
 fi
-have() { command -v "$1" >/dev/null; }
-
 # Expand "all" and check every method can run.
 expand_methods() {
 	local list=$1 out=() m j
@@ -173,7 +194,8 @@ expand_methods() {
 	for m in $list; do
 		case "$m" in
 		prsync-sweep) for j in $JOBS_LIST; do out+=("prsync-j$j"); done ;;
-		rsync | cp | tar | parallel-perfile | parallel-chunked | fpsync | prsync-default | prsync-j[0-9]*) out+=("$m") ;;
+		rsync | cp | tar | parallel-perfile | parallel-chunked | fpsync | prsync-default | prsync-direct | prsync-auto) out+=("$m") ;;
+		prsync-j*) [[ "$m" =~ ^prsync-j[1-9][0-9]*$ ]] || die "bad method $m (prsync-jN, N a positive number)"; out+=("$m") ;;
 		*) die "unknown method $m" ;;
 		esac
 	done
@@ -209,77 +231,9 @@ for s in "${SKIPPED[@]}"; do say "run.sh: skipping $s"; done
 if [ "$SMOKE" = 1 ] && [ -z "$PRSYNC" ]; then die "--smoke needs a prsync binary"; fi
 
 # ---------------------------------------------------------------- page cache
-CAN_DROP=0
-if [ "$DROP" != 0 ]; then
-	if [ "$IS_ROOT" = 1 ] && [ -w /proc/sys/vm/drop_caches ] && sync && (echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then
-		CAN_DROP=1
-	else
-		say "run.sh: cannot drop the page cache (needs root and a writable /proc/sys/vm/drop_caches); runs start with a warm cache"
-	fi
-fi
-drop_caches() {
-	sync
-	if [ "$CAN_DROP" = 1 ]; then echo 3 >/proc/sys/vm/drop_caches; fi
-}
+bench_drop_setup
 
-# ---------------------------------------------------------------- trees
-# prepare_tree PROFILE: generate once (cached by profile, seed and generator
-# version), then compute the expected counts, a checksum sample and the
-# per-file subset. Sets SRC, SRC_FILES, SRC_DIRS, SRC_BYTES, META.
-prepare_tree() {
-	local prof=$1 ver name
-	ver=$("$GENTREE" -version)
-	name="$prof-s$SEED-v$ver"
-	SRC=$WORK/trees/$name
-	META=$WORK/trees/$name.meta
-	if [ ! -f "$META/done" ]; then
-		rm -rf "$SRC" "$META"
-		mkdir -p "$WORK/trees" "$META"
-		say "== generating tree $name"
-		"$GENTREE" -profile "$prof" -seed "$SEED" -out "$SRC" >"$META/gentree.txt" || die "gentree failed"
-		cat "$META/gentree.txt" >&2
-		(cd "$SRC" && find . -printf '%y %s\n') | awk '$1=="f"{f++; b+=$2} $1=="d"{d++} END{printf "%d %d %.0f\n", f, d, b}' >"$META/stats"
-		# ~SAMPLE_N files spread over the sorted list, plus the largest one.
-		(cd "$SRC" && find . -type f -printf '%s %p\n') | sort -k2 >"$META/files"
-		awk -v n="$SAMPLE_N" 'NR==FNR{c++; next} {if ((FNR-1) % int(c/n > 1 ? c/n : 1) == 0) print $2}' "$META/files" "$META/files" >"$META/sample.list"
-		sort -n "$META/files" | tail -n 1 | cut -d' ' -f2- >>"$META/sample.list"
-		(cd "$SRC" && sort -u "$META/sample.list" | tr '\n' '\0' | xargs -0 sha256sum) >"$META/sample.sha256"
-		awk -v n="$PERFILE_N" 'NR==FNR{c++; next} {if ((FNR-1) % int(c/n > 1 ? c/n : 1) == 0 && k < n) {print $2; k++}}' "$META/files" "$META/files" >"$META/subset.list"
-		tr '\n' '\0' <"$META/subset.list" >"$META/subset.list0"
-		(cd "$SRC" && xargs -0 sha256sum <"$META/subset.list0") >"$META/subset.sha256"
-		(cd "$SRC" && xargs -0 stat -c %s <"$META/subset.list0") | awk '{b+=$1} END{printf "%d %.0f\n", NR, b}' >"$META/subset.stats"
-		touch "$META/done"
-	fi
-	read -r SRC_FILES SRC_DIRS SRC_BYTES <"$META/stats"
-	read -r SUB_FILES SUB_BYTES <"$META/subset.stats"
-	export SRC META
-}
-
-tree_stats() { # DIR -> "files dirs bytes"
-	find "$1" -printf '%y %s\n' | awk '$1=="f"{f++; b+=$2} $1=="d"{d++} END{printf "%d %d %.0f\n", f, d, b}'
-}
-
-# verify DIR [subset] -> prints ok or FAIL: reason
-verify() {
-	local dir=$1 mode=${2:-full} f d b want
-	read -r f d b < <(tree_stats "$dir")
-	if [ "$mode" = subset ]; then
-		if [ "$f" != "$SUB_FILES" ] || [ "$b" != "$SUB_BYTES" ]; then
-			echo "FAIL: $f files $b bytes, want $SUB_FILES files $SUB_BYTES bytes"
-			return
-		fi
-		(cd "$dir" && sha256sum --quiet -c "$META/subset.sha256" >/dev/null 2>&1) || { echo "FAIL: checksum"; return; }
-		echo ok
-		return
-	fi
-	want="$SRC_FILES files $SRC_DIRS dirs $SRC_BYTES bytes"
-	if [ "$f $d $b" != "$SRC_FILES $SRC_DIRS $SRC_BYTES" ]; then
-		echo "FAIL: $f files $d dirs $b bytes, want $want"
-		return
-	fi
-	(cd "$dir" && sha256sum --quiet -c "$META/sample.sha256" >/dev/null 2>&1) || { echo "FAIL: checksum of the sample"; return; }
-	echo ok
-}
+# Trees: prepare_tree, tree_stats and verify are in lib.sh.
 
 # ---------------------------------------------------------------- methods
 # Each method is a function run by `measure -- bash -c NAME`, from SRC to DEST
@@ -300,7 +254,15 @@ m_prsync() {
 export -f m_rsync m_cp m_tar m_parallel_perfile m_parallel_chunked m_fpsync m_prsync
 export PJOBS CHUNK PRSYNC
 
+# label_of METHOD SCENARIO (a CSV field: no commas)
 label_of() {
+	local l
+	l=$(label_base "$@")
+	# prsync's extra options go right after "prsync -0"; a CSV field has no comma.
+	[ -z "$PRSYNC_OPTS" ] || case "$1" in prsync-*) l=${l/prsync -0/prsync -0 $PRSYNC_OPTS} ;; esac
+	echo "${l//,/;}"
+}
+label_base() {
 	case "$1" in
 	rsync) echo "rsync -a" ;;
 	cp) echo "cp -a" ;;
@@ -308,20 +270,24 @@ label_of() {
 	parallel-perfile) echo "parallel -j $PJOBS rsync -aR {} (one rsync per file)" ;;
 	parallel-chunked) echo "find -print0 | parallel -0 --pipe -N $CHUNK -j $PJOBS rsync --files-from=-" ;;
 	fpsync) echo "fpsync -n $PJOBS -f $CHUNK" ;;
-	prsync-default) echo "find -print0 | prsync -0 (defaults)" ;;
+	prsync-default)
+		if [ "${2:-local}" = local ]; then echo "find -print0 | prsync -0 (defaults: pipe transport; throttle on)"
+		else echo "find -print0 | prsync -0 (defaults; throttle on)"; fi ;;
+	prsync-direct) echo "find -print0 | prsync -0 --transport direct (otherwise defaults)" ;;
+	prsync-auto) echo "find -print0 | prsync -0 -j auto (otherwise defaults; throttle on)" ;;
 	prsync-j*) echo "find -print0 | prsync -0 -j ${1#prsync-j} $PRSYNC_SWEEP_OPTS" | sed 's/ *$//' ;;
 	esac
 }
 has_rerun() { case "$1" in cp | tar | parallel-perfile) return 1 ;; esac; return 0; }
 
 RESULTS=$OUT/results.csv
-echo "profile,scenario,method,label,case,rep,jobs,extrapolated,scale,wall_s,user_s,sys_s,maxrss_kb,exit,verify,files,bytes" >"$RESULTS"
+echo "profile,scenario,method,label,case,rep,jobs,extrapolated,scale,wall_s,user_s,sys_s,maxrss_kb,exit,verify,files,bytes,server_cpu_s" >"$RESULTS"
 FAILURES=0
 NS_A='' NS_B='' NET_DAEMON_PID=''
 
 # run_one SCENARIO METHOD CASE REP TREEPROFILE
 run_one() {
-	local sc=$1 m=$2 kase=$3 rep=$4 prof=$5 fn jobs=1 extrap=0 scale=1 tag res v files bytes
+	local sc=$1 m=$2 kase=$3 rep=$4 prof=$5 fn jobs=1 extrap=0 scale=1 tag res v files bytes srv0=0 srv1=0 srv=
 	local -a wrap=()
 	tag="$sc-$m-$kase-$rep"
 	res=$OUT/logs/$tag.time
@@ -331,8 +297,11 @@ run_one() {
 	parallel-perfile) jobs=$PJOBS extrap=1 ;;
 	parallel-chunked | fpsync) jobs=$PJOBS ;;
 	prsync-default) fn=m_prsync jobs=0 ;;
+	prsync-direct) fn=m_prsync jobs=0 PR_ARGS="--transport direct" ;;
+	prsync-auto) fn=m_prsync jobs=0 PR_ARGS="-j auto" ;;
 	prsync-j*) fn=m_prsync jobs=${m#prsync-j} PR_ARGS="-j $jobs $PRSYNC_SWEEP_OPTS" ;;
 	esac
+	[[ "$m" != prsync-* ]] || PR_ARGS="$PRSYNC_OPTS $PR_ARGS"
 	if [ "$sc" = local ]; then
 		export DEST=$WORK/dst
 		DSTDIR=$WORK/dst
@@ -347,7 +316,15 @@ run_one() {
 	fi
 	rm -rf "$FPTMP"
 	drop_caches
+	[ "$sc" = local ] || srv0=$(proc_cpu "$NET_DAEMON_PID")
 	"$MEASURE" -o "$res" -- "${wrap[@]}" bash -c "$fn" >"$OUT/logs/$tag.out" 2>"$OUT/logs/$tag.err" || true
+	if [ "$sc" != local ]; then
+		# The daemon's CPU: its sessions' CPU reaches its cutime/cstime once
+		# it has reaped them, right after the client exits.
+		sleep 0.3
+		srv1=$(proc_cpu "$NET_DAEMON_PID")
+		srv=$(awk -v a="$srv0" -v b="$srv1" 'BEGIN{printf "%.3f", b-a}')
+	fi
 	rm -rf "$FPTMP"
 	read -r wall user sys rss code <"$res" || { wall=0 user=0 sys=0 rss=0 code=127; }
 	if [ "$m" = parallel-perfile ]; then
@@ -360,15 +337,14 @@ run_one() {
 	if [[ "$m" == prsync-* ]] && [ -s "$PRLOG" ]; then
 		jobs=$(sed -n 's/.*"type": *"start".*"jobs": *\([0-9][0-9]*\).*/\1/p' "$PRLOG" | head -n1)
 		jobs=${jobs:-0}
-		{ printf '{"scenario":"%s","method":"%s","case":"%s","rep":%d,"event":' "$sc" "$m" "$kase" "$rep"
-		  grep '"type": *"summary"' "$PRLOG" | tail -n1 | tr -d '\n'; echo '}'; } >>"$OUT/prsync-summaries.jsonl" || true
+		record_prsync_summary "$OUT" "$sc" "$m" "$kase" "$rep" "$PRLOG"
 	fi
 	if [ "$code" != 0 ] || [ "$v" != ok ]; then
 		FAILURES=$((FAILURES + 1))
 		say "   !! $tag: exit $code, verify: $v (logs: $OUT/logs/$tag.err)"
 	fi
 	files=$SRC_FILES bytes=$SRC_BYTES
-	echo "$PROFILE_OF_SC,$sc,$m,$(label_of "$m"),$kase,$rep,$jobs,$extrap,$scale,$wall,$user,$sys,$rss,$code,$v,$files,$bytes" >>"$RESULTS"
+	echo "$PROFILE_OF_SC,$sc,$m,$(label_of "$m" "$sc"),$kase,$rep,$jobs,$extrap,$scale,$wall,$user,$sys,$rss,$code,$v,$files,$bytes,$srv" >>"$RESULTS"
 	local extra=""
 	[ "$extrap" = 1 ] && extra=" (extrapolated from $SUB_FILES files, x$scale)"
 	say "$(printf '   [%s %d] %-17s %-6s %8.2f s  cpu %6.2f s  %s%s' "$sc" "$rep" "$m" "$kase" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN{print u+s}')" "$v" "$extra")"
@@ -426,6 +402,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# tc_bits RATE -> bits per second (tc's units: bit kbit mbit gbit tbit, and
+# bps kbps mbps gbps tbps in bytes per second; k is 1000).
+tc_bits() {
+	awk -v r="$1" 'BEGIN{
+		n = r + 0; u = r; sub(/^[0-9.]+/, "", u)
+		m = 1; if (u ~ /^k/) m = 1e3; else if (u ~ /^m/) m = 1e6; else if (u ~ /^g/) m = 1e9; else if (u ~ /^t/) m = 1e12
+		if (u ~ /bps$/) m *= 8
+		printf "%.0f\n", n * m }'
+}
+
 net_setup() {
 	local va="prsbA$$" vb="prsbB$$" i cid port batch=$OUT/logs/tc.batch
 	NS_A="prsb-src-$$"
@@ -439,17 +425,21 @@ net_setup() {
 	ip -n "$NS_B" link set lo up
 	ip -n "$NS_A" link set "$va" up
 	ip -n "$NS_B" link set "$vb" up
-	# Client source ports 50000-50255, one htb class each: 400 Mbit/s per TCP
-	# stream, 2 Gbit/s for the link. The kernel here has no netem, fq or sfq.
+	# Client source ports 50000-50255, one htb class each: NET_STREAM (400
+	# Mbit/s) per TCP stream, NET_LINK (2 Gbit/s) for the link. Each class is
+	# guaranteed the link / 256 (8 Mbit/s at 2 Gbit/s), at most its ceiling.
+	# The kernel here has no netem, fq or sfq.
+	local rate
+	rate=$(awk -v s="$(tc_bits "$NET_STREAM")" -v l="$(tc_bits "$NET_LINK")" 'BEGIN{r=l/256; if (s<r) r=s; printf "%dkbit", (r/1000 < 1 ? 1 : r/1000)}')
 	ip netns exec "$NS_A" sysctl -q -w net.ipv4.ip_local_port_range="50000 50255" net.ipv4.tcp_tw_reuse=1 || return 1
 	{
 		echo "qdisc add dev $va root handle 1: htb default 2"
-		echo "class add dev $va parent 1: classid 1:1 htb rate 2gbit ceil 2gbit burst 1m cburst 1m quantum 65536"
-		echo "class add dev $va parent 1:1 classid 1:2 htb rate 8mbit ceil 400mbit burst 256k cburst 256k quantum 65536"
+		echo "class add dev $va parent 1: classid 1:1 htb rate $NET_LINK ceil $NET_LINK burst 1m cburst 1m quantum 65536"
+		echo "class add dev $va parent 1:1 classid 1:2 htb rate $rate ceil $NET_STREAM burst 256k cburst 256k quantum 65536"
 		for ((i = 0; i < 256; i++)); do
 			cid=$(printf '%x' $((0x100 + i)))
 			port=$((50000 + i))
-			echo "class add dev $va parent 1:1 classid 1:$cid htb rate 8mbit ceil 400mbit burst 256k cburst 256k quantum 65536"
+			echo "class add dev $va parent 1:1 classid 1:$cid htb rate $rate ceil $NET_STREAM burst 256k cburst 256k quantum 65536"
 			echo "filter add dev $va parent 1: protocol ip prio 1 u32 match ip sport $port 0xffff flowid 1:$cid"
 		done
 	} >"$batch"
@@ -457,8 +447,9 @@ net_setup() {
 	mkdir -p "$WORK/net-dst"
 	cat >"$OUT/logs/rsyncd.conf" <<EOF
 pid file = $OUT/logs/rsyncd.pid
+lock file = $OUT/logs/rsyncd.lock
 use chroot = no
-max connections = 0
+max connections = $NET_MAXCONN
 log file = $OUT/logs/rsyncd.log
 [bench]
 	path = $WORK/net-dst
@@ -477,21 +468,7 @@ EOF
 	return 1
 }
 
-# ---------------------------------------------------------------- machine
-machine_info() {
-	local tree=$1
-	echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
-	echo "CPUs: $(nproc) ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1))"
-	echo "memory: $(awk '/MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
-	echo "kernel: $(uname -sr)"
-	echo "filesystem: $(df -PT "$WORK" | awk 'NR==2{print $2}') (source and destination on the same one)"
-	echo "rsync: $(rsync --version | head -n1 | awk '{print $3}')"
-	have parallel && echo "GNU parallel: $(parallel --will-cite --version | head -n1 | awk '{print $3}')"
-	have fpsync && echo "fpsync: $(fpsync -h 2>&1 | head -n1 | awk '{print $2}')"
-	[ -n "$PRSYNC" ] && echo "prsync: $("$PRSYNC" --version 2>/dev/null | head -n1)"
-	echo "tree: $tree"
-	if [ "$CAN_DROP" = 1 ]; then echo "page cache: dropped before every run"; else echo "page cache: warm (could not drop it)"; fi
-}
+# machine_info is in lib.sh.
 
 # ---------------------------------------------------------------- main
 say "== results in $OUT, trees and destinations in $WORK"
@@ -510,18 +487,23 @@ if [ "$NET" = 1 ] && [ "${#NET_METHODS_SEL[@]}" -gt 0 ]; then
 		SKIPPED+=("network scenario: setup failed")
 		net_teardown
 	else
+		NET_RAN=1
 		for t in $NET_TREES; do
-			case "$t" in
-			big | small) run_scenario "net-$t" "$t" "$NET_REPS" "${NET_METHODS_SEL[@]}" ;;
-			*) say "run.sh: unknown network tree $t (big or small)" ;;
-			esac
+			run_scenario "net-$t" "$t" "$NET_REPS" "${NET_METHODS_SEL[@]}"
 		done
 		net_teardown
 	fi
 fi
 [ -n "$TREE_DESC" ] || TREE_DESC="see the scenarios below"
 
-machine_info "$TREE_DESC" >"$OUT/machine.txt"
+{
+	machine_info "$TREE_DESC"
+	if [ "${NET_RAN:-0}" = 1 ]; then
+		echo "net stream cap: $NET_STREAM"
+		echo "net link cap: $NET_LINK"
+		echo "net max connections: $NET_MAXCONN"
+	fi
+} >"$OUT/machine.txt"
 if [ "$(wc -l <"$RESULTS")" -le 1 ]; then die "nothing was measured"; fi
 "$BIN/report" -in "$RESULTS" -machine "$OUT/machine.txt" -summary "$OUT/summary.csv" -md "$OUT/RESULTS.md" \
 	-prsync-summaries "$OUT/prsync-summaries.jsonl"
@@ -529,10 +511,20 @@ if [ "${#SKIPPED[@]}" -gt 0 ]; then
 	{ echo; echo "Skipped:"; printf -- '- %s\n' "${SKIPPED[@]}"; } | tee -a "$OUT/RESULTS.md"
 fi
 if [ "$PLOT" = 1 ]; then
-	if (cd "$BENCH_DIR" && go build -o "$BIN/" ./cmd/plot) && "$BIN/plot" -in "$RESULTS" -out "$OUT/results.png"; then
+	if (cd "$BENCH_DIR" && go build -o "$BIN/" ./cmd/plot ./cmd/plotjobs) &&
+		"$BIN/plot" -in "$RESULTS" -machine "$OUT/machine.txt" -out "$OUT/results.png"; then
 		say "== plot: $OUT/results.png"
 	else
 		say "run.sh: the plot failed"
+	fi
+	# Concurrency over time (the -j limit and the running rsyncs) of the
+	# prsync-auto and prsync-default runs: one PNG per scenario.
+	if ls "$OUT"/logs/*-prsync-auto-*.jsonl "$OUT"/logs/*-prsync-default-*.jsonl >/dev/null 2>&1; then
+		if [ -x "$BIN/plotjobs" ] && "$BIN/plotjobs" -logs "$OUT/logs" -machine "$OUT/machine.txt" -out "$OUT/jobs"; then
+			say "== concurrency plots: $(cd "$OUT" && ls jobs-*.png 2>/dev/null | tr '\n' ' ')"
+		else
+			say "run.sh: the concurrency plot failed"
+		fi
 	fi
 fi
 if [ "$PUBLISH" = 1 ]; then

@@ -17,9 +17,19 @@
 // Usage:
 //
 //	gentree -profile small -seed 1 -out /var/tmp/prsync-bench/trees/small-s1
+//	gentree -mutate DIR -seed 1 -manifest FILE [-delete-pct 1] [-delete-dirs 2]
+//	        [-modify-pct 1] [-add-pct 1] [-add-dirs 1]
+//
+// -mutate changes a copy of a generated tree in place, deterministically, as
+// the source of a migration moves on after a first copy (bench/migrate.sh):
+// it deletes the smallest -delete-dirs table directories and -delete-pct of
+// the other files, modifies -modify-pct (half in place with the same size,
+// half appended; each gets a new mtime), and adds -add-pct as new SSTables,
+// some in -add-dirs new table directories. Never point it at a cached tree.
 package main
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -419,7 +429,23 @@ func main() {
 	force := flag.Bool("force", false, "remove a non-empty -out first")
 	list := flag.Bool("list", false, "list the profiles and exit")
 	version := flag.Bool("version", false, "print the generator version and exit")
+	mutateDir := flag.String("mutate", "", "change the tree in DIR in place instead of generating one (see -delete-pct ...)")
+	manifest := flag.String("manifest", "", "with -mutate: write the list of changes here (outside DIR)")
+	var mu Mutation
+	flag.Float64Var(&mu.DeletePct, "delete-pct", 1, "with -mutate: per cent of the files to delete")
+	flag.IntVar(&mu.DeleteDirs, "delete-dirs", 2, "with -mutate: whole table directories to delete")
+	flag.Float64Var(&mu.ModifyPct, "modify-pct", 1, "with -mutate: per cent of the files to modify")
+	flag.Float64Var(&mu.AddPct, "add-pct", 1, "with -mutate: per cent of files to add")
+	flag.IntVar(&mu.AddDirs, "add-dirs", 1, "with -mutate: new table directories")
 	flag.Parse()
+
+	if *mutateDir != "" {
+		if err := runMutate(*mutateDir, *seed, mu, *manifest); err != nil {
+			fmt.Fprintln(os.Stderr, "gentree:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	if *version {
 		fmt.Println(Version)
@@ -453,4 +479,37 @@ func main() {
 	}
 	fmt.Printf("profile=%s seed=%d version=%d files=%d bytes=%d seconds=%.1f out=%s\n",
 		p.Name, *seed, Version, files, bytes, time.Since(start).Seconds(), *out)
+}
+
+func runMutate(dir string, seed uint64, mu Mutation, manifest string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	var mw *bufio.Writer
+	if manifest != "" {
+		am, err := filepath.Abs(manifest)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(am, abs+string(filepath.Separator)) {
+			return fmt.Errorf("the manifest %s is inside the tree %s", manifest, dir)
+		}
+		f, err := os.Create(manifest)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		mw = bufio.NewWriter(f)
+	} else {
+		mw = bufio.NewWriter(io.Discard)
+	}
+	start := time.Now()
+	res, err := mutate(abs, seed, mu, mw)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("mutate=%s seed=%d deleted_dirs=%d deleted_dir_files=%d deleted_files=%d modified=%d added=%d added_dirs=%d seconds=%.1f\n",
+		dir, seed, res.DeletedDirs, res.DeletedDirFiles, res.DeletedFiles, res.Modified, res.Added, res.AddedDirs, time.Since(start).Seconds())
+	return nil
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -76,5 +78,39 @@ func TestLogUniformBounds(t *testing.T) {
 		if len(pl.sstables) != p.SSTables {
 			t.Fatalf("%s: %d sstables, want %d", p.Name, len(pl.sstables), p.SSTables)
 		}
+	}
+}
+
+func TestMutateDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	p := profiles["tiny"]
+	mu := Mutation{DeletePct: 1, DeleteDirs: 2, ModifyPct: 1, AddPct: 1, AddDirs: 1}
+	var digests []string
+	var first MutateResult
+	for i, name := range []string{"a", "b"} {
+		out := filepath.Join(dir, name)
+		if _, _, err := run(p, 7, out, 2, false); err != nil {
+			t.Fatal(err)
+		}
+		var sb strings.Builder
+		w := bufio.NewWriter(&sb)
+		res, err := mutate(out, 3, mu, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = res
+		} else if res != first {
+			t.Errorf("results differ: %+v vs %+v", res, first)
+		}
+		digests = append(digests, treeDigest(t, out)+sb.String())
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("same seed, different mutated trees")
+	}
+	n := p.SSTables * len(components)
+	if first.DeletedDirs != 2 || first.DeletedDirFiles == 0 || first.DeletedFiles != (n+50)/100 ||
+		first.Modified != (n+50)/100 || first.Added < (n+50)/100 || first.Added%len(components) != 0 || first.AddedDirs != 1 {
+		t.Errorf("mutation = %+v (tree of %d files)", first, n)
 	}
 }

@@ -6,15 +6,20 @@
 //     whiskers from min to max);
 //  3. if the network scenario ran, throughput per method on the shaped link.
 //
-// Usage: plot -in results.csv -out results.png
+// Usage: plot -in results.csv [-machine machine.txt] -out results.png
+//
+// machine.txt (written by run.sh) gives the network shaping for the third
+// panel's title and cap line (net stream cap, net link cap, net max connections).
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
 	"image/color"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -35,15 +40,19 @@ var (
 		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // parallel
 		color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // rsync
 		color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // cp
+		color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // prsync -j auto
+		color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // prsync --transport direct
 	}
-	colNet = []color.Color{colFresh, colRerun}
+	colNet = []color.Color{colFresh, colRerun, color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}}
 )
 
 func main() {
 	in := flag.String("in", "", "raw results CSV written by run.sh")
 	out := flag.String("out", "results.png", "PNG to write")
 	width := flag.Float64("width", 10, "width in inches")
+	machine := flag.String("machine", "", "machine.txt of the run (network shaping for the titles)")
 	flag.Parse()
+	shaping = readShaping(*machine)
 	if *in == "" {
 		fmt.Fprintln(os.Stderr, "usage: plot -in results.csv -out results.png")
 		os.Exit(2)
@@ -66,7 +75,7 @@ func main() {
 	} else if p != nil {
 		rows = append(rows, []*plot.Plot{p})
 	}
-	if p, err := netPlot(ss, *width); err != nil {
+	if p, err := netPlot(ss, *width, shaping); err != nil {
 		fatal(err)
 	} else if p != nil {
 		rows = append(rows, []*plot.Plot{p})
@@ -95,6 +104,79 @@ func main() {
 	if err := f.Close(); err != nil {
 		fatal(err)
 	}
+}
+
+// netShape is the network scenario's shaping, from machine.txt.
+type netShape struct {
+	stream, link string  // tc rates as given, such as 400mbit
+	linkMbit     float64 // the link cap in Mbit/s
+	maxConn      string
+}
+
+var shaping netShape
+
+func readShaping(path string) netShape {
+	n := netShape{stream: "400mbit", link: "2gbit", maxConn: "0"}
+	if f, err := os.Open(path); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if !ok {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			switch strings.TrimSpace(k) {
+			case "net stream cap":
+				n.stream = v
+			case "net link cap":
+				n.link = v
+			case "net max connections":
+				n.maxConn = v
+			}
+		}
+		f.Close()
+	}
+	n.linkMbit = tcMbit(n.link)
+	return n
+}
+
+// tcMbit converts a tc rate (400mbit, 2gbit, 125mbps) into Mbit/s; 0 if unknown.
+func tcMbit(r string) float64 {
+	r = strings.ToLower(strings.TrimSpace(r))
+	i := strings.IndexFunc(r, func(c rune) bool { return (c < '0' || c > '9') && c != '.' })
+	if i <= 0 {
+		return 0
+	}
+	x, err := strconv.ParseFloat(r[:i], 64)
+	if err != nil {
+		return 0
+	}
+	unit := r[i:]
+	m := 1e-6
+	switch {
+	case strings.HasPrefix(unit, "k"):
+		m = 1e-3
+	case strings.HasPrefix(unit, "m"):
+		m = 1
+	case strings.HasPrefix(unit, "g"):
+		m = 1e3
+	case strings.HasPrefix(unit, "t"):
+		m = 1e6
+	}
+	if strings.HasSuffix(unit, "bps") {
+		m *= 8
+	}
+	return x * m
+}
+
+// rateText turns 400mbit into 400 Mbit/s.
+func rateText(r string) string {
+	if x := tcMbit(r); x >= 1000 && !strings.HasSuffix(strings.ToLower(r), "bps") {
+		return strconv.FormatFloat(x/1000, 'g', 4, 64) + " Gbit/s"
+	} else if x > 0 && !strings.HasSuffix(strings.ToLower(r), "bps") {
+		return strconv.FormatFloat(x, 'g', 4, 64) + " Mbit/s"
+	}
+	return r
 }
 
 func fatal(err error) {
@@ -155,6 +237,7 @@ func scalingPlot(ss []results.Summary) (*plot.Plot, error) {
 	}
 	eb.Color = colPrsync
 	p.Add(line, scatter, eb)
+	legendN := 1
 	p.Legend.Add("prsync -j N "+strings.TrimSpace(strings.TrimPrefix(labelOpts(sweep[0].Label), "-j")), line, scatter)
 
 	// prsync with default flags, and the peers, as single points.
@@ -188,9 +271,10 @@ func scalingPlot(ss []results.Summary) (*plot.Plot, error) {
 		eb.Color = pt.col
 		p.Add(sc, eb)
 		p.Legend.Add(fmt.Sprintf("%s (-j %d)", pt.name, s.Jobs), sc)
+		legendN++
 	}
-	// Single-process tools as horizontal lines.
-	for i, m := range []struct{ method, name string }{{"rsync", "rsync -a"}, {"cp", "cp -a"}} {
+	// Single-process tools, and -j auto (whose limit moves), as horizontal lines.
+	for i, m := range []struct{ method, name string }{{"rsync", "rsync -a"}, {"cp", "cp -a"}, {"prsync-auto", "prsync -j auto"}, {"prsync-direct", "prsync --transport direct"}} {
 		s, ok := results.Find(ss, "local", m.method, "fresh")
 		if !ok {
 			continue
@@ -204,6 +288,7 @@ func scalingPlot(ss []results.Summary) (*plot.Plot, error) {
 		f.XMin, f.XMax = 0.8, float64(maxJ)*1.25
 		p.Add(f)
 		p.Legend.Add(m.name, f)
+		legendN++
 	}
 	p.X.Min, p.X.Max = 0.8, float64(maxJ)*1.25
 	var ticks plot.ConstantTicks
@@ -212,7 +297,9 @@ func scalingPlot(ss []results.Summary) (*plot.Plot, error) {
 	}
 	p.X.Tick.Marker = ticks
 	p.Y.Min = 0
-	p.Y.Max = yMax * 1.45 // room for the legend
+	// Room for the legend: 1.45 for the five entries it used to have, more
+	// when -j auto and --transport direct add theirs.
+	p.Y.Max = yMax * max(1.45, 1.1+0.075*float64(legendN))
 	p.Add(plotter.NewGrid())
 	return p, nil
 }
@@ -238,6 +325,10 @@ func shortName(s results.Summary) string {
 		return "parallel\nper file"
 	case "prsync-default":
 		return "prsync\ndefaults"
+	case "prsync-direct":
+		return "prsync\ndirect"
+	case "prsync-auto":
+		return "prsync\n-j auto"
 	case "rsync":
 		return "rsync -a"
 	case "cp":
@@ -347,8 +438,8 @@ func timesPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
 	return p, nil
 }
 
-func netPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
-	scen := []string{"net-big", "net-small"}
+func netPlot(ss []results.Summary, widthIn float64, sh netShape) (*plot.Plot, error) {
+	var scen []string
 	var methods []string
 	seen := map[string]bool{}
 	for _, s := range ss {
@@ -356,24 +447,35 @@ func netPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
 			seen[s.Method] = true
 			methods = append(methods, s.Method)
 		}
+		if strings.HasPrefix(s.Scenario, "net") && !seen["scenario "+s.Scenario] {
+			seen["scenario "+s.Scenario] = true
+			scen = append(scen, s.Scenario)
+		}
 	}
 	if len(methods) == 0 {
 		return nil, nil
 	}
 	p := plot.New()
-	p.Title.Text = "rsync:// over a veth pair, 400 Mbit/s per TCP stream, 2 Gbit/s link: throughput (higher is better)"
+	p.Title.Text = fmt.Sprintf("rsync:// over a veth pair, %s per TCP stream, %s link", rateText(sh.stream), rateText(sh.link))
+	if sh.maxConn != "" && sh.maxConn != "0" {
+		p.Title.Text += ", daemon max connections " + sh.maxConn
+	}
+	p.Title.Text += ": throughput (higher is better)"
 	p.Y.Label.Text = "Mbit/s"
 	p.Legend.Top = true
 	n := len(methods)
-	barW := vg.Length(widthIn*72*0.8/float64(n)) * 0.35
-	yMax := 2000.0 // the link cap
+	ns := len(scen)
+	slot := 0.72 / float64(ns) // of one method's unit: one bar per scenario
+	offset := func(k int) float64 { return (float64(k) - float64(ns-1)/2) * slot }
+	barW := vg.Length(widthIn*72*0.8/float64(n)) * vg.Length(0.7/float64(ns))
+	yMax := sh.linkMbit // the link cap
 	for k, sc := range scen {
 		var vals plotter.Values
 		var e errPoints
 		any := false
 		for i, m := range methods {
 			s, ok := results.Find(ss, sc, m, "fresh")
-			x := float64(i) + (float64(k)-0.5)*0.36
+			x := float64(i) + offset(k)
 			if !ok {
 				vals = append(vals, 0)
 				continue
@@ -393,10 +495,13 @@ func netPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		bc.XMin = (float64(k) - 0.5) * 0.36
+		bc.XMin = offset(k)
 		bc.LineStyle.Width = 0
-		bc.Color = colNet[k]
-		name := map[string]string{"net-big": "20 × 100 MiB", "net-small": "50k-file tree"}[sc]
+		bc.Color = colNet[k%len(colNet)]
+		name := map[string]string{"net-big": "20 × 100 MiB", "net-small": "50k-file tree", "net-many": "200k tiny files"}[sc]
+		if name == "" {
+			name = strings.TrimPrefix(sc, "net-")
+		}
 		p.Legend.Add(name, bc)
 		p.Add(bc)
 		eb, err := plotter.NewYErrorBars(e)
@@ -413,11 +518,13 @@ func netPlot(ss []results.Summary, widthIn float64) (*plot.Plot, error) {
 	p.X.Min, p.X.Max = -0.6, float64(n)-0.4
 	p.Y.Min = 0
 	p.Y.Max = yMax * 1.25
-	cap2g := plotter.NewFunction(func(float64) float64 { return 2000 })
-	cap2g.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	cap2g.Color = color.Gray{Y: 0x60}
-	p.Add(cap2g)
-	p.Legend.Add("link cap 2 Gbit/s", cap2g)
+	if sh.linkMbit > 0 {
+		capLine := plotter.NewFunction(func(float64) float64 { return sh.linkMbit })
+		capLine.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		capLine.Color = color.Gray{Y: 0x60}
+		p.Add(capLine)
+		p.Legend.Add("link cap "+rateText(sh.link), capLine)
+	}
 	p.Add(plotter.NewGrid())
 	return p, nil
 }

@@ -1,14 +1,19 @@
-// Command report turns the raw results CSV of bench/run.sh into a summary CSV
-// and a markdown table (printed to stdout and optionally written to a file),
-// with the ratios against the performance goals of issue 5.
+// Command report turns the raw results CSV of bench/run.sh (and of
+// bench/migrate.sh and bench/pull.sh, which write the same columns) into a
+// summary CSV and a markdown table (printed to stdout and optionally written
+// to a file), with the ratios against the performance goals of issue 5, and,
+// where their methods ran: the transport and peer ratios (issue 10), -j auto
+// against the fixed -j (issue 11), the migration passes (issue 12), --sizes
+// and the pull (issue 13), and prsync's own CPU against its rsyncs'.
 //
 // Usage: report -in results.csv [-machine machine.txt] [-summary summary.csv] [-md RESULTS.md]
+//
+//	[-prsync-summaries prsync-summaries.jsonl]
 package main
 
 import (
 	"bufio"
 	"encoding/csv"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -47,8 +52,11 @@ func main() {
 		}
 	}
 	var sb strings.Builder
-	writeMarkdown(&sb, runs, ss, readMachine(*machine), *title)
-	writePrsync(&sb, *prs)
+	m := readMachine(*machine)
+	prsRuns := loadPrsync(*prs)
+	writeMarkdown(&sb, runs, ss, m, *title)
+	writeSections(&sb, ss, prsRuns)
+	writePrsync(&sb, prsRuns)
 	fmt.Print(sb.String())
 	if *md != "" {
 		if err := os.WriteFile(*md, []byte(sb.String()), 0o644); err != nil {
@@ -184,6 +192,13 @@ func label(s results.Summary) string {
 	return l
 }
 
+func serverCell(s results.Summary) string {
+	if s.ServerN == 0 {
+		return "–"
+	}
+	return num(s.ServerCPUMedian)
+}
+
 func wallCell(s results.Summary) string {
 	if s.N == 1 {
 		return num(s.WallMedian)
@@ -192,9 +207,56 @@ func wallCell(s results.Summary) string {
 }
 
 var scenarioTitle = map[string]string{
-	"local":     "Local disk to local disk (same filesystem)",
-	"net-big":   "Network, 20 × 100 MiB tree: `rsync://` daemon across a veth pair, 400 Mbit/s per TCP stream, 2 Gbit/s link (tc htb)",
-	"net-small": "Network, the 50k-file tree: same shaped link",
+	"local":   "Local disk to local disk (same filesystem)",
+	"migrate": "Migration, the final pass (bench/migrate.sh): DEST holds the old copy; about 1 % of the files deleted, added and modified since",
+	"sizes":   "prsync's own CPU with and without `--sizes` (bench/pull.sh), fresh local copy",
+	"pull":    "Pull from a local `rsync://` daemon (bench/pull.sh), fresh copy",
+}
+
+var treeName = map[string]string{
+	"big": "20 × 100 MiB tree", "small": "the 50k-file tree", "many": "200k tiny files", "tiny": "the tiny tree",
+}
+
+// title of a scenario; network ones carry the shaping, from machine.txt.
+func titleOf(sc string, m []kv) string {
+	if t := scenarioTitle[sc]; t != "" {
+		return t
+	}
+	if prof, ok := strings.CutPrefix(sc, "net-"); ok {
+		tree := treeName[prof]
+		if tree == "" {
+			tree = "profile " + prof
+		}
+		return "Network, " + tree + ": " + netShaping(m)
+	}
+	return sc
+}
+
+// netShaping describes the shaped link from machine.txt (defaults when absent).
+func netShaping(m []kv) string {
+	stream, link := get(m, "net stream cap"), get(m, "net link cap")
+	if stream == "" {
+		stream = "400mbit"
+	}
+	if link == "" {
+		link = "2gbit"
+	}
+	s := fmt.Sprintf("`rsync://` daemon across a veth pair, %s per TCP stream, %s link (tc htb)", rateText(stream), rateText(link))
+	if mc := get(m, "net max connections"); mc != "" && mc != "0" {
+		s += ", daemon `max connections = " + mc + "`"
+	}
+	return s
+}
+
+// rateText turns tc's 400mbit into 400 Mbit/s.
+func rateText(r string) string {
+	for _, u := range []struct{ suf, txt string }{{"tbit", " Tbit/s"}, {"gbit", " Gbit/s"}, {"mbit", " Mbit/s"}, {"kbit", " kbit/s"},
+		{"tbps", " TB/s"}, {"gbps", " GB/s"}, {"mbps", " MB/s"}, {"kbps", " kB/s"}, {"bit", " bit/s"}, {"bps", " B/s"}} {
+		if n, ok := strings.CutSuffix(strings.ToLower(r), u.suf); ok {
+			return n + u.txt
+		}
+	}
+	return r
 }
 
 func writeMarkdown(w io.Writer, runs []results.Run, ss []results.Summary, m []kv, title string) {
@@ -241,25 +303,35 @@ func writeMarkdown(w io.Writer, runs []results.Run, ss []results.Summary, m []kv
 		}
 	}
 	for _, sc := range scenarios {
-		t := scenarioTitle[sc]
-		if t == "" {
-			t = sc
+		fmt.Fprintf(w, "### %s\n\n", titleOf(sc, m))
+		net := strings.HasPrefix(sc, "net") || sc == "pull"
+		server := false
+		for _, s := range ss {
+			server = server || (s.Scenario == sc && s.ServerN > 0)
 		}
-		fmt.Fprintf(w, "### %s\n\n", t)
-		net := strings.HasPrefix(sc, "net")
 		if net {
-			fmt.Fprintln(w, "| method | case | wall s | Mbit/s | files/s | client CPU s | peak RSS MB | check |")
+			if server {
+				fmt.Fprintln(w, "| method | case | wall s | Mbit/s | files/s | client CPU s | daemon CPU s | peak RSS MB | check |")
+				fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---|")
+			} else {
+				fmt.Fprintln(w, "| method | case | wall s | Mbit/s | files/s | client CPU s | peak RSS MB | check |")
+				fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---|")
+			}
 		} else {
 			fmt.Fprintln(w, "| method | case | wall s | CPU s | peak RSS MB | files/s | MB/s | check |")
+			fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---|")
 		}
-		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---|")
 		for _, s := range ss {
 			if s.Scenario != sc {
 				continue
 			}
 			if net {
-				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", label(s), s.Case, wallCell(s),
-					num(s.MbitPerSec()), num(s.FilesPerSec()), num(s.CPUMedian), num(s.RSSMedianMB), check(s))
+				srv := ""
+				if server {
+					srv = " " + serverCell(s) + " |"
+				}
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |%s %s | %s |\n", label(s), s.Case, wallCell(s),
+					num(s.MbitPerSec()), num(s.FilesPerSec()), num(s.CPUMedian), srv, num(s.RSSMedianMB), check(s))
 			} else {
 				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", label(s), s.Case, wallCell(s),
 					num(s.CPUMedian), num(s.RSSMedianMB), num(s.FilesPerSec()), num(s.MBPerSec()), check(s))
@@ -269,6 +341,14 @@ func writeMarkdown(w io.Writer, runs []results.Run, ss []results.Summary, m []kv
 	}
 	fmt.Fprintln(w, "CPU s is user + system time of the whole method, children included; peak RSS is the largest single process. "+
 		"`rerun` repeats the method on the already-synced destination (nothing to copy); files/s and MB/s there are the tree size over the wall time.")
+	for _, sc := range scenarios {
+		if strings.HasPrefix(sc, "net") || sc == "pull" {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "On the network and pull tables, client CPU is the side the method runs on; daemon CPU (where shown) is the rsync daemon's sessions, "+
+				"read from its reaped children's rusage, on the same machine.")
+			break
+		}
+	}
 	fmt.Fprintln(w)
 	writeGoals(w, ss)
 }
@@ -370,69 +450,28 @@ func writeGoals(w io.Writer, ss []results.Summary) {
 
 // writePrsync summarizes prsync's own summary events: chunks and throttle
 // suspensions per method and case (medians over the repetitions).
-func writePrsync(w io.Writer, path string) {
-	if path == "" {
+func writePrsync(w io.Writer, runs []prsRun) {
+	groups := groupPrsync(runs)
+	if len(groups) == 0 {
 		return
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	type key struct{ sc, m, c string }
-	type acc struct{ chunks, susp, suspSec, upToDate []float64 }
-	var order []key
-	data := map[key]*acc{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var rec struct {
-			Scenario, Method, Case string
-			Event                  struct {
-				Chunks           float64 `json:"chunks"`
-				Suspensions      float64 `json:"suspensions"`
-				SecondsSuspended float64 `json:"seconds_suspended"`
-				FilesUpToDate    float64 `json:"files_up_to_date"`
-			}
-		}
-		if json.Unmarshal(sc.Bytes(), &rec) != nil {
-			continue
-		}
-		k := key{rec.Scenario, rec.Method, rec.Case}
-		a, ok := data[k]
-		if !ok {
-			a = &acc{}
-			data[k] = a
-			order = append(order, k)
-		}
-		a.chunks = append(a.chunks, rec.Event.Chunks)
-		a.susp = append(a.susp, rec.Event.Suspensions)
-		a.suspSec = append(a.suspSec, rec.Event.SecondsSuspended)
-		a.upToDate = append(a.upToDate, rec.Event.FilesUpToDate)
-	}
-	if len(order) == 0 {
-		return
-	}
-	ss := make([]results.Summary, len(order))
-	for i, k := range order {
-		ss[i] = results.Summary{Scenario: k.sc, Method: k.m, Case: k.c}
-	}
-	results.Sort(ss)
 	fmt.Fprintln(w, "### prsync's own summary events (medians)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| scenario | method | case | chunks | throttle suspensions | seconds suspended | files up to date |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|")
-	for _, s := range ss {
-		a := data[key{s.Scenario, s.Method, s.Case}]
-		count := func(xs []float64) string {
-			m := results.Median(xs)
+	for _, g := range groups {
+		count := func(f func(prsEvent) float64) string {
+			m := results.Median(g.values(f))
 			if m == math.Trunc(m) {
 				return intNum(int64(m))
 			}
 			return num(m)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Scenario, s.Method, s.Case,
-			count(a.chunks), count(a.susp), num(results.Median(a.suspSec)), count(a.upToDate))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", g.Scenario, g.Method, g.Case,
+			count(func(e prsEvent) float64 { return e.Chunks }),
+			count(func(e prsEvent) float64 { return e.Suspensions }),
+			num(results.Median(g.values(func(e prsEvent) float64 { return e.SecondsSuspended }))),
+			count(func(e prsEvent) float64 { return e.FilesUpToDate }))
 	}
 	fmt.Fprintln(w)
 }

@@ -18,7 +18,7 @@ import (
 var Header = []string{
 	"profile", "scenario", "method", "label", "case", "rep", "jobs",
 	"extrapolated", "scale", "wall_s", "user_s", "sys_s", "maxrss_kb",
-	"exit", "verify", "files", "bytes",
+	"exit", "verify", "files", "bytes", "server_cpu_s",
 }
 
 // Run is one measured run (one row of the raw CSV).
@@ -39,6 +39,10 @@ type Run struct {
 	Verify       string // ok, or FAIL: reason
 	Files        int64
 	Bytes        int64
+	// ServerCPU is the CPU seconds of the far side (the rsync daemon's
+	// sessions) when the harness could measure it; HasServer says so.
+	ServerCPU float64
+	HasServer bool
 }
 
 // Read parses a raw results CSV. Columns are matched by name, so files with
@@ -102,6 +106,8 @@ func Read(r io.Reader) ([]Run, error) {
 			Verify:       get(row, "verify"),
 			Files:        n(row, "files"),
 			Bytes:        n(row, "bytes"),
+			ServerCPU:    f(row, "server_cpu_s"),
+			HasServer:    get(row, "server_cpu_s") != "",
 		})
 	}
 	return runs, nil
@@ -119,6 +125,7 @@ func ReadFile(path string) ([]Run, error) {
 
 // Summary aggregates the runs of one (scenario, method, case).
 type Summary struct {
+	Profile                       string // the tree of the first run
 	Scenario, Method, Label, Case string
 	Jobs                          int
 	Extrapolated                  bool
@@ -130,6 +137,11 @@ type Summary struct {
 	Files, Bytes                  int64
 	Failed                        int   // runs whose verification failed
 	Exits                         []int // distinct non-zero exit codes
+	// The far side's CPU (median, min, max) over the runs that measured it;
+	// ServerN is how many did.
+	ServerCPUMedian, ServerCPUMin, ServerCPUMax float64
+	ServerN                                     int
+	Walls, CPUs                                 []float64 // every run's, in order
 }
 
 // FilesPerSec is files divided by the median wall time.
@@ -165,6 +177,9 @@ func Median(xs []float64) float64 {
 	return (s[m-1] + s[m]) / 2
 }
 
+// MinMax returns the smallest and the largest of xs (+Inf, -Inf when empty).
+func MinMax(xs []float64) (float64, float64) { return minMax(xs) }
+
 func minMax(xs []float64) (float64, float64) {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, x := range xs {
@@ -179,23 +194,26 @@ func Summarize(runs []Run) []Summary {
 	type key struct{ sc, m, c string }
 	idx := map[key]int{}
 	var out []Summary
-	var walls, cpus, rss [][]float64
+	var walls, cpus, rss, srv [][]float64
 	for _, r := range runs {
 		k := key{r.Scenario, r.Method, r.Case}
 		i, ok := idx[k]
 		if !ok {
 			i = len(out)
 			idx[k] = i
-			out = append(out, Summary{Scenario: r.Scenario, Method: r.Method, Label: r.Label,
+			out = append(out, Summary{Profile: r.Profile, Scenario: r.Scenario, Method: r.Method, Label: r.Label,
 				Case: r.Case, Jobs: r.Jobs, Extrapolated: r.Extrapolated, Scale: r.Scale,
 				Files: r.Files, Bytes: r.Bytes})
-			walls, cpus, rss = append(walls, nil), append(cpus, nil), append(rss, nil)
+			walls, cpus, rss, srv = append(walls, nil), append(cpus, nil), append(rss, nil), append(srv, nil)
 		}
 		s := &out[i]
 		s.N++
 		walls[i] = append(walls[i], r.Wall)
 		cpus[i] = append(cpus[i], r.User+r.Sys)
 		rss[i] = append(rss[i], float64(r.MaxRSSKB)/1024)
+		if r.HasServer {
+			srv[i] = append(srv[i], r.ServerCPU)
+		}
 		if r.Jobs > s.Jobs {
 			s.Jobs = r.Jobs
 		}
@@ -213,6 +231,11 @@ func Summarize(runs []Run) []Summary {
 		s.CPUMedian = Median(cpus[i])
 		s.CPUMin, s.CPUMax = minMax(cpus[i])
 		s.RSSMedianMB = Median(rss[i])
+		s.Walls, s.CPUs = walls[i], cpus[i]
+		if s.ServerN = len(srv[i]); s.ServerN > 0 {
+			s.ServerCPUMedian = Median(srv[i])
+			s.ServerCPUMin, s.ServerCPUMax = minMax(srv[i])
+		}
 	}
 	return out
 }
@@ -238,10 +261,17 @@ func Find(ss []Summary, scenario, method, kase string) (Summary, bool) {
 
 var methodRank = map[string]int{
 	"rsync": 0, "cp": 1, "tar": 2, "parallel-perfile": 3, "parallel-chunked": 4,
-	"fpsync": 5, "prsync-default": 1000,
+	"fpsync": 5, "prsync-default": 1000, "prsync-direct": 1001, "prsync-auto": 1002,
+	// bench/migrate.sh, in the order of its runs (i)-(vi)
+	"prsync-final": 1100, "prsync-final-delete": 1101, "prsync-final-verify": 1102,
+	"prsync-final-delete-verify": 1103, "rsync-delete": 1104, "rsync-checksum": 1105,
+	// bench/pull.sh
+	"prsync-list": 1200, "prsync-sizes": 1201,
+	"rsync-pull": 1300, "prsync-pull": 1301, "prsync-pull-sizes": 1302,
 }
 
-var scenarioRank = map[string]int{"local": 0, "net-big": 1, "net-small": 2}
+var scenarioRank = map[string]int{"local": 0, "net-tiny": 1, "net-big": 2, "net-small": 3, "net-many": 4,
+	"migrate": 10, "sizes": 11, "pull": 12}
 
 func rank(m string) int {
 	if r, ok := methodRank[m]; ok {

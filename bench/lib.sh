@@ -1,0 +1,171 @@
+# bench/lib.sh: shared by run.sh, migrate.sh and pull.sh (sourced, not run).
+#
+# The caller sets, before using these functions:
+#   ME          name for messages (run.sh, migrate.sh, ...)
+#   WORK SEED   work directory and tree seed
+#   GENTREE     the gentree binary (see bench_build_tools)
+#   SAMPLE_N PERFILE_N   checksum sample and per-file subset sizes
+#   DROP IS_ROOT         for bench_drop_setup
+# Trees are cached under $WORK/trees in the same layout by every script, so
+# run.sh, migrate.sh and pull.sh share a generated tree.
+
+say() { printf '%s\n' "$*" >&2; }
+die() { say "${ME:-bench}: $*"; exit 1; }
+have() { command -v "$1" >/dev/null; }
+
+# bench_build_tools BIN TOOL...: go build bench/cmd/TOOL into BIN; sets MEASURE
+# and GENTREE. Then, unless PRSYNC is set, builds prsync from the repository
+# (PRSYNC is empty when that fails; the log is in $2/prsync-build.err).
+bench_build_tools() {
+	local bin=$1 logdir=$2 t
+	shift 2
+	local -a pkgs=()
+	for t in "$@"; do pkgs+=("./cmd/$t"); done
+	mkdir -p "$bin"
+	say "== building bench tools"
+	(cd "$BENCH_DIR" && go build -o "$bin/" "${pkgs[@]}") || die "go build of the bench tools failed"
+	MEASURE=$bin/measure
+	GENTREE=$bin/gentree
+	if [ -z "${PRSYNC:-}" ]; then
+		if (cd "$REPO" && go build -o "$bin/prsync" . 2>"$logdir/prsync-build.err"); then
+			PRSYNC=$bin/prsync
+		else
+			say "$ME: cannot build prsync from $REPO (see $logdir/prsync-build.err)"
+			PRSYNC=
+		fi
+	fi
+	[ -z "$PRSYNC" ] || PRSYNC=$(command -v "$PRSYNC") || die "prsync binary $PRSYNC not found"
+}
+
+# ---------------------------------------------------------------- page cache
+# bench_drop_setup: sets CAN_DROP=1 when the page cache can be dropped.
+bench_drop_setup() {
+	CAN_DROP=0
+	if [ "$DROP" != 0 ]; then
+		if [ "$IS_ROOT" = 1 ] && [ -w /proc/sys/vm/drop_caches ] && sync && (echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then
+			CAN_DROP=1
+		else
+			say "$ME: cannot drop the page cache (needs root and a writable /proc/sys/vm/drop_caches); runs start with a warm cache"
+		fi
+	fi
+}
+drop_caches() {
+	sync
+	if [ "$CAN_DROP" = 1 ]; then echo 3 >/proc/sys/vm/drop_caches; fi
+}
+
+# ---------------------------------------------------------------- trees
+# prepare_tree PROFILE: generate once (cached by profile, seed and generator
+# version), then compute the expected counts, a checksum sample and the
+# per-file subset. Sets SRC, SRC_FILES, SRC_DIRS, SRC_BYTES, META.
+prepare_tree() {
+	local prof=$1 ver name
+	ver=$("$GENTREE" -version)
+	name="$prof-s$SEED-v$ver"
+	SRC=$WORK/trees/$name
+	META=$WORK/trees/$name.meta
+	if [ ! -f "$META/done" ]; then
+		rm -rf "$SRC" "$META"
+		mkdir -p "$WORK/trees" "$META"
+		say "== generating tree $name"
+		"$GENTREE" -profile "$prof" -seed "$SEED" -out "$SRC" >"$META/gentree.txt" || die "gentree failed"
+		cat "$META/gentree.txt" >&2
+		tree_meta "$SRC" "$META"
+		touch "$META/done"
+	fi
+	read -r SRC_FILES SRC_DIRS SRC_BYTES <"$META/stats"
+	read -r SUB_FILES SUB_BYTES <"$META/subset.stats"
+	export SRC META
+}
+
+# tree_meta DIR META: the expected counts, the checksum sample and the per-file
+# subset of DIR, written into META.
+tree_meta() {
+	local dir=$1 meta=$2
+	(cd "$dir" && find . -printf '%y %s\n') | awk '$1=="f"{f++; b+=$2} $1=="d"{d++} END{printf "%d %d %.0f\n", f, d, b}' >"$meta/stats"
+	# ~SAMPLE_N files spread over the sorted list, plus the largest one.
+	(cd "$dir" && find . -type f -printf '%s %p\n') | sort -k2 >"$meta/files"
+	awk -v n="$SAMPLE_N" 'NR==FNR{c++; next} {if ((FNR-1) % int(c/n > 1 ? c/n : 1) == 0) print $2}' "$meta/files" "$meta/files" >"$meta/sample.list"
+	sort -n "$meta/files" | tail -n 1 | cut -d' ' -f2- >>"$meta/sample.list"
+	(cd "$dir" && sort -u "$meta/sample.list" | tr '\n' '\0' | xargs -0 sha256sum) >"$meta/sample.sha256"
+	awk -v n="$PERFILE_N" 'NR==FNR{c++; next} {if ((FNR-1) % int(c/n > 1 ? c/n : 1) == 0 && k < n) {print $2; k++}}' "$meta/files" "$meta/files" >"$meta/subset.list"
+	tr '\n' '\0' <"$meta/subset.list" >"$meta/subset.list0"
+	(cd "$dir" && xargs -0 sha256sum <"$meta/subset.list0") >"$meta/subset.sha256"
+	(cd "$dir" && xargs -0 stat -c %s <"$meta/subset.list0") | awk '{b+=$1} END{printf "%d %.0f\n", NR, b}' >"$meta/subset.stats"
+}
+
+tree_stats() { # DIR -> "files dirs bytes"
+	find "$1" -printf '%y %s\n' | awk '$1=="f"{f++; b+=$2} $1=="d"{d++} END{printf "%d %d %.0f\n", f, d, b}'
+}
+
+# verify DIR [full|subset|files] -> prints ok or FAIL: reason
+#   full    counts of files and directories, bytes, the checksum sample
+#   files   the same without the directory count (for lists of files only,
+#           which leave the tree's empty directories out)
+#   subset  the per-file subset only
+verify() {
+	local dir=$1 mode=${2:-full} f d b want
+	read -r f d b < <(tree_stats "$dir")
+	if [ "$mode" = subset ]; then
+		if [ "$f" != "$SUB_FILES" ] || [ "$b" != "$SUB_BYTES" ]; then
+			echo "FAIL: $f files $b bytes, want $SUB_FILES files $SUB_BYTES bytes"
+			return
+		fi
+		(cd "$dir" && sha256sum --quiet -c "$META/subset.sha256" >/dev/null 2>&1) || { echo "FAIL: checksum"; return; }
+		echo ok
+		return
+	fi
+	if [ "$mode" = files ]; then
+		if [ "$f $b" != "$SRC_FILES $SRC_BYTES" ]; then
+			echo "FAIL: $f files $b bytes, want $SRC_FILES files $SRC_BYTES bytes"
+			return
+		fi
+	else
+		want="$SRC_FILES files $SRC_DIRS dirs $SRC_BYTES bytes"
+		if [ "$f $d $b" != "$SRC_FILES $SRC_DIRS $SRC_BYTES" ]; then
+			echo "FAIL: $f files $d dirs $b bytes, want $want"
+			return
+		fi
+	fi
+	(cd "$dir" && sha256sum --quiet -c "$META/sample.sha256" >/dev/null 2>&1) || { echo "FAIL: checksum of the sample"; return; }
+	echo ok
+}
+
+# ---------------------------------------------------------------- records
+# record_prsync_summary OUT SCENARIO METHOD CASE REP LOG: append prsync's
+# summary event of LOG to OUT/prsync-summaries.jsonl.
+record_prsync_summary() {
+	local out=$1 sc=$2 m=$3 kase=$4 rep=$5 log=$6
+	[ -s "$log" ] || return 0
+	grep -q '"type": *"summary"' "$log" || return 0
+	{ printf '{"scenario":"%s","method":"%s","case":"%s","rep":%d,"event":' "$sc" "$m" "$kase" "$rep"
+	  grep '"type": *"summary"' "$log" | tail -n1 | tr -d '\n'; echo '}'; } >>"$out/prsync-summaries.jsonl" || true
+}
+
+# proc_cpu PID -> the user+system CPU seconds of PID and of the children it
+# has reaped (a daemon's finished sessions), from /proc/PID/stat; 0 if gone.
+proc_cpu() {
+	local pid=$1 tck
+	tck=$(getconf CLK_TCK)
+	[ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || { echo 0; return; }
+	# Fields after the command name (which may hold spaces): utime is the 14th
+	# field of the whole line, stime 15th, cutime 16th, cstime 17th.
+	sed 's/^.*) //' "/proc/$pid/stat" | awk -v t="$tck" '{printf "%.3f\n", ($12+$13+$14+$15)/t}'
+}
+
+# ---------------------------------------------------------------- machine
+# machine_info TREE: key: value lines for the report (machine.txt).
+machine_info() {
+	local tree=$1
+	echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "CPUs: $(nproc) ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1))"
+	echo "memory: $(awk '/MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+	echo "kernel: $(uname -sr)"
+	echo "filesystem: $(df -PT "$WORK" | awk 'NR==2{print $2}') (source and destination on the same one)"
+	echo "rsync: $(rsync --version | head -n1 | awk '{print $3}')"
+	have parallel && echo "GNU parallel: $(parallel --will-cite --version | head -n1 | awk '{print $3}')"
+	have fpsync && echo "fpsync: $(fpsync -h 2>&1 | head -n1 | awk '{print $2}')"
+	[ -n "$PRSYNC" ] && echo "prsync: $("$PRSYNC" --version 2>/dev/null | head -n1)"
+	echo "tree: $tree"
+	if [ "$CAN_DROP" = 1 ]; then echo "page cache: dropped before every run"; else echo "page cache: warm (could not drop it)"; fi
+}
