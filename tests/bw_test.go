@@ -54,14 +54,15 @@ func duBytes(dir string) int64 {
 	return n
 }
 
-// active trims the samples to the span in which DEST grew: from the first growth to
-// the last.
+// active trims the samples to the span in which DEST grew: from the first sample that
+// shows growth to the last. (The sample before the first growth would add up to a tick of
+// idle time: 8 % of a 3 s copy sampled every 250 ms.)
 func active(s []sample) []sample {
 	first, last := -1, -1
 	for i := 1; i < len(s); i++ {
 		if s[i].bytes > s[i-1].bytes {
 			if first < 0 {
-				first = i - 1
+				first = i
 			}
 			last = i
 		}
@@ -96,13 +97,12 @@ func bwFiles(t *testing.T, dir string, n, size int) []string {
 	return names
 }
 
-// TestBandwidthTotal checks that prsync's rsyncs together never go above --bwlimit (the
-// upper bound, 10 %, is the promise) and use most of it (the lower bound, 20 %, leaves room
-// for a loaded 2-core CI machine: a split budget would show as a half or a quarter).
+// TestBandwidthTotal checks that prsync's rsyncs together stay within 10 % of --bwlimit,
+// over the whole run and over every 10 s window, and that one chunk alone uses all of it.
 func TestBandwidthTotal(t *testing.T) {
 	needRsync(t)
 	const limit = 8 << 20 // --bwlimit 8M
-	within := func(got float64) bool { return got >= 0.8*limit && got <= 1.1*limit }
+	within := func(got float64) bool { return got >= 0.9*limit && got <= 1.1*limit }
 	w := t.TempDir()
 	src := filepath.Join(w, "src")
 	os.MkdirAll(src, 0o755)
@@ -123,14 +123,14 @@ func TestBandwidthTotal(t *testing.T) {
 			t.Fatalf("too few samples: %v", s)
 		}
 		if got := rateOf(s[0], s[len(s)-1]); !within(got) {
-			t.Errorf("total %.2f MiB/s, want 8 MiB/s (-20 %%, +10 %%)", got/(1<<20))
+			t.Errorf("total %.2f MiB/s, want 8 MiB/s ± 10 %%", got/(1<<20))
 		}
 		// every 10 s window inside the run
 		for i := range s {
 			for j := i + 1; j < len(s); j++ {
 				if s[j].at.Sub(s[i].at) >= 10*time.Second {
 					if got := rateOf(s[i], s[j]); !within(got) {
-						t.Errorf("10 s window from %v: %.2f MiB/s, want 8 MiB/s (-20 %%, +10 %%)", s[i].at.Sub(s[0].at), got/(1<<20))
+						t.Errorf("10 s window from %v: %.2f MiB/s, want 8 MiB/s ± 10 %%", s[i].at.Sub(s[0].at), got/(1<<20))
 					}
 					break
 				}
@@ -156,7 +156,7 @@ func TestBandwidthTotal(t *testing.T) {
 		}
 		s := active(<-samples)
 		if got := rateOf(s[0], s[len(s)-1]); !within(got) {
-			t.Errorf("one chunk alone: %.2f MiB/s, want the whole 8 MiB/s (-20 %%, +10 %%)", got/(1<<20))
+			t.Errorf("one chunk alone: %.2f MiB/s, want the whole 8 MiB/s ± 10 %%", got/(1<<20))
 		}
 	})
 
