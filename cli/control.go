@@ -7,6 +7,7 @@ import (
 
 	"github.com/prsync/prsync/control"
 	"github.com/prsync/prsync/event"
+	"github.com/prsync/prsync/internal/human"
 )
 
 // ctlHandler answers live control (prsync ctl) for a run. Its methods run on the control
@@ -121,8 +122,8 @@ func (r *reporter) status(req statusRequest) {
 	})
 	if req.by == "signal" {
 		fmt.Fprintf(r.stderr, "prsync: status: %d files done (%d not ok), %s, %s/s, running %d, paused %d, queued %d, jobs %d, bwlimit %s, %s\n",
-			st.FilesDone, st.FilesFailed, humanBytes(st.BytesDone), humanBytes(int64(st.RateBps/8)), st.Running, st.Suspended,
-			st.FilesQueued, st.Jobs, st.BWLimitNow, clock(st.Elapsed))
+			st.FilesDone, st.FilesFailed, human.Bytes(st.BytesDone), human.Bytes(int64(st.RateBps/8)), st.Running, st.Suspended,
+			st.FilesQueued, st.Jobs, st.BWLimitNow, human.Clock(st.Elapsed))
 	}
 	if req.reply != nil {
 		req.reply <- st

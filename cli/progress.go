@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/event"
+	"github.com/prsync/prsync/internal/human"
 )
 
 // progress draws one human status line on a terminal, updated in place.
@@ -26,7 +27,7 @@ func (p *progress) update(ev *event.Progress, c Counts, cpu float64) {
 		return
 	}
 	line := fmt.Sprintf("prsync: %d/%d files  %s  %s/s  running %d  queued %d",
-		ev.FilesDone, c.Files, humanBytes(ev.BytesDone), humanBytes(int64(ev.RateBps/8)), ev.Running, ev.FilesQueued)
+		ev.FilesDone, c.Files, human.Bytes(ev.BytesDone), human.Bytes(int64(ev.RateBps/8)), ev.Running, ev.FilesQueued)
 	if ev.Phase == "delete" {
 		line = fmt.Sprintf("prsync: deleting: %d/%d dirs checked  %d deleted  running %d", ev.DirsChecked, p.delDirs, ev.FilesDeleted, ev.Running)
 	} else if ev.FilesVerified+ev.FilesVerifyFailed > 0 {
@@ -41,13 +42,13 @@ func (p *progress) update(ev *event.Progress, c Counts, cpu float64) {
 	if f := c.Failed + c.Vanished; f > 0 {
 		line += fmt.Sprintf("  failed %d", f)
 	}
-	line += "  " + clock(ev.Elapsed)
+	line += "  " + human.Clock(ev.Elapsed)
 	if ev.InputDone && ev.RateBps > 0 {
 		left := float64(c.Bytes-c.BytesTransferred) * 8 / ev.RateBps
 		if left < 0 {
 			left = 0
 		}
-		line += "  ETA " + clock(left)
+		line += "  ETA " + human.Clock(left)
 	}
 	fmt.Fprintf(p.w, "\r\033[K%s", line)
 	p.drawn = true
@@ -61,7 +62,7 @@ func (p *progress) finish(c Counts, seconds float64) {
 	if p.drawn {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
-	fmt.Fprintf(p.w, "prsync: %d files, %s, %s, %.1f s", c.Files, humanBytes(c.BytesTransferred),
+	fmt.Fprintf(p.w, "prsync: %d files, %s, %s, %.1f s", c.Files, human.Bytes(c.BytesTransferred),
 		humanBits(float64(c.BytesTransferred)*8/seconds), seconds)
 	if c.Verified+c.VerifyFailed > 0 {
 		fmt.Fprintf(p.w, ", %d verified", c.Verified)
@@ -75,19 +76,6 @@ func (p *progress) finish(c Counts, seconds float64) {
 	fmt.Fprintln(p.w)
 }
 
-func humanBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.2f %cB", float64(n)/float64(div), "kMGTPE"[exp])
-}
-
 func humanBits(bps float64) string {
 	switch {
 	case bps >= 1e9:
@@ -96,13 +84,4 @@ func humanBits(bps float64) string {
 		return fmt.Sprintf("%.1f Mbps", bps/1e6)
 	}
 	return fmt.Sprintf("%.0f kbps", bps/1e3)
-}
-
-func clock(sec float64) string {
-	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
-	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	if h > 0 {
-		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
-	}
-	return fmt.Sprintf("%d:%02d", m, s)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/prsync/prsync/internal/human"
 )
 
 // The exit codes of prsync ctl.
@@ -364,14 +365,14 @@ func statusLine(st *Status) string {
 	if st.BWLimitNow != "" && st.BWLimitNow != st.BWLimit {
 		bw += " (now " + st.BWLimitNow + ")"
 	}
-	parts = append(parts, bw, fmt.Sprintf("done %d files %s", st.FilesDone, humanBytes(st.BytesDone)))
+	parts = append(parts, bw, fmt.Sprintf("done %d files %s", st.FilesDone, human.Bytes(st.BytesDone)))
 	if st.FilesQueued > 0 || !st.InputDone {
 		parts = append(parts, fmt.Sprintf("queued %d", st.FilesQueued))
 	}
 	if st.FilesFailed > 0 {
 		parts = append(parts, fmt.Sprintf("failed %d", st.FilesFailed))
 	}
-	parts = append(parts, humanBytes(int64(st.RateBps/8))+"/s", "elapsed "+clock(st.Elapsed))
+	parts = append(parts, human.Bytes(int64(st.RateBps/8))+"/s", "elapsed "+human.Clock(st.Elapsed))
 	return fmt.Sprintf("prsync %d: %s", st.PID, strings.Join(parts, ", "))
 }
 
@@ -380,26 +381,4 @@ func orDefault(s, zero string) string {
 		return zero
 	}
 	return s
-}
-
-func humanBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.2f %cB", float64(n)/float64(div), "kMGTPE"[exp])
-}
-
-func clock(sec float64) string {
-	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
-	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	if h > 0 {
-		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
-	}
-	return fmt.Sprintf("%d:%02d", m, s)
 }
