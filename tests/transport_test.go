@@ -7,6 +7,7 @@ package tests
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,14 +188,29 @@ func TestTransportOwnCPU(t *testing.T) {
 	list, _ := listTree(t, src)
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", src, "--transport", tr, "-j", "2",
-				"--chunk-files", "200", "--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "200ms",
-				filepath.Join(w, "dst-"+tr)).wait(2 * time.Minute)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
-			if s := r.OfType("throttle"); len(s) > 0 {
-				t.Errorf("a copy alone paused itself: %v", s[0])
+			// A CI machine's own noise (another process, the kernel flushing the copy) can
+			// cross a 30 % threshold now and then; a server whose CPU was not counted as
+			// prsync's own would pause every run. So a run that paused is tried again, up
+			// to three runs, and the test fails only if every one paused.
+			var r *Run
+			for try := 1; try <= 3; try++ {
+				dst := filepath.Join(w, fmt.Sprintf("dst-%s-%d", tr, try))
+				r = start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", src, "--transport", tr, "-j", "2",
+					"--chunk-files", "200", "--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "200ms",
+					dst).wait(2 * time.Minute)
+				if r.Code != 0 {
+					t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+				}
+				s := r.OfType("throttle")
+				if len(s) == 0 {
+					break
+				}
+				if try == 3 {
+					t.Errorf("a copy alone paused itself in 3 runs out of 3: %v", s[0])
+				} else {
+					t.Logf("run %d paused (other load on the machine?): %v", try, s[0])
+				}
+				os.RemoveAll(dst)
 			}
 			var own float64
 			for _, p := range r.OfType("progress") {
