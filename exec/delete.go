@@ -165,7 +165,6 @@ func (p *Pool) deleteChunk(ctx context.Context, c *splitter.Chunk, opts DeleteOp
 	}})
 	if err := p.deleteFailure(res, c); err != "" || !held {
 		ev.Err = err
-		ev.Err = err
 		return done()
 	}
 	if len(would) == 0 {
@@ -225,7 +224,7 @@ func (p *Pool) deleteFailure(res result, c *splitter.Chunk) string {
 			return fmt.Sprintf("directory %s: %s", c.Entries[i], ps.Reason)
 		}
 	}
-	if (len(r.Unattributed) > 0 && !senderGone(r)) || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
+	if (len(unexplained(r.Unattributed)) > 0 && !senderGone(r)) || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
 		msg := lastLine(res)
 		if h := p.hint(res.code, r); h != "" {
 			msg += " (" + h + ")"
@@ -233,6 +232,20 @@ func (p *Pool) deleteFailure(res result, c *splitter.Chunk) string {
 		return fmt.Sprintf("rsync exited with code %d: %s", res.code, msg)
 	}
 	return ""
+}
+
+// unexplained drops the lines that say an entry vanished while rsync listed a directory.
+// In a pass that transfers nothing and only deletes what the source lacks, a source entry
+// that vanished is one the source lacks, and a DEST entry that vanished is already gone:
+// another shard's pass over the same directory removed it first (rsync then exits 24).
+func unexplained(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if rsync.ParseMessage([]byte(l)).Kind != rsync.KindVanished {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // senderGone reports a pull whose every directory is missing from the source: the
@@ -243,7 +256,7 @@ func senderGone(r *rsync.Result) bool {
 			return false
 		}
 	}
-	for _, l := range r.Unattributed {
+	for _, l := range unexplained(r.Unattributed) {
 		if !strings.Contains(l, "write error: Broken pipe (32)") {
 			return false
 		}
