@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/prsync/prsync/exec"
@@ -100,6 +102,23 @@ func TestExitStatus(t *testing.T) {
 	for _, tt := range tests {
 		if got := exitStatus(tt.interrupted, tt.inputErr, tt.ab, tt.c, nil); got != tt.want {
 			t.Errorf("%s: exit %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// epipeWriter is a stdout whose reader has gone, as in prsync --help | head.
+type epipeWriter struct{}
+
+func (epipeWriter) Write([]byte) (int, error) {
+	return 0, &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}
+}
+
+// TestHelpIntoClosedPipe: help and version cut short by their reader end quietly with 0.
+func TestHelpIntoClosedPipe(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"--version"}} {
+		var stderr bytes.Buffer
+		if code := Run(args, strings.NewReader(""), epipeWriter{}, &stderr); code != 0 || stderr.Len() > 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 0 and nothing", args, code, stderr.String())
 		}
 	}
 }

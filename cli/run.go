@@ -122,6 +122,9 @@ func run(sig *signals, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	}()
 	args = verifyArgs(args)
 	if _, err := parser.Parse(args); err != nil {
+		if errors.Is(err, syscall.EPIPE) {
+			return 0 // prsync --help | head: the reader had what it wanted
+		}
 		fmt.Fprintf(stderr, "prsync: error: %s\n", err)
 		fmt.Fprintln(stderr, "prsync: hint: see prsync --help")
 		return ExitUsage
