@@ -35,7 +35,8 @@ SEED=${BENCH_SEED:-1}
 WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
 OUT=${BENCH_OUT:-}
 PRSYNC=${PRSYNC:-}
-ALL_METHODS="prsync-list prsync-sizes rsync-pull prsync-pull prsync-pull-sizes"
+PRSYNC_BASE=${BENCH_PRSYNC_BASE:-}
+ALL_METHODS="prsync-list prsync-sizes rsync-pull prsync-pull prsync-pull-sizes prsync-list-base prsync-sizes-base"
 METHODS=${BENCH_PULL_METHODS:-$ALL_METHODS}
 PORT=${BENCH_PULL_PORT:-}
 PRSYNC_OPTS=${BENCH_PRSYNC_OPTS:-}
@@ -59,6 +60,9 @@ usage: bench/pull.sh [options]
   --work DIR         trees (cached, shared with run.sh) and DEST
                      (default /var/tmp/prsync-bench)                       [BENCH_WORK]
   --prsync PATH      prsync binary (default: built from the repo)          [PRSYNC]
+  --base PATH        another prsync binary (an older build), for the
+                     methods prsync-list-base and prsync-sizes-base, so
+                     that a change is measured side by side          [BENCH_PRSYNC_BASE]
   --no-drop-caches   keep the page cache warm                              [BENCH_DROP_CACHES=0]
 Also BENCH_SAMPLE (50): files checksummed in each check.
 EOF
@@ -75,6 +79,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--work) WORK=$2; shift ;;
 	--prsync) PRSYNC=$2; shift ;;
+	--base) PRSYNC_BASE=$2; shift ;;
 	--no-drop-caches) DROP=0 ;;
 	-h | --help) usage; exit 0 ;;
 	*) die "unknown option $1 (see --help)" ;;
@@ -87,6 +92,7 @@ case "$PROFILE" in tiny | small | many | big) ;; *) die "unknown profile $PROFIL
 case "$PORT" in '' | [1-9]*) ;; *) die "bad --port $PORT" ;; esac
 for m in $METHODS; do
 	case " $ALL_METHODS " in *" $m "*) ;; *) die "unknown method $m (one of: $ALL_METHODS)" ;; esac
+	case "$m" in *-base) [ -x "$PRSYNC_BASE" ] || die "$m needs --base PATH, an executable prsync" ;; esac
 done
 read -r -a METHOD_LIST <<<"$METHODS"
 [ "${#METHOD_LIST[@]}" -gt 0 ] || die "no methods"
@@ -179,8 +185,10 @@ m_prsync_pull_sizes() {
 	# shellcheck disable=SC2086
 	cd "$SRC" && find . -type f -printf '%s\t%P\0' | "$PRSYNC" -0 --sizes $PRSYNC_OPTS --root "$URL" "$DEST"/ >"$PRLOG"
 }
-export -f m_prsync_list m_prsync_sizes m_rsync_pull m_prsync_pull m_prsync_pull_sizes
-export PRSYNC PRSYNC_OPTS
+m_prsync_list_base() { PRSYNC=$PRSYNC_BASE m_prsync_list; }
+m_prsync_sizes_base() { PRSYNC=$PRSYNC_BASE m_prsync_sizes; }
+export -f m_prsync_list m_prsync_sizes m_rsync_pull m_prsync_pull m_prsync_pull_sizes m_prsync_list_base m_prsync_sizes_base
+export PRSYNC PRSYNC_OPTS PRSYNC_BASE
 
 label_of() {
 	local o=${PRSYNC_OPTS:+ ${PRSYNC_OPTS//,/;}}
@@ -190,6 +198,8 @@ label_of() {
 	rsync-pull) echo "rsync -a rsync://127.0.0.1/bench/ DEST/" ;;
 	prsync-pull) echo "find -type f -print0 | prsync -0$o --root rsync://127.0.0.1/bench DEST/" ;;
 	prsync-pull-sizes) echo "find -type f -printf '%s\t%P\0' | prsync -0 --sizes$o --root rsync://127.0.0.1/bench DEST/" ;;
+	prsync-list-base) echo "$(label_of prsync-list), base build" ;;
+	prsync-sizes-base) echo "$(label_of prsync-sizes), base build" ;;
 	esac
 }
 scenario_of() { case "$1" in *-pull*) echo pull ;; *) echo sizes ;; esac; }

@@ -123,7 +123,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	if extra == nil {
 		sk.pool = p
 	}
-	out := &lineWriter{fn: sk.stdout, pause: 10 * time.Millisecond}
+	out := &lineWriter{fn: sk.stdout, pause: 25 * time.Millisecond}
 	errBuf := &capWriter{max: 4 << 10}
 	errLines := &lineWriter{fn: sk.stderr}
 	cmd.Stdout = out

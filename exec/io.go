@@ -94,8 +94,9 @@ type lineWriter struct {
 	fn  func(line []byte)
 	// pause, when set, is a nap after a small write: rsync writes its out-format lines
 	// one write(2) each, and a reader that wakes for every line spends more CPU on
-	// waking than on the line. While it naps the lines gather in the pipe (64 KiB, far
-	// more than rsync writes in a few milliseconds), and the next read takes them all.
+	// waking than on the line. While it naps the lines gather in the pipe (64 KiB: at
+	// 20,000 files a second, one rsync's fastest, 25 ms of lines is about 35 KiB), and
+	// the next read takes them all; a read of 8 KiB or more takes no nap.
 	pause time.Duration
 }
 

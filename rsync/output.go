@@ -30,23 +30,72 @@ func (it Item) IsFile() bool {
 // ParseItem parses a line written with OutFormat. ok is false for other lines
 // (such as "created directory X", or -v and --stats output).
 func ParseItem(line []byte) (it Item, ok bool) {
-	f := bytes.SplitN(line, []byte{'|'}, 4)
-	if len(f) != 4 || len(f[0]) != 11 || bytes.IndexByte([]byte("<>ch.*"), f[0][0]) < 0 {
+	// %i is 11 bytes; then "|%l|%b|" and the name, which may itself hold '|'
+	if len(line) < 16 || line[11] != '|' || !isChangeKind(line[0]) || bytes.IndexByte(line[:11], '|') >= 0 {
 		return Item{}, false
 	}
-	size, err := strconv.ParseInt(string(f[1]), 10, 64)
-	if err != nil {
+	size, rest, ok := parseField(line[12:])
+	if !ok {
 		return Item{}, false
 	}
-	if _, err := strconv.ParseInt(string(f[2]), 10, 64); err != nil {
+	if _, rest, ok = parseField(rest); !ok {
 		return Item{}, false
 	}
-	name := Unescape(f[3])
+	name := Unescape(rest)
 	dir := false
 	if len(name) > 1 && name[len(name)-1] == '/' {
 		name, dir = name[:len(name)-1], true
 	}
-	return Item{Change: string(f[0]), Size: size, Name: name, Dir: dir}, true
+	return Item{Change: change(line[:11]), Size: size, Name: name, Dir: dir}, true
+}
+
+func isChangeKind(c byte) bool {
+	return c == '<' || c == '>' || c == 'c' || c == 'h' || c == '.' || c == '*'
+}
+
+// parseField parses a decimal number (an optional sign, as strconv.ParseInt takes it)
+// up to the next '|', and returns what follows that '|'.
+func parseField(b []byte) (int64, []byte, bool) {
+	i := bytes.IndexByte(b, '|')
+	if i <= 0 {
+		return 0, nil, false
+	}
+	d, neg := b[:i], false
+	if d[0] == '-' || d[0] == '+' {
+		neg, d = d[0] == '-', d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		n, err := strconv.ParseInt(string(b[:i]), 10, 64) // empty, or near the int64 bound
+		return n, b[i+1:], err == nil
+	}
+	var n int64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, nil, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, b[i+1:], true
+}
+
+// change returns %i as a string, without allocating for the commonest values.
+func change(b []byte) string {
+	switch string(b) { // compiled to a comparison, no allocation
+	case ">f+++++++++":
+		return ">f+++++++++"
+	case "cd+++++++++":
+		return "cd+++++++++"
+	case ">f.st......":
+		return ">f.st......"
+	case ".d..t......":
+		return ".d..t......"
+	case "*deleting  ":
+		return "*deleting  "
+	}
+	return string(b)
 }
 
 // Unescape decodes rsync's escaping of names in its output: "\#ooo" (three octal

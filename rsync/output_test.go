@@ -2,6 +2,7 @@ package rsync
 
 import (
 	"bytes"
+	"strconv"
 	"testing"
 )
 
@@ -113,5 +114,51 @@ func TestLandsAt(t *testing.T) {
 		if got := LandsAt([]byte(e)); got != want {
 			t.Errorf("LandsAt(%q) = %q, want %q", e, got, want)
 		}
+	}
+}
+
+// parseItemReference is the first, plain form of ParseItem, which the fast one must match.
+func parseItemReference(line []byte) (it Item, ok bool) {
+	f := bytes.SplitN(line, []byte{'|'}, 4)
+	if len(f) != 4 || len(f[0]) != 11 || bytes.IndexByte([]byte("<>ch.*"), f[0][0]) < 0 {
+		return Item{}, false
+	}
+	size, err := strconv.ParseInt(string(f[1]), 10, 64)
+	if err != nil {
+		return Item{}, false
+	}
+	if _, err := strconv.ParseInt(string(f[2]), 10, 64); err != nil {
+		return Item{}, false
+	}
+	name := Unescape(f[3])
+	dir := false
+	if len(name) > 1 && name[len(name)-1] == '/' {
+		name, dir = name[:len(name)-1], true
+	}
+	return Item{Change: string(f[0]), Size: size, Name: name, Dir: dir}, true
+}
+
+// FuzzParseItem: ParseItem agrees with its reference form on every line.
+func FuzzParseItem(f *testing.F) {
+	for _, l := range []string{
+		">f+++++++++|3000|3043|ks/t1/a\\#012.db", "cd+++++++++|0|0|d/", "*deleting  |0|0|x|y",
+		">f.st......|-1|+2|n", ">f+++++++++||0|n", ">f+++++++++|99999999999999999999|0|n",
+		">f+++++++++|9223372036854775807|0|n", ">f+++++++++|1|2|", "xf+++++++++|1|2|n", "created directory d",
+	} {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		got, gok := ParseItem(line)
+		want, wok := parseItemReference(line)
+		if gok != wok || got.Change != want.Change || got.Size != want.Size || !bytes.Equal(got.Name, want.Name) || got.Dir != want.Dir {
+			t.Fatalf("ParseItem(%q) = %+v %v, reference %+v %v", line, got, gok, want, wok)
+		}
+	})
+}
+
+func BenchmarkParseItem(b *testing.B) {
+	line := []byte(">f+++++++++|21874|21874|d12/d7/file-003412.dat")
+	for b.Loop() {
+		ParseItem(line)
 	}
 }
