@@ -3,7 +3,6 @@ package throttle
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -90,18 +89,25 @@ func groupTicks(procDir string, pgids []int) (uint64, error) {
 	return total, nil
 }
 
-// readHead reads the start of a file into buf with one read.
+// readHead reads the start of a file into buf with one read. It uses the system calls
+// directly: an os.File would also try to register each /proc file with the poller and
+// set a finalizer, once per process per sample.
 func readHead(path string, buf []byte) ([]byte, bool) {
-	f, err := os.Open(path)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false
 	}
-	defer f.Close()
-	n, err := f.Read(buf)
-	if err != nil && err != io.EOF {
-		return nil, false
+	defer syscall.Close(fd)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n < 0 {
+			return nil, false
+		}
+		return buf[:n], true
 	}
-	return buf[:n], true
 }
 
 // parseStat parses a /proc/PID/stat line, or its start up to field 17, and

@@ -184,3 +184,13 @@ func TestOwnCPUWithoutGroups(t *testing.T) {
 		t.Errorf("Own is %.3f CPU-seconds, want about the %.3fs of the reaped child", ownSecs, burned)
 	}
 }
+
+// BenchmarkGroupTicks: one sample of the own rsyncs' CPU on this machine's /proc.
+func BenchmarkGroupTicks(b *testing.B) {
+	pgids := []int{syscall.Getpgrp()}
+	for b.Loop() {
+		if _, err := groupTicks("/proc", pgids); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
