@@ -101,6 +101,14 @@ exec /usr/bin/time -a -o "\$CPUSPLIT_LOG" -f "\$role %U %S" $RSYNC "\$@"
 EOF
 chmod +x "$WRAP"
 
+# the list: SIZE<TAB>PATH records when --sizes is among the options
+list() {
+	case " $PRSYNC_OPTS " in
+	*" --sizes "*) find . -type f -printf '%s\t%P\0' ;;
+	*) find . -type f -print0 ;;
+	esac
+}
+
 CSV=$OUT/results.csv
 echo "transport,rep,wall_s,prsync_cpu_s,rsync_cpu_s_summary,client_cpu_s,server_cpu_s,rsyncs,exit,check" >"$CSV"
 say "== results in $OUT; tree $SRC ($SRC_FILES files); $REPS repetition(s) of: $TRANSPORTS"
@@ -116,7 +124,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 		drop_caches
 		t0=$(date +%s.%N)
 		# shellcheck disable=SC2086 # word list on purpose
-		(cd "$SRC" && find . -type f -print0 >"$OUT/logs/$tag.list" &&
+		(cd "$SRC" && list >"$OUT/logs/$tag.list" &&
 			CPUSPLIT_LOG=$log "$PRSYNC" -0 --rsync "$WRAP" --transport "$t" $PRSYNC_OPTS "$DST/" \
 				<"$OUT/logs/$tag.list" >"$OUT/logs/$tag.jsonl" 2>"$OUT/logs/$tag.err") && code=0 || code=$?
 		wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}')
@@ -141,7 +149,7 @@ done
 		awk -F, -v t="$t" '
 			function med(a, n,   i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j+1] = a[j]; a[j+1] = x }
 				return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
-			$1 == t { n++; w[n] = $3; p[n] = $4; c[n] = $6; s[n] = $7; r[n] = $4 / ($6 + $7) }
+			$1 == t { n++; w[n] = $3; p[n] = $4; c[n] = $6; s[n] = $7; r[n] = ($6 + $7 > 0) ? $4 / ($6 + $7) : 0 }
 			END { if (n) printf "| %s | %.2f | %.3f | %.2f | %.2f | %.3f |\n", t, med(w, n), med(p, n), med(c, n), med(s, n), med(r, n) }' "$CSV"
 	done
 	echo

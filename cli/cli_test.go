@@ -122,3 +122,11 @@ func TestHelpIntoClosedPipe(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnProcs(t *testing.T) {
+	for _, tt := range []struct{ n, want int }{{1, 1}, {2, 1}, {4, 1}, {7, 1}, {8, 2}, {16, 4}, {64, 16}} {
+		if got := ownProcs(tt.n); got != tt.want {
+			t.Errorf("ownProcs(%d) = %d, want %d", tt.n, got, tt.want)
+		}
+	}
+}

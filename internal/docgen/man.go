@@ -136,6 +136,9 @@ func Man(w io.Writer, s *Source) error {
 			p.line(`As \fB\-\-` + literal(fl.Name) + `\fR.`)
 		}
 	}
+	p.macro("TP")
+	p.line(`\fBGOMAXPROCS\fR`)
+	p.line(`How many CPUs prsync's own code may use at once. Unset, prsync takes a quarter of the CPUs it may use, at least one; its rsyncs are not limited.`)
 
 	p.macro("SH", "EXAMPLES")
 	for i, ex := range s.Examples {
