@@ -61,8 +61,8 @@ usage: bench/run.sh [options]
   --seed N           tree seed (default 1)                                 [BENCH_SEED]
   --methods LIST     subset of: rsync cp tar parallel-perfile parallel-chunked
                      fpsync prsync-jN... prsync-sweep prsync-default
-                     prsync-direct prsync-auto (default: all, which is every
-                     method but prsync-direct and prsync-auto)             [BENCH_METHODS]
+                     prsync-direct prsync-pipe prsync-auto (default: all,
+                     every method but those three)                         [BENCH_METHODS]
   --jobs LIST        -j values of prsync-sweep (default "1 2 4 8"; any
                      positive numbers, e.g. "1 2 4 8 16 32")               [BENCH_JOBS]
   --out DIR          results directory (default /tmp/prsync-bench/run-...) [BENCH_OUT]
@@ -87,7 +87,8 @@ usage: bench/run.sh [options]
 Other knobs: BENCH_CHUNK (2000), BENCH_PEER_JOBS (8), BENCH_PERFILE_FILES (500),
 BENCH_SAMPLE (50), BENCH_NET_BIG_CHUNK (entries/8), BENCH_PRSYNC_SWEEP_OPTS ("--no-throttle", added to prsync -jN only).
 RATE is in tc's units: 100mbit, 2gbit, 500kbit. Methods: prsync-default is prsync's
-defaults (pipe transport locally, CPU throttle on); prsync-direct adds --transport direct;
+defaults (direct transport, CPU throttle on); prsync-direct and prsync-pipe add
+--transport direct and --transport pipe;
 prsync-auto adds -j auto; only the -jN sweep gets BENCH_PRSYNC_SWEEP_OPTS.
 See also bench/migrate.sh --help and bench/pull.sh --help.
 EOF
@@ -194,7 +195,7 @@ expand_methods() {
 	for m in $list; do
 		case "$m" in
 		prsync-sweep) for j in $JOBS_LIST; do out+=("prsync-j$j"); done ;;
-		rsync | cp | tar | parallel-perfile | parallel-chunked | fpsync | prsync-default | prsync-direct | prsync-auto) out+=("$m") ;;
+		rsync | cp | tar | parallel-perfile | parallel-chunked | fpsync | prsync-default | prsync-direct | prsync-pipe | prsync-auto) out+=("$m") ;;
 		prsync-j*) [[ "$m" =~ ^prsync-j[1-9][0-9]*$ ]] || die "bad method $m (prsync-jN, N a positive number)"; out+=("$m") ;;
 		*) die "unknown method $m" ;;
 		esac
@@ -271,9 +272,10 @@ label_base() {
 	parallel-chunked) echo "find -print0 | parallel -0 --pipe -N $CHUNK -j $PJOBS rsync --files-from=-" ;;
 	fpsync) echo "fpsync -n $PJOBS -f $CHUNK" ;;
 	prsync-default)
-		if [ "${2:-local}" = local ]; then echo "find -print0 | prsync -0 (defaults: pipe transport; throttle on)"
+		if [ "${2:-local}" = local ]; then echo "find -print0 | prsync -0 (defaults: direct transport; throttle on)"
 		else echo "find -print0 | prsync -0 (defaults; throttle on)"; fi ;;
 	prsync-direct) echo "find -print0 | prsync -0 --transport direct (otherwise defaults)" ;;
+	prsync-pipe) echo "find -print0 | prsync -0 --transport pipe (otherwise defaults)" ;;
 	prsync-auto) echo "find -print0 | prsync -0 -j auto (otherwise defaults; throttle on)" ;;
 	prsync-j*) echo "find -print0 | prsync -0 -j ${1#prsync-j} $PRSYNC_SWEEP_OPTS" | sed 's/ *$//' ;;
 	esac
@@ -298,6 +300,7 @@ run_one() {
 	parallel-chunked | fpsync) jobs=$PJOBS ;;
 	prsync-default) fn=m_prsync jobs=0 ;;
 	prsync-direct) fn=m_prsync jobs=0 PR_ARGS="--transport direct" ;;
+	prsync-pipe) fn=m_prsync jobs=0 PR_ARGS="--transport pipe" ;;
 	prsync-auto) fn=m_prsync jobs=0 PR_ARGS="-j auto" ;;
 	prsync-j*) fn=m_prsync jobs=${m#prsync-j} PR_ARGS="-j $jobs $PRSYNC_SWEEP_OPTS" ;;
 	esac

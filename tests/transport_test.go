@@ -1,8 +1,8 @@
 package tests
 
 // The two transports of a local copy (issue 10): pipe (rsync's pull form through prsync's
-// own helper) and direct (push form). The whole suite runs in the default one, and CI
-// runs it again with PRSYNC_TEST_TRANSPORT=direct; the tests here run both forms
+// own helper) and direct (push form). The whole suite runs in the default one (direct),
+// and CI runs it again with PRSYNC_TEST_TRANSPORT=pipe; the tests here run both forms
 // explicitly, for what only one form could get wrong.
 
 import (
@@ -62,7 +62,7 @@ func TestTransportFallback(t *testing.T) {
 		want    string
 		warning bool
 	}{
-		{"default, local", []string{filepath.Join(w, "d1")}, nil, "pipe", false},
+		{"default, local", []string{filepath.Join(w, "d1")}, nil, "direct", false},
 		{"default, daemon", []string{d.URL()}, nil, "direct", false},
 		{"pipe asked for, daemon", []string{"--transport", "pipe", d.URL()}, nil, "direct", true},
 		{"pipe from the environment, -e given", []string{filepath.Join(w, "d2"), "--", "-e", "ssh"}, []string{"PRSYNC_TRANSPORT=pipe"}, "direct", true},

@@ -42,6 +42,7 @@ var (
 		color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // cp
 		color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // prsync -j auto
 		color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // prsync --transport direct
+		color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // prsync --transport pipe
 	}
 	colNet = []color.Color{colFresh, colRerun, color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}}
 )
@@ -274,7 +275,7 @@ func scalingPlot(ss []results.Summary) (*plot.Plot, error) {
 		legendN++
 	}
 	// Single-process tools, and -j auto (whose limit moves), as horizontal lines.
-	for i, m := range []struct{ method, name string }{{"rsync", "rsync -a"}, {"cp", "cp -a"}, {"prsync-auto", "prsync -j auto"}, {"prsync-direct", "prsync --transport direct"}} {
+	for i, m := range []struct{ method, name string }{{"rsync", "rsync -a"}, {"cp", "cp -a"}, {"prsync-auto", "prsync -j auto"}, {"prsync-direct", "prsync --transport direct"}, {"prsync-pipe", "prsync --transport pipe"}} {
 		s, ok := results.Find(ss, "local", m.method, "fresh")
 		if !ok {
 			continue
@@ -327,6 +328,8 @@ func shortName(s results.Summary) string {
 		return "prsync\ndefaults"
 	case "prsync-direct":
 		return "prsync\ndirect"
+	case "prsync-pipe":
+		return "prsync\npipe"
 	case "prsync-auto":
 		return "prsync\n-j auto"
 	case "rsync":

@@ -271,6 +271,7 @@ var methodTitle = map[string]string{
 	"prsync-auto":    "prsync -j auto (otherwise defaults, throttle on)",
 	"prsync-default": "prsync, defaults (fixed -j, throttle on)",
 	"prsync-direct":  "prsync --transport direct",
+	"prsync-pipe":    "prsync --transport pipe",
 }
 
 func scenarioTitle(sc string, m map[string]string) string {

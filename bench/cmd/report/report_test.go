@@ -81,7 +81,7 @@ func TestSections(t *testing.T) {
 		"| local (small) | fresh: prsync (defaults) ÷ best rsync-based peer (`parallel`) | 0.94 (0.91–0.97) |",
 		"| local (small) | fresh: prsync (defaults) ÷ `tar -c \\| tar -x` | 1.28 (1.24–1.33) |",
 		"| local (small) | re-run: prsync (defaults) ÷ `rsync -a` | 1.00 (0.97–1.03) |",
-		"| local (small) | fresh: prsync `--transport direct` ÷ prsync (defaults, `pipe`), wall | 0.50 (0.48–0.52) |",
+		"| local (small) | fresh: prsync `--transport direct` ÷ prsync (defaults), wall | 0.50 (0.48–0.52) |",
 		"| local (small) | 6.00 (5.90–6.10) | 4–12 | -j 4 | 5.00 (4.90–5.10) | 1.20 (1.16–1.24) | 6.40 (6.30–6.50) (-j 8) | 0.94 (0.91–0.97) | 3 |",
 		"| net-big (small) | 10.0 (9.90–10.1) | – | -j 16 |",
 		"The fixed -j sweep runs with `--no-throttle`",

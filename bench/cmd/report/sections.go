@@ -226,11 +226,15 @@ func writeRatios(w io.Writer, ss []results.Summary) {
 			}
 		}
 		for _, c := range []string{"fresh", "rerun"} {
-			d, ok1 := find("prsync-direct", c)
-			p, ok2 := find("prsync-default", c)
-			if ok1 && ok2 {
-				add(c+": prsync `--transport direct` ÷ prsync (defaults, `pipe`), wall", timeRatio(d, p))
-				add(c+": prsync `--transport direct` ÷ prsync (defaults, `pipe`), CPU", valuesRatio(d.CPUs, p.CPUs))
+			// the two transports: each named one against the defaults (direct since
+			// 2026-12-01; runs before that had pipe as the default)
+			p, okP := find("prsync-default", c)
+			for _, m := range []string{"prsync-direct", "prsync-pipe"} {
+				if s, ok := find(m, c); ok && okP {
+					tr := strings.TrimPrefix(m, "prsync-")
+					add(c+": prsync `--transport "+tr+"` ÷ prsync (defaults), wall", timeRatio(s, p))
+					add(c+": prsync `--transport "+tr+"` ÷ prsync (defaults), CPU", valuesRatio(s.CPUs, p.CPUs))
+				}
 			}
 		}
 	}
