@@ -129,7 +129,7 @@ var completionCases = []struct {
 }{
 	{[]string{"prsync", "--ch"}, "", []string{"--chunk-files", "--chunk-bytes", "--chunk-wait"}},
 	{[]string{"prsync", "--no-p"}, "", []string{"--no-progress"}},
-	{[]string{"prsync", "--transport", ""}, "", []string{"pipe", "direct"}},
+	{[]string{"prsync", "--transport", ""}, "", []string{"direct", "pipe"}},
 	{[]string{"prsync", "--transport", "=", "d"}, "prsync --transport=d", []string{"direct"}},
 	{[]string{"prsync", "--chunk-files", ""}, "", nil},
 	{[]string{"prsync", "--from", "li"}, "", []string{"list.txt"}},
@@ -208,7 +208,7 @@ zpty -d z
 		got := strings.Fields(string(b))
 		want := map[string][]string{
 			"prsync --ch":         {"--chunk-files", "--chunk-bytes", "--chunk-wait"},
-			"prsync --transport=": {"pipe", "direct"},
+			"prsync --transport=": {"direct", "pipe"},
 		}[line]
 		if !slices.Equal(got, want) {
 			t.Errorf("zsh: %s<TAB> = %q, want %q", line, got, want)
