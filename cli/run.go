@@ -86,17 +86,20 @@ func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == "ctl" {
 		return control.Main(os.Args[2:], os.Stdout, os.Stderr) // live control of a running prsync
 	}
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-		runtime.GOMAXPROCS(ownProcs(runtime.GOMAXPROCS(0)))
-	}
+	capProcs = true
 	return run(notifySignals(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
+// capProcs is set by Main: the process is prsync's own, so its Go runtime may be tuned.
+var capProcs bool
+
 // ownProcs returns how many CPUs prsync's Go code may use at once, of the n the runtime
-// would use: a quarter, at least one. prsync's own work is a twentieth to a tenth of its
-// rsyncs' CPU, and every extra P is a thread that spins and polls when it finds nothing
-// to do: on 2 CPUs, one P cut prsync's own CPU by 13 % on a fresh copy with --sizes, and
-// left the copy's wall time as it was (bench/RESULTS.md). GOMAXPROCS set overrides it.
+// would use, when prsync stats no path itself (--sizes, or a remote source): a quarter,
+// at least one. Its work is then parsing rsync's output, a twentieth of its rsyncs' CPU,
+// and every extra P is a thread that spins and polls when it finds nothing to do: on 2
+// CPUs one P cut prsync's own CPU by 13 % on a fresh copy with --sizes, wall time
+// unchanged. The lstat of the source and of DEST (the quick check) needs the Ps: with one,
+// a cold re-run of 200,000 files took 1.5 × as long (bench/RESULTS.md).
 func ownProcs(n int) int { return max(1, n/4) }
 
 // PipeHelper reports whether argv makes prsync the pipe transport's helper.
@@ -148,6 +151,9 @@ func run(sig *signals, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr, sig: sig, argv: args}
 	if err := r.prepare(); err != nil {
 		return fail(stderr, err)
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); capProcs && !set && (f.Sizes || r.srcRemote != "") {
+		runtime.GOMAXPROCS(ownProcs(runtime.GOMAXPROCS(0)))
 	}
 	return r.run()
 }
