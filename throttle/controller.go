@@ -246,7 +246,10 @@ func (l *loop) tick(ctx context.Context) error {
 			running = append(running, p)
 		}
 	}
-	if len(running) > 0 || len(paused) == 0 {
+	// stalled: nothing runs, and something waits, paused or queued behind the closed gate
+	// (the last group may end just as it is paused, leaving only the gate)
+	queued := c.Target.Queued()
+	if len(running) > 0 || (len(paused) == 0 && (l.gate || queued == 0)) {
 		l.stalledSince = time.Time{}
 	} else if l.stalledSince.IsZero() {
 		l.stalledSince = now
@@ -254,7 +257,7 @@ func (l *loop) tick(ctx context.Context) error {
 	st := State{
 		Running:   len(running),
 		Suspended: len(paused),
-		Queued:    c.Target.Queued(),
+		Queued:    queued,
 		GateOpen:  l.gate,
 		Starved:   c.Policy.MaxSuspend > 0 && !l.stalledSince.IsZero() && now.Sub(l.stalledSince) >= c.Policy.MaxSuspend,
 		Trickle:   l.trickle,

@@ -529,3 +529,31 @@ func TestControllerConfig(t *testing.T) {
 		t.Errorf("a misconfigured controller touched the target: %v", calls)
 	}
 }
+
+// TestControllerStarvedAtTheGate: the last group ends just as it is paused (CI saw it in a
+// saturated cgroup), leaving nothing running or paused and chunks queued behind the closed
+// gate. After MaxSuspend of that, the gate opens for the next chunk: a busy machine slows
+// the copy to one rsync, it never stops it.
+func TestControllerStarvedAtTheGate(t *testing.T) {
+	h := newHarness(
+		step{sample: Sample{CPU: 90}, before: func(h *harness) { h.addProc(1, 0) }}, // 1: pause 1
+		step{sample: Sample{CPU: 90}, before: func(h *harness) { h.removeProc(1) }},  // 2: it ended
+		hot, hot, // 3, 4: stalled at the gate for 2 s
+		hot, // 5: starved: the gate opens
+		hot,
+	)
+	h.queued = 3
+	p := testPolicy
+	p.MaxSuspend = 2 * time.Second
+	if err := h.run(t, &Controller{Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	calls := h.recorded()
+	if !slices.Contains(calls, "1:pause 1") {
+		t.Fatalf("calls %v: chunk 1 was never paused", calls)
+	}
+	opened := slices.IndexFunc(calls, func(c string) bool { return strings.HasSuffix(c, ":gate true") })
+	if opened < 0 || calls[opened] == fmt.Sprintf("%d:gate true", len(h.steps)) {
+		t.Fatalf("calls %v: the gate never opened while the machine stayed busy", calls)
+	}
+}

@@ -103,8 +103,8 @@ type State struct {
 	Suspended int  // groups paused
 	Queued    int  // chunks waiting to start
 	GateOpen  bool // whether new chunks may start now
-	// Starved says every group has been paused, and the machine busy, for longer than the
-	// Policy's MaxSuspend; Trickle that the controller is letting one group run through a
+	// Starved says nothing has run, the machine busy, for longer than the Policy's
+	// MaxSuspend, while groups were paused or chunks waited at the closed gate; Trickle that the controller is letting one group run through a
 	// busy machine since (see Decide).
 	Starved, Trickle bool
 }
@@ -199,7 +199,7 @@ func Decide(p Policy, st State, s Sample) Decision {
 			// hold the one that trickles
 		case (st.Trickle || st.Starved) && st.Running == 0 && st.Suspended > 0:
 			d.Action, d.Reason = Resume, ReasonStarved
-		case st.Trickle && st.Running == 0:
+		case (st.Trickle || st.Starved) && st.Running == 0:
 			d.GateOpen, d.Reason = true, ReasonStarved // let the next chunk start
 		case st.Running > 0:
 			d.Action = Suspend

@@ -277,6 +277,7 @@ func TestDecideStarved(t *testing.T) {
 		{"trickling: hold the one", State{Running: 1, Suspended: 2, Trickle: true}, Hold, false, ReasonCPU},
 		{"trickling, the one ended: the next paused one", State{Suspended: 2, Trickle: true}, Resume, false, ReasonStarved},
 		{"trickling, none paused: a new chunk may start", State{Trickle: true}, Hold, true, ReasonStarved},
+		{"starved at the closed gate, none paused: a new chunk may start", State{Queued: 2, Starved: true}, Hold, true, ReasonStarved},
 		{"trickling, more running: suspend", State{Running: 3, Trickle: true}, Suspend, false, ReasonCPU},
 	}
 	for _, tt := range tests {
