@@ -537,7 +537,7 @@ func TestControllerConfig(t *testing.T) {
 func TestControllerStarvedAtTheGate(t *testing.T) {
 	h := newHarness(
 		step{sample: Sample{CPU: 90}, before: func(h *harness) { h.addProc(1, 0) }}, // 1: pause 1
-		step{sample: Sample{CPU: 90}, before: func(h *harness) { h.removeProc(1) }},  // 2: it ended
+		step{sample: Sample{CPU: 90}, before: func(h *harness) { h.removeProc(1) }}, // 2: it ended
 		hot, hot, // 3, 4: stalled at the gate for 2 s
 		hot, // 5: starved: the gate opens
 		hot,
