@@ -42,7 +42,11 @@ func (p *Pool) confirm(ctx context.Context, c *splitter.Chunk, idx []int, res re
 	for k, i := range idx {
 		entries[k] = c.Entries[i]
 	}
-	pass := p.attempt(ctx, c, entries, 0, []string{"--dry-run"})
+	extra := []string{"--dry-run"}
+	if !rsync.TimesKept(p.Args) {
+		extra = append(extra, "--checksum") // DEST's mtimes are the copy's: only content proves it
+	}
+	pass := p.attempt(ctx, c, entries, 0, extra)
 	if pass.cancelled {
 		for k := range vs {
 			vs[k] = rsync.Verdict{Reason: "interrupted"}

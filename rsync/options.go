@@ -206,3 +206,27 @@ func StatConfirmable(archive bool, args []string) bool {
 	}
 	return true
 }
+
+// TimesKept reports whether rsync keeps the source's mtimes with these options (prsync's
+// own and the ones after --, in order): --archive or -t (alone or in a cluster such as
+// -rlt) turn it on, --no-times and --no-t off, the last one winning. Without mtimes, rsync's
+// quick check cannot tell a copy from a stale file, and a dry run that is to prove a copy
+// must compare checksums.
+func TimesKept(args []string) bool {
+	kept := false
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return kept
+		case a == "--archive" || a == "--times":
+			kept = true
+		case a == "--no-times" || a == "--no-t":
+			kept = false
+		case len(a) > 1 && a[0] == '-' && a[1] != '-' && !strings.Contains(a, "="):
+			if strings.ContainsAny(a[1:], "at") {
+				kept = true
+			}
+		}
+	}
+	return kept
+}

@@ -96,3 +96,25 @@ func TestParseVersion(t *testing.T) {
 		t.Error("a version without three numbers parsed")
 	}
 }
+
+func TestTimesKept(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--archive"}, true},
+		{[]string{"--archive", "--no-times"}, false},
+		{[]string{"--archive", "--no-t"}, false},
+		{[]string{"--archive", "--no-times", "-t"}, true},
+		{nil, false},
+		{[]string{"-rl"}, false},
+		{[]string{"-rlt"}, true},
+		{[]string{"-a"}, true},
+		{[]string{"--times"}, true},
+		{[]string{"--archive", "--no-times", "--bwlimit=10t"}, false},
+	} {
+		if got := TimesKept(tt.args); got != tt.want {
+			t.Errorf("TimesKept(%q) = %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}
