@@ -53,3 +53,26 @@ func TestRshQuote(t *testing.T) {
 		}
 	}
 }
+
+func TestPipeArgsTrustSender(t *testing.T) {
+	tests := []struct {
+		trust bool
+		want  string
+	}{
+		{false, "-e /usr/bin/prsync --rsync-pipe-helper --rsync-path=/usr/bin/rsync -s"},
+		{true, "-e /usr/bin/prsync --rsync-pipe-helper --rsync-path=/usr/bin/rsync -s --trust-sender"},
+	}
+	for _, tt := range tests {
+		p := &Pool{Rsync: "/usr/bin/rsync", Helper: "/usr/bin/prsync --rsync-pipe-helper", TrustSender: tt.trust, Env: []string{"A=1"}}
+		opts, from, env := p.pipeArgs("/src/")
+		if got := strings.Join(opts, " "); got != tt.want {
+			t.Errorf("TrustSender %v: options %q, want %q", tt.trust, got, tt.want)
+		}
+		if from != "localhost:/src/" {
+			t.Errorf("source %q", from)
+		}
+		if strings.Join(env, " ") != "A=1 "+pipeRsyncEnv+"=/usr/bin/rsync" {
+			t.Errorf("environment %q", env)
+		}
+	}
+}

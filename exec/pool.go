@@ -57,6 +57,9 @@ type Pool struct {
 	// Transport is how a local copy runs (Direct or Pipe); Helper is the -e value of Pipe.
 	Transport Transport
 	Helper    string
+	// TrustSender adds --trust-sender in the pipe form (rsync 3.2.5 and later): the
+	// sender is the local rsync server the helper started on SRC, not a remote to check.
+	TrustSender bool
 	// Reports receives what happens, in order per chunk, from the pool's goroutines. It
 	// may block (it hands the report to the one goroutine that owns the books).
 	Reports func(Report)
