@@ -154,6 +154,33 @@ proc_cpu() {
 }
 
 # ---------------------------------------------------------------- machine
+# fs_desc DIR: the file system type of DIR; for ext4, whether it has a journal.
+fs_desc() {
+	local dev type
+	if ! read -r dev type < <(findmnt -no SOURCE,FSTYPE -T "$1" 2>/dev/null) || [ -z "$type" ]; then
+		df -PT "$1" | awk 'NR==2{print $2}'
+		return
+	fi
+	if [ "$type" != ext4 ]; then
+		echo "$type"
+	elif compgen -G "/proc/fs/jbd2/${dev##*/}-*" >/dev/null; then
+		echo "ext4 (journal)"
+	else
+		echo "ext4 (no journal)"
+	fi
+}
+
+# warn_fs DIR: says so when DIR is on ext4 without a journal. There the kernel
+# skips free inodes that were deleted in the last minute (60 s, 300 s while
+# their inode table block is dirty), scanning them one by one, so a tree
+# written just after the last one was deleted costs several times the system
+# time: 1.1 s instead of 0.1 s for 2,000 files here.
+warn_fs() {
+	if [ "$(fs_desc "$1")" = "ext4 (no journal)" ]; then
+		say "$ME: warning: $1 is on ext4 without a journal: fresh copies made right after a delete pay the kernel's scan past recently deleted inodes; use --work on a journaled file system for figures a user would see"
+	fi
+}
+
 # machine_info TREE: key: value lines for the report (machine.txt).
 machine_info() {
 	local tree=$1
@@ -161,7 +188,7 @@ machine_info() {
 	echo "CPUs: $(nproc) ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1))"
 	echo "memory: $(awk '/MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 	echo "kernel: $(uname -sr)"
-	echo "filesystem: $(df -PT "$WORK" | awk 'NR==2{print $2}') (source and destination on the same one)"
+	echo "filesystem: $(fs_desc "$WORK") (source and destination on the same one)"
 	echo "rsync: $(rsync --version | head -n1 | awk '{print $3}')"
 	have parallel && echo "GNU parallel: $(parallel --will-cite --version | head -n1 | awk '{print $3}')"
 	have fpsync && echo "fpsync: $(fpsync -h 2>&1 | head -n1 | awk '{print $2}')"

@@ -222,6 +222,7 @@ func (r *reporter) throttled(e throttle.Event) {
 	r.enc.Emit(&event.Throttle{
 		Action: e.Action, Reason: e.Reason, CPUPercent: round1(s.CPU),
 		OwnCPUPercent:    optional(s.HasOwn, s.Own),
+		KernelCPUPercent: optional(s.HasOwn, s.Kernel),
 		Load:             optional(s.HasLoad, s.Load),
 		IOPressure:       optional(s.HasIO, s.IOPressure),
 		CPUPressure:      optional(s.HasCPUPressure, s.CPUPressure),
@@ -306,7 +307,7 @@ func (r *reporter) progress() {
 	ev := &event.Progress{
 		FilesDone: c.Done(), BytesDone: c.BytesTransferred + r.pool.InFlight(), FilesQueued: c.Queued,
 		InputDone: r.inDone(), RateBps: r.rate(), CPUPercent: round1(s.CPU),
-		OwnCPUPercent: optional(s.HasOwn, s.Own), Running: running, Suspended: paused, Elapsed: round3(el),
+		OwnCPUPercent: optional(s.HasOwn, s.Own), KernelCPUPercent: optional(s.HasOwn, s.Kernel), Running: running, Suspended: paused, Elapsed: round3(el),
 		CgroupCPUPercent: optional(s.HasCgroup, s.CgroupCPU), CgroupOwnCPUPercent: optional(s.HasCgroup && s.HasOwn, s.CgroupOwn),
 		Jobs: r.pool.Limit(), Phase: r.phase,
 		FilesVerified: c.Verified, FilesVerifyFailed: c.VerifyFailed, DirsChecked: c.DirsChecked, FilesDeleted: c.Deleted,

@@ -142,9 +142,12 @@ type Throttle struct {
 	CPUPercent float64 `json:"cpu_percent"`
 	// OwnCPUPercent is the part of CPUPercent used by prsync's own rsyncs (Linux only).
 	OwnCPUPercent *float64 `json:"own_cpu_percent,omitempty"`
-	Load          *float64 `json:"load,omitempty"`
-	IOPressure    *float64 `json:"io_pressure,omitempty"`
-	CPUPressure   *float64 `json:"cpu_pressure,omitempty"`
+	// KernelCPUPercent is the part used by kernel threads, neither prsync's nor other
+	// load (Linux only).
+	KernelCPUPercent *float64 `json:"kernel_cpu_percent,omitempty"`
+	Load             *float64 `json:"load,omitempty"`
+	IOPressure       *float64 `json:"io_pressure,omitempty"`
+	CPUPressure      *float64 `json:"cpu_pressure,omitempty"`
 	// CgroupCPUPercent is the cgroup's CPU use in percent of its quota, and
 	// CgroupOwnCPUPercent the part of it prsync's own; only inside a cgroup with a quota.
 	CgroupCPUPercent    *float64 `json:"cgroup_cpu_percent,omitempty"`
@@ -165,7 +168,9 @@ type Progress struct {
 	RateBps     float64 `json:"rate_bps"`
 	CPUPercent  float64 `json:"cpu_percent"`
 	// OwnCPUPercent is the part of CPUPercent used by prsync's own rsyncs (Linux only).
-	OwnCPUPercent       *float64 `json:"own_cpu_percent,omitempty"`
+	OwnCPUPercent *float64 `json:"own_cpu_percent,omitempty"`
+	// KernelCPUPercent is the part used by kernel threads (Linux only).
+	KernelCPUPercent    *float64 `json:"kernel_cpu_percent,omitempty"`
 	CgroupCPUPercent    *float64 `json:"cgroup_cpu_percent,omitempty"`
 	CgroupOwnCPUPercent *float64 `json:"cgroup_own_cpu_percent,omitempty"`
 	Running             int      `json:"running"`

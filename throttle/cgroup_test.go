@@ -767,7 +767,7 @@ func TestSystemSamplerCgroup(t *testing.T) {
 	var step int
 	t0 := time.Unix(1000, 0)
 	s.groups = func() []int { return nil }
-	s.ownTime = func([]int) (float64, error) { return steps[step].own, nil }
+	s.ownTime = func([]int) (cpuTimes, error) { return cpuTimes{own: steps[step].own}, nil }
 	s.ncpu = 2
 	s.now = func() time.Time { return t0.Add(time.Duration(step) * time.Second) }
 

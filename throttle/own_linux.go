@@ -12,66 +12,66 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ownCPUSource returns the function that reads prsync's own CPU time.
-func ownCPUSource() func([]int) (float64, error) { return readOwnCPU }
+// ownCPUSource returns the function that reads prsync's own CPU time and the
+// kernel threads'.
+func ownCPUSource() func([]int) (cpuTimes, error) { return readOwnCPU }
 
 // readOwnCPU returns, in seconds, the CPU time (user and system) of this
 // process, of its reaped children, and of every live process in one of the
 // process groups pgids, including the children those processes reaped: all the
 // CPU the run uses, prsync's own included, so that none of it can make prsync
-// pause itself.
+// pause itself. It also returns the CPU time of the kernel's threads, which
+// count neither as prsync's nor as other load (see Sample.Kernel).
 //
-// The sum only grows as processes end: a group member's time moves into its
+// The own sum only grows as processes end: a group member's time moves into its
 // parent's cutime and cstime when the parent reaps it, and a leader's into
-// our RUSAGE_CHILDREN when we reap it. Only /proc is scanned, once, and only
-// if pgids is not empty.
-func readOwnCPU(pgids []int) (float64, error) {
+// our RUSAGE_CHILDREN when we reap it. /proc is scanned once per call.
+func readOwnCPU(pgids []int) (cpuTimes, error) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
+		return cpuTimes{}, fmt.Errorf("getrusage: %w", err)
 	}
 	secs := timevalSeconds(ru.Utime) + timevalSeconds(ru.Stime)
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
+		return cpuTimes{}, fmt.Errorf("getrusage: %w", err)
 	}
 	secs += timevalSeconds(ru.Utime) + timevalSeconds(ru.Stime)
-	if len(pgids) == 0 {
-		return secs, nil
-	}
-	ticks, err := groupTicks("/proc", pgids)
+	group, kernel, err := procTicks("/proc", pgids)
 	if err != nil {
-		return 0, err
+		return cpuTimes{}, err
 	}
-	return secs + float64(ticks)/float64(clockTicks()), nil
+	hz := float64(clockTicks())
+	return cpuTimes{own: secs + float64(group)/hz, kernel: float64(kernel) / hz}, nil
 }
 
 func timevalSeconds(tv syscall.Timeval) float64 {
 	return float64(tv.Sec) + float64(tv.Usec)/1e6
 }
 
-// groupTicks returns the sum of utime, stime, cutime and cstime, in clock
-// ticks, of the processes under procDir whose process group is in pgids.
-// Processes that end during the scan are skipped.
-func groupTicks(procDir string, pgids []int) (uint64, error) {
+// pfKthread is PF_KTHREAD of the flags field of /proc/PID/stat: a kernel thread.
+const pfKthread = 0x00200000
+
+// procTicks returns the sum of utime, stime, cutime and cstime, in clock
+// ticks, of the processes under procDir whose process group is in pgids, and
+// the sum of utime and stime of the kernel's threads (writeback, I/O
+// completion, ksoftirqd, a loop device's worker). Processes that end during
+// the scan are skipped.
+func procTicks(procDir string, pgids []int) (group, kernel uint64, err error) {
 	want := make(map[int]bool, len(pgids))
 	for _, g := range pgids {
 		if g > 0 {
 			want[g] = true
 		}
 	}
-	if len(want) == 0 {
-		return 0, nil
-	}
 	d, err := os.Open(procDir)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	names, err := d.Readdirnames(-1)
 	d.Close()
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", procDir, err)
+		return 0, 0, fmt.Errorf("read %s: %w", procDir, err)
 	}
-	var total uint64
 	var buf [512]byte // fields 1 to 17 fit: comm is at most 64 bytes
 	for _, name := range names {
 		if !isDigits(name) {
@@ -81,12 +81,16 @@ func groupTicks(procDir string, pgids []int) (uint64, error) {
 		if !ok {
 			continue
 		}
-		pgrp, ticks, ok := parseStat(b)
-		if ok && want[pgrp] {
-			total += ticks
+		st, ok := parseStat(b)
+		switch {
+		case !ok:
+		case st.flags&pfKthread != 0:
+			kernel += st.ticks // a kernel thread reaps no children: only its own time
+		case want[st.pgrp]:
+			group += st.ticks
 		}
 	}
-	return total, nil
+	return group, kernel, nil
 }
 
 // readHead reads the start of a file into buf with one read. It uses the system calls
@@ -110,36 +114,47 @@ func readHead(path string, buf []byte) ([]byte, bool) {
 	}
 }
 
-// parseStat parses a /proc/PID/stat line, or its start up to field 17, and
-// returns the process group (field 5) and utime+stime+cutime+cstime
-// (fields 14 to 17). It parses after the last ')' because comm (field 2)
-// may contain spaces and parentheses.
-func parseStat(b []byte) (pgrp int, ticks uint64, ok bool) {
+// statHead is what parseStat reads of a /proc/PID/stat line.
+type statHead struct {
+	pgrp  int    // field 5
+	flags uint64 // field 9
+	ticks uint64 // utime+stime+cutime+cstime, fields 14 to 17
+}
+
+// parseStat parses a /proc/PID/stat line, or its start up to field 17. It
+// parses after the last ')' because comm (field 2) may contain spaces and
+// parentheses.
+func parseStat(b []byte) (st statHead, ok bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false
+		return statHead{}, false
 	}
 	// fields[k] is field k+3: state, ppid, pgrp, ...
 	fields := bytes.Fields(b[i+1:])
 	if len(fields) < 15 {
-		return 0, 0, false
+		return statHead{}, false
 	}
 	g, err := strconv.Atoi(string(fields[2]))
 	if err != nil {
-		return 0, 0, false
+		return statHead{}, false
 	}
+	flags, err := strconv.ParseUint(string(fields[6]), 10, 64)
+	if err != nil {
+		return statHead{}, false
+	}
+	st = statHead{pgrp: g, flags: flags}
 	for _, f := range fields[11:15] {
 		// cutime and cstime are signed in the kernel's format, never
 		// negative in practice
 		v, err := strconv.ParseInt(string(f), 10, 64)
 		if err != nil {
-			return 0, 0, false
+			return statHead{}, false
 		}
 		if v > 0 {
-			ticks += uint64(v)
+			st.ticks += uint64(v)
 		}
 	}
-	return g, ticks, true
+	return st, true
 }
 
 // atClkTck is AT_CLKTCK of the ELF auxiliary vector: the kernel's USER_HZ,

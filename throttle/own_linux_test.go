@@ -15,48 +15,56 @@ func TestParseStat(t *testing.T) {
 	tests := []struct {
 		name      string
 		in        string
-		pgrp      int
-		ticks     uint64
+		want      statHead
 		wantParse bool
 	}{
-		{"plain", "4242 (rsync) S" + tail, 4242, 310, true},
-		{"spaces and parens in comm", "4243 (a) b (c)) R" + tail, 4242, 310, true},
-		{"empty comm", "4244 () S" + tail, 4242, 310, true},
-		{"up to field 17 only", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3 4", 77, 10, true},
-		{"negative cutime ignored", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 -3 4", 77, 7, true},
-		{"too short", "4246 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3", 0, 0, false},
-		{"no paren", "4247 rsync S" + tail, 0, 0, false},
-		{"bad pgrp", "4248 (rsync) S 1 x 77 0 -1 0 0 0 0 0 1 2 3 4", 0, 0, false},
-		{"bad ticks", "4249 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 zz 3 4", 0, 0, false},
-		{"empty", "", 0, 0, false},
+		{"plain", "4242 (rsync) S" + tail, statHead{4242, 4194304, 310}, true},
+		{"spaces and parens in comm", "4243 (a) b (c)) R" + tail, statHead{4242, 4194304, 310}, true},
+		{"empty comm", "4244 () S" + tail, statHead{4242, 4194304, 310}, true},
+		{"up to field 17 only", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3 4", statHead{77, 0, 10}, true},
+		{"negative cutime ignored", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 -3 4", statHead{77, 0, 7}, true},
+		{"kernel thread", "52 (kworker/u8:3-flush-7:0) I 2 0 0 0 -1 69238880 0 0 0 0 0 731 0 0", statHead{0, 69238880, 731}, true},
+		{"too short", "4246 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3", statHead{}, false},
+		{"no paren", "4247 rsync S" + tail, statHead{}, false},
+		{"bad pgrp", "4248 (rsync) S 1 x 77 0 -1 0 0 0 0 0 1 2 3 4", statHead{}, false},
+		{"bad flags", "4248 (rsync) S 1 77 77 0 -1 -5 0 0 0 0 1 2 3 4", statHead{}, false},
+		{"bad ticks", "4249 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 zz 3 4", statHead{}, false},
+		{"empty", "", statHead{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pgrp, ticks, ok := parseStat([]byte(tt.in))
-			if ok != tt.wantParse || pgrp != tt.pgrp || ticks != tt.ticks {
-				t.Errorf("parseStat(%q) = %d, %d, %v; want %d, %d, %v", tt.in, pgrp, ticks, ok, tt.pgrp, tt.ticks, tt.wantParse)
+			got, ok := parseStat([]byte(tt.in))
+			if ok != tt.wantParse || got != tt.want {
+				t.Errorf("parseStat(%q) = %+v, %v; want %+v, %v", tt.in, got, ok, tt.want, tt.wantParse)
 			}
 		})
 	}
 }
 
-func TestGroupTicks(t *testing.T) {
+func TestProcTicks(t *testing.T) {
 	dir := t.TempDir()
-	stat := func(pid, pgrp, utime, stime, cutime, cstime string) {
+	statFlags := func(pid, pgrp, flags, utime, stime, cutime, cstime string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Join(dir, pid), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		line := pid + " (r s)ync) S 1 " + pgrp + " " + pgrp + " 0 -1 0 0 0 0 0 " + utime + " " + stime + " " + cutime + " " + cstime + " 20 0 1 0 5 6 7\n"
+		line := pid + " (r s)ync) S 1 " + pgrp + " " + pgrp + " 0 -1 " + flags + " 0 0 0 0 " + utime + " " + stime + " " + cutime + " " + cstime + " 20 0 1 0 5 6 7\n"
 		if err := os.WriteFile(filepath.Join(dir, pid, "stat"), []byte(line), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	stat := func(pid, pgrp, utime, stime, cutime, cstime string) {
+		t.Helper()
+		statFlags(pid, pgrp, "4194560", utime, stime, cutime, cstime)
 	}
 	stat("10", "10", "100", "20", "5", "1") // leader of group 10
 	stat("11", "10", "30", "4", "0", "0")   // its child
 	stat("12", "12", "1000", "1000", "0", "0")
 	stat("13", "20", "7", "0", "0", "0")
 	os.MkdirAll(filepath.Join(dir, "14"), 0o755) // ended: no stat
+	statFlags("2", "0", "2129984", "3", "1", "0", "0")    // kthreadd
+	statFlags("52", "0", "69238880", "400", "0", "0", "0") // a kworker, flags with PF_KTHREAD
+	statFlags("53", "10", "2097152", "9", "0", "0", "0")   // PF_KTHREAD in group 10: kernel, not ours
 	os.MkdirAll(filepath.Join(dir, "sys"), 0o755)
 	os.WriteFile(filepath.Join(dir, "stat"), []byte("cpu 1 2 3\n"), 0o644)
 
@@ -71,13 +79,13 @@ func TestGroupTicks(t *testing.T) {
 		{nil, 0},
 		{[]int{0, -1}, 0},
 	} {
-		got, err := groupTicks(dir, tt.pgids)
-		if err != nil || got != tt.want {
-			t.Errorf("groupTicks(%v) = %d, %v; want %d", tt.pgids, got, err, tt.want)
+		got, kernel, err := procTicks(dir, tt.pgids)
+		if err != nil || got != tt.want || kernel != 413 {
+			t.Errorf("procTicks(%v) = %d, %d, %v; want %d, 413", tt.pgids, got, kernel, err, tt.want)
 		}
 	}
-	if _, err := groupTicks(filepath.Join(dir, "missing"), []int{10}); err == nil {
-		t.Error("groupTicks on a missing directory: no error")
+	if _, _, err := procTicks(filepath.Join(dir, "missing"), []int{10}); err == nil {
+		t.Error("procTicks on a missing directory: no error")
 	}
 }
 
@@ -185,11 +193,45 @@ func TestOwnCPUWithoutGroups(t *testing.T) {
 	}
 }
 
+// TestProcTicksRealKernelThreads: on this machine's /proc, kernel threads are told
+// apart from processes (kthreadd, PID 2, is a kernel thread outside a PID namespace).
+func TestProcTicksRealKernelThreads(t *testing.T) {
+	b, err := os.ReadFile("/proc/2/stat")
+	if err != nil {
+		t.Skipf("no PID 2 here (a PID namespace): %v", err)
+	}
+	st, ok := parseStat(b)
+	if !ok || st.flags&pfKthread == 0 {
+		t.Skipf("PID 2 is no kernel thread here: %q", b)
+	}
+	self, _ := parseStat(must(os.ReadFile("/proc/self/stat")))
+	if self.flags&pfKthread != 0 {
+		t.Fatalf("this test process has PF_KTHREAD: %+v", self)
+	}
+	hog := busyGroup(t)
+	time.Sleep(300 * time.Millisecond)
+	group, kernel, err := procTicks("/proc", []int{hog.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if group == 0 {
+		t.Errorf("a busy loop's group: %d ticks", group)
+	}
+	t.Logf("group %d ticks, kernel threads %d ticks", group, kernel)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 // BenchmarkGroupTicks: one sample of the own rsyncs' CPU on this machine's /proc.
 func BenchmarkGroupTicks(b *testing.B) {
 	pgids := []int{syscall.Getpgrp()}
 	for b.Loop() {
-		if _, err := groupTicks("/proc", pgids); err != nil {
+		if _, _, err := procTicks("/proc", pgids); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -65,7 +65,13 @@ type Sample struct {
 	// Own is the part of CPU used by prsync's rsync process groups over
 	// the same interval, on the same scale (percent of the whole machine),
 	// in [0, CPU]; valid only if HasOwn.
-	Own        float64
+	Own float64
+	// Kernel is the part of CPU used by the kernel's threads (writeback, I/O
+	// completion, ksoftirqd, a loop device's worker), on the same scale, in
+	// [0, CPU-Own]; valid only if HasOwn. It counts neither as prsync's nor as
+	// other load: it serves every process's I/O, the copy's own writes the most,
+	// and it is no workload to make room for.
+	Kernel     float64
 	Load       float64 // 1-minute load average; valid only if HasLoad
 	IOPressure float64 // PSI io "some avg10" in percent; valid only if HasIO
 	HasOwn     bool
@@ -170,7 +176,7 @@ type Decision struct {
 //
 // The CPU limit ignores prsync's own rsyncs when the sample measures them
 // (HasOwn), so that a copy alone on an idle machine is never paused. With
-// others = CPU - Own and headroom = 100 - Suspend, CPU is hot only when
+// others = CPU - Own - Kernel and headroom = 100 - Suspend, CPU is hot only when
 // CPU > Suspend and others >= headroom: the machine is over the threshold
 // and something other than prsync uses at least the headroom above it (20%
 // with the default 80). Below a Suspend of 50 the headroom is Suspend itself
@@ -217,7 +223,7 @@ func Decide(p Policy, st State, s Sample) Decision {
 
 // hotReason returns the first limit that s exceeds, or "".
 func hotReason(p Policy, s Sample) string {
-	host := cpuHot(p, s.CPU, s.Own, s.HasOwn)
+	host := cpuHot(p, s.CPU, s.Own+s.Kernel, s.HasOwn)
 	cg := s.HasCgroup && cpuHot(p, s.CgroupCPU, s.CgroupOwn, s.HasOwn)
 	switch {
 	case host || cg:
@@ -236,7 +242,7 @@ func hotReason(p Policy, s Sample) string {
 // of, or "" if the machine is cool.
 func warmReason(p Policy, s Sample) string {
 	ratio := p.Resume / p.Suspend
-	host := !cpuCool(p, s.CPU, s.Own, s.HasOwn)
+	host := !cpuCool(p, s.CPU, s.Own+s.Kernel, s.HasOwn)
 	cg := s.HasCgroup && !cpuCool(p, s.CgroupCPU, s.CgroupOwn, s.HasOwn)
 	switch {
 	case host || cg:

@@ -142,6 +142,12 @@ func TestDecide(t *testing.T) {
 		{"paused, others still 70 holds", cpuOnly, State{Suspended: 2}, own(70, 0), Decision{Hold, false, "cpu"}},
 		{"paused, others 50 plus copy 20 holds", cpuOnly, State{Running: 1, Suspended: 1}, own(70, 20), Decision{Hold, false, "cpu"}},
 		{"cool below resume whatever others", cpuOnly, State{Suspended: 1}, own(59, 0), Decision{Resume, true, ""}},
+		// Kernel threads (writeback, ksoftirqd) count neither as prsync's nor as others.
+		{"copy and its writeback at 99 holds, gate open", cpuOnly, State{Running: 7, Queued: 3, GateOpen: true}, Sample{CPU: 99, Own: 75, Kernel: 10, HasOwn: true}, Decision{Hold, true, ""}},
+		{"the same without Kernel suspends", cpuOnly, State{Running: 7, Queued: 3, GateOpen: true}, own(99, 75), Decision{Suspend, false, "cpu"}},
+		{"kernel does not hide a hog", cpuOnly, State{Running: 2, GateOpen: true}, Sample{CPU: 100, Own: 40, Kernel: 10, HasOwn: true}, Decision{Suspend, false, "cpu"}},
+		{"kernel threads alone resume", cpuOnly, State{Suspended: 1}, Sample{CPU: 85, Own: 20, Kernel: 60, HasOwn: true}, Decision{Resume, true, ""}},
+		{"kernel does not cool the cgroup", cpuOnly, State{Running: 1, GateOpen: true}, Sample{CPU: 30, Own: 10, Kernel: 15, CgroupCPU: 100, CgroupOwn: 10, CgroupCPUs: 0.5, HasCgroup: true, HasOwn: true}, Decision{Suspend, false, "cgroup-cpu"}},
 		{"own does not hide a hot load", limits, State{Running: 1, GateOpen: true}, Sample{CPU: 100, Own: 100, HasOwn: true, Load: 9, HasLoad: true}, Decision{Suspend, false, "load"}},
 		{"own does not hide a warm io", limits, State{Suspended: 1}, Sample{CPU: 100, Own: 100, HasOwn: true, IOPressure: 17, HasIO: true}, Decision{Hold, false, "io"}},
 		{"NaN own holds", cpuOnly, State{Running: 1, Suspended: 1}, own(95, math.NaN()), Decision{Hold, false, "cpu"}},

@@ -136,9 +136,9 @@ type SystemSampler struct {
 	cpuPressure func() (float64, error)
 
 	// Own CPU: all nil or zero unless measured.
-	groups  func() []int                 // pgids of the rsync groups
-	ownTime func([]int) (float64, error) // cumulative CPU seconds of reaped children and live groups
-	ncpu    int                          // CPUs of the machine, the scale of CPU
+	groups  func() []int                  // pgids of the rsync groups
+	ownTime func([]int) (cpuTimes, error) // cumulative CPU seconds: own (reaped children and live groups), kernel threads
+	ncpu    int                           // CPUs of the machine, the scale of CPU
 
 	now func() time.Time // time.Now; nil means time.Now
 
@@ -148,9 +148,13 @@ type SystemSampler struct {
 	wantIO          bool         // MaxIOPressure is set and PSI io was readable so far
 	wantCPUPressure bool         // MaxCPUPressure is set and PSI cpu was readable so far
 	ownOK           bool         // ownLast and ownAt hold a previous reading
-	ownLast         float64
+	ownLast         cpuTimes
 	ownAt           time.Time
 }
+
+// cpuTimes are cumulative CPU seconds: prsync's own (itself, its reaped children and
+// its live rsync groups) and the kernel threads'.
+type cpuTimes struct{ own, kernel float64 }
 
 // Source reports the cgroup and the files the sampler reads, as detected
 // when it was made: the CLI shows it at the start of a run. It does not
@@ -168,9 +172,11 @@ func (s *SystemSampler) Sample(ctx context.Context) (Sample, error) {
 		return Sample{}, fmt.Errorf("cpu usage: %w", err)
 	}
 	out.CPU = c
-	ownSecs, ownDT, ownOK := s.sampleOwn()
+	ownTimes, ownDT, ownOK := s.sampleOwn()
+	ownSecs := ownTimes.own
 	if ownOK {
 		out.Own, out.HasOwn = share(ownSecs, ownDT, float64(s.ncpu), c), true
+		out.Kernel = share(ownTimes.kernel, ownDT, float64(s.ncpu), c-out.Own)
 	}
 
 	if pct, throttled, ok := s.sampleCgroup(); ok {
@@ -234,28 +240,29 @@ func share(secs, dt, cpus, upTo float64) float64 {
 	return pct
 }
 
-// sampleOwn reads prsync's own CPU time and returns its growth in
-// CPU-seconds since the previous reading and the seconds between the two.
+// sampleOwn reads prsync's own CPU time and the kernel threads' and returns
+// their growth in CPU-seconds since the previous reading (a decrease, such as
+// a kernel thread that ended, counts as none) and the seconds between the two.
 // It returns false if Own is not measured or there is no previous reading.
 // The caller holds s.mu, or has s to itself.
-func (s *SystemSampler) sampleOwn() (secs, dt float64, ok bool) {
+func (s *SystemSampler) sampleOwn() (d cpuTimes, dt float64, ok bool) {
 	if s.ownTime == nil || s.groups == nil || s.ncpu <= 0 {
-		return 0, 0, false
+		return cpuTimes{}, 0, false
 	}
 	total, err := s.ownTime(s.groups())
 	if err != nil {
 		s.ownTime = nil
 		fmt.Fprintf(s.warn, "prsync: warning: cannot measure the cpu use of prsync's rsyncs: %v; counting it as other load\n", err)
-		return 0, 0, false
+		return cpuTimes{}, 0, false
 	}
 	now := s.clock()
 	prev, prevAt, had := s.ownLast, s.ownAt, s.ownOK
 	s.ownLast, s.ownAt, s.ownOK = total, now, true
 	dt = now.Sub(prevAt).Seconds()
 	if !had || !(dt > 0) {
-		return 0, 0, false
+		return cpuTimes{}, 0, false
 	}
-	return total - prev, dt, true
+	return cpuTimes{own: total.own - prev.own, kernel: max(0, total.kernel-prev.kernel)}, dt, true
 }
 
 // sampleCgroup reads the cgroup's CPU use since the previous reading, in

@@ -251,13 +251,13 @@ func TestSystemSamplerOwn(t *testing.T) {
 	var calls int
 	var gotGroups [][]int
 	s.groups = func() []int { return []int{100, 200} }
-	s.ownTime = func(g []int) (float64, error) {
+	s.ownTime = func(g []int) (cpuTimes, error) {
 		gotGroups = append(gotGroups, g)
 		defer func() { calls++ }()
 		if calls >= errAt {
-			return 0, errors.New("/proc is gone")
+			return cpuTimes{}, errors.New("/proc is gone")
 		}
-		return totals[calls], nil
+		return cpuTimes{own: totals[calls]}, nil
 	}
 	s.ncpu = 2
 	t0 := time.Unix(1000, 0)
@@ -295,13 +295,41 @@ func TestSystemSamplerOwn(t *testing.T) {
 	}
 }
 
+// TestSystemSamplerKernel: the kernel threads' share, from scripted totals.
+func TestSystemSamplerKernel(t *testing.T) {
+	f := &fakeSources{cpu: 90}
+	s := f.sampler(Policy{Suspend: 80, Resume: 60}, new(bytes.Buffer))
+	totals := []cpuTimes{{10, 100}, {11, 100.2}, {12, 100.1}, {12.2, 102}}
+	var calls int
+	s.groups = func() []int { return []int{100} }
+	s.ownTime = func([]int) (cpuTimes, error) { defer func() { calls++ }(); return totals[calls], nil }
+	s.ncpu = 2
+	t0 := time.Unix(1000, 0)
+	s.now = func() time.Time { return t0.Add(time.Duration(calls) * time.Second) }
+	want := []Sample{
+		{CPU: 90},
+		{CPU: 90, Own: 50, Kernel: 10, HasOwn: true}, // 0.2 CPU-s in 1 s on 2 CPUs
+		{CPU: 90, Own: 50, Kernel: 0, HasOwn: true},  // a kworker that ended: no negative share
+		{CPU: 90, Own: 10, Kernel: 80, HasOwn: true}, // 95 % clamped to CPU - Own
+	}
+	for i, w := range want {
+		got, err := s.Sample(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got.Own-w.Own) > 1e-9 || math.Abs(got.Kernel-w.Kernel) > 1e-9 || got.HasOwn != w.HasOwn {
+			t.Errorf("sample %d = %+v, want %+v", i, got, w)
+		}
+	}
+}
+
 // TestSystemSamplerOwnNaNCPU: a NaN CPU figure gives Own 0.
 func TestSystemSamplerOwnNaNCPU(t *testing.T) {
 	f := &fakeSources{cpu: math.NaN()}
 	s := f.sampler(Policy{Suspend: 80, Resume: 60}, new(bytes.Buffer))
 	var total float64
 	s.groups = func() []int { return nil }
-	s.ownTime = func([]int) (float64, error) { total++; return total, nil }
+	s.ownTime = func([]int) (cpuTimes, error) { total++; return cpuTimes{own: total}, nil }
 	s.ncpu = 1
 	t0 := time.Now()
 	s.now = func() time.Time { return t0.Add(time.Duration(total) * time.Second) }
