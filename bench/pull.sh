@@ -107,6 +107,7 @@ for d in "$OUT" "$WORK"; do
 	case "$d/" in "$REPO"/*) die "$d is inside the repository; use a directory under /tmp or /var/tmp" ;; esac
 done
 mkdir -p "$OUT/logs" "$WORK"
+warn_fs "$WORK"
 IS_ROOT=0
 [ "$(id -u)" = 0 ] && IS_ROOT=1
 
