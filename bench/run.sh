@@ -87,7 +87,7 @@ usage: bench/run.sh [options]
 Other knobs: BENCH_CHUNK (2000), BENCH_PEER_JOBS (8), BENCH_PERFILE_FILES (500),
 BENCH_SAMPLE (50), BENCH_NET_BIG_CHUNK (entries/8), BENCH_PRSYNC_SWEEP_OPTS ("--no-throttle", added to prsync -jN only).
 RATE is in tc's units: 100mbit, 2gbit, 500kbit. Methods: prsync-default is prsync's
-defaults (direct transport, CPU throttle on); prsync-direct and prsync-pipe add
+defaults (pipe transport, CPU throttle on); prsync-direct and prsync-pipe add
 --transport direct and --transport pipe;
 prsync-auto adds -j auto; only the -jN sweep gets BENCH_PRSYNC_SWEEP_OPTS.
 See also bench/migrate.sh --help and bench/pull.sh --help.
@@ -273,7 +273,7 @@ label_base() {
 	parallel-chunked) echo "find -print0 | parallel -0 --pipe -N $CHUNK -j $PJOBS rsync --files-from=-" ;;
 	fpsync) echo "fpsync -n $PJOBS -f $CHUNK" ;;
 	prsync-default)
-		if [ "${2:-local}" = local ]; then echo "find -print0 | prsync -0 (defaults: direct transport; throttle on)"
+		if [ "${2:-local}" = local ]; then echo "find -print0 | prsync -0 (defaults: pipe transport; throttle on)"
 		else echo "find -print0 | prsync -0 (defaults; throttle on)"; fi ;;
 	prsync-direct) echo "find -print0 | prsync -0 --transport direct (otherwise defaults)" ;;
 	prsync-pipe) echo "find -print0 | prsync -0 --transport pipe (otherwise defaults)" ;;

@@ -34,7 +34,7 @@ type Flags struct {
 	Delete            bool   `help:"After the copy, delete what DEST has and the source lacks, in each directory the paths touched (each listed directory and each parent of a listed path); never anything the source has."`
 	DeleteAfterErrors bool   `help:"Run the --delete pass even when paths failed or were not done (never after an interrupt)."`
 	Verify            string `enum:"off,all,transferred" default:"off" placeholder:"all|transferred" help:"After each chunk, check by checksum that DEST matches the source: all paths (--verify, --verify=all; no quick check) or those this run transferred (--verify=transferred). A path that differs fails."`
-	Transport         string `enum:"direct,pipe" default:"direct" placeholder:"direct|pipe" help:"How a local copy's rsyncs run: direct (rsync's push form) or pipe (its pull form over a local pipe: reads the list in blocks, logs what it wrote; faster when each rsync has CPUs to spare)."`
+	Transport         string `enum:"direct,pipe" default:"pipe" placeholder:"pipe|direct" help:"How a local copy's rsyncs run: pipe (rsync's pull form over a local pipe: reads the list in blocks, logs what it wrote) or direct (its push form)."`
 
 	BWLimit     string `name:"bwlimit" placeholder:"RATE|TIMETABLE" help:"One bandwidth limit for all rsyncs together: a rate (20M, 512K; a bare number is KiB/s, as rsync's) or a timetable such as '08:00,20M 19:00,200M 23:00,off'. --bwlimit after -- is rsync's own, per rsync."`
 	NoControl   bool   `help:"Open no control socket (prsync ctl cannot reach this run)."`

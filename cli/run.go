@@ -398,6 +398,9 @@ func (r *runner) prepare() error {
 	r.transport = exec.Direct
 	if f.Transport == string(exec.Pipe) {
 		ok, why := exec.PipeUsable(f.RsyncArgs)
+		if ok && !ver.AtLeast(3, 1, 0) {
+			ok, why = false, "rsync "+ver.String()+" (it needs 3.1 or later)"
+		}
 		if ok && exec.IsRemote(f.Dest) {
 			ok, why = false, "a remote DEST"
 		}

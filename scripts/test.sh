@@ -44,8 +44,8 @@ GOOS=darwin GOARCH=arm64 go build -o /dev/null ./...
 echo "== tests (race)"
 # -p 1: the throttle's tests run busy loops, which other packages' tests would take for load
 go test -race -count=1 -p 1 -timeout 20m ./...
-echo "== the copy, fault and migration tests again in the pipe transport"
-PRSYNC_TEST_TRANSPORT=pipe go test -race -count=1 -timeout 10m -run 'OddNames|Layouts|Daemon|Vanished|Truth|Fault|Delete|Verify' ./tests/
+echo "== the copy, fault and migration tests again in the direct transport"
+PRSYNC_TEST_TRANSPORT=direct go test -race -count=1 -timeout 10m -run 'OddNames|Layouts|Daemon|Vanished|Truth|Fault|Delete|Verify' ./tests/
 echo "== fuzz smoke"
 go test -run '^$' -fuzz '^FuzzRecords$' -fuzztime 10s ./splitter/
 go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./rsync/

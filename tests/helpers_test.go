@@ -650,14 +650,22 @@ func (d *Daemon) Stop() {
 
 // fakeRsync acts as rsync for faults a real one cannot be made to produce on demand.
 // PRSYNC_TEST_FAKE_RSYNC holds the behaviour; "--version" always answers like rsync.
+// "version:V" answers --version as rsync V and runs the real rsync otherwise.
 func fakeRsync() int {
+	mode := os.Getenv("PRSYNC_TEST_FAKE_RSYNC")
+	ver, isVer := strings.CutPrefix(mode, "version:")
 	for _, a := range os.Args[1:] {
 		if a == "--version" {
-			fmt.Println("rsync  version 3.5.0  protocol version 32")
+			if !isVer {
+				ver = "3.5.0"
+			}
+			fmt.Printf("rsync  version %s  protocol version 30\n", ver)
 			return 0
 		}
 	}
-	mode := os.Getenv("PRSYNC_TEST_FAKE_RSYNC")
+	if isVer {
+		return execRealRsync()
+	}
 	// count invocations in a file, so a test can fail the first N and pass the rest
 	state := os.Getenv("PRSYNC_TEST_FAKE_STATE")
 	n := 0

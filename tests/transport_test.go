@@ -1,8 +1,8 @@
 package tests
 
 // The two transports of a local copy (issue 10): pipe (rsync's pull form through prsync's
-// own helper) and direct (push form). The whole suite runs in the default one (direct),
-// and CI runs it again with PRSYNC_TEST_TRANSPORT=pipe; the tests here run both forms
+// own helper) and direct (push form). The whole suite runs in the default one (pipe),
+// and CI runs it again with PRSYNC_TEST_TRANSPORT=direct; the tests here run both forms
 // explicitly, for what only one form could get wrong.
 
 import (
@@ -62,11 +62,14 @@ func TestTransportFallback(t *testing.T) {
 		want    string
 		warning bool
 	}{
-		{"default, local", []string{filepath.Join(w, "d1")}, nil, "direct", false},
+		{"default, local", []string{filepath.Join(w, "d1")}, nil, "pipe", false},
+		{"default, local, rsync 3.0.9", []string{"--rsync", fakeRsyncPath(t), filepath.Join(w, "d7")}, []string{"PRSYNC_TEST_FAKE_RSYNC=version:3.0.9"}, "direct", false},
 		{"default, daemon", []string{d.URL()}, nil, "direct", false},
 		{"pipe asked for, daemon", []string{"--transport", "pipe", d.URL()}, nil, "direct", true},
 		{"pipe from the environment, -e given", []string{filepath.Join(w, "d2"), "--", "-e", "ssh"}, []string{"PRSYNC_TRANSPORT=pipe"}, "direct", true},
 		{"direct asked for", []string{"--transport", "direct", filepath.Join(w, "d3")}, nil, "direct", false},
+		{"pipe asked for, rsync 3.0.9", []string{"--transport", "pipe", "--rsync", fakeRsyncPath(t), filepath.Join(w, "d5")}, []string{"PRSYNC_TEST_FAKE_RSYNC=version:3.0.9"}, "direct", true},
+		{"pipe asked for, rsync 3.1.3", []string{"--transport", "pipe", "--rsync", fakeRsyncPath(t), filepath.Join(w, "d6")}, []string{"PRSYNC_TEST_FAKE_RSYNC=version:3.1.3"}, "pipe", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := start(t, startOpts{stdin: strings.NewReader("a\n"), env: tc.env}, append([]string{"--root", src}, tc.args...)...).wait(time.Minute)

@@ -226,8 +226,8 @@ func writeRatios(w io.Writer, ss []results.Summary) {
 			}
 		}
 		for _, c := range []string{"fresh", "rerun"} {
-			// the two transports: each named one against the defaults (direct since
-			// 2026-12-01; runs before that had pipe as the default)
+			// the two transports: each named one against the defaults (pipe, and direct
+			// for part of 2026-12-01: a run's label says which)
 			p, okP := find("prsync-default", c)
 			for _, m := range []string{"prsync-direct", "prsync-pipe"} {
 				if s, ok := find(m, c); ok && okP {
