@@ -427,6 +427,11 @@ func (r *runner) prepare() error {
 	if f.DryRun && r.verify != exec.VerifyOff {
 		fmt.Fprintln(r.stderr, "prsync: warning: --verify checks nothing in a dry run (-n): nothing is copied")
 	}
+	if o := rsync.SkipOption(f.RsyncArgs); o != "" {
+		// rsync exits 0 over a chunk whose paths its own rules left out, and exit 0 is
+		// what proves a chunk: say so, rather than let the count mislead
+		fmt.Fprintf(r.stderr, "prsync: warning: with %s after --, rsync leaves some listed paths out and still exits 0, and prsync counts them as up to date; filter the list instead (find ... ! -name PATTERN)\n", o)
+	}
 	if f.Delete && exec.IsRemote(f.Dest) {
 		if err := r.probeDelete(); err != nil {
 			return err

@@ -230,3 +230,46 @@ func TimesKept(args []string) bool {
 	}
 	return kept
 }
+
+// skipOptions are rsync options with which rsync leaves some listed paths out and still
+// exits 0: filter rules and the size and existence limits.
+var skipOptions = []string{"--exclude", "--exclude-from", "--filter", "--cvs-exclude",
+	"--max-size", "--min-size", "--existing", "--ignore-non-existing"}
+
+// SkipOption returns the first rsync option in args with which rsync may leave a listed
+// path out and still exit 0 (--exclude, --filter, -F, -C, --max-size, --existing …), or "".
+// Short options are read in clusters up to one that takes a value.
+func SkipOption(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return ""
+		}
+		if strings.HasPrefix(a, "--") {
+			name, _, hasValue := strings.Cut(a, "=")
+			if quickSafeValue[name] && !hasValue {
+				i++ // the value is the next argument
+				continue
+			}
+			for _, o := range skipOptions {
+				if name == o {
+					return name
+				}
+			}
+			continue
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+	cluster:
+		for _, c := range a[1:] {
+			switch {
+			case c == 'f' || c == 'F' || c == 'C':
+				return "-" + string(c)
+			case strings.ContainsRune("BTeM@", c):
+				break cluster // the rest of the cluster is a value
+			}
+		}
+	}
+	return ""
+}

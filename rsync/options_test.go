@@ -118,3 +118,37 @@ func TestTimesKept(t *testing.T) {
 		}
 	}
 }
+
+func TestSkipOption(t *testing.T) {
+	tests := []struct {
+		args string
+		want string
+	}{
+		{"", ""},
+		{"-v -H --bwlimit=10m", ""},
+		{"--exclude=*.tmp", "--exclude"},
+		{"--exclude *.tmp", "--exclude"},
+		{"-v --exclude-from list", "--exclude-from"},
+		{"--filter=-_*.tmp", "--filter"},
+		{"-f -_*.tmp", "-f"},
+		{"-avF", "-F"},
+		{"-aC", "-C"},
+		{"--cvs-exclude", "--cvs-exclude"},
+		{"--max-size=1G", "--max-size"},
+		{"--min-size 1", "--min-size"},
+		{"--existing", "--existing"},
+		{"--ignore-non-existing", "--ignore-non-existing"},
+		{"--include=*.db", ""},             // an include alone leaves nothing out
+		{"-T /tmp/-f", ""},                 // a value, not an option
+		{"--temp-dir -C", ""},              // the same, long
+		{"-B1024f", ""},                    // the rest of a cluster after B is its value
+		{"-essh -f", "-f"},                 // -e takes the rest of its cluster; -f follows
+		{"-- --exclude=x", ""},             // after --: not rsync's
+		{"--ignore-existing --update", ""}, // DEST keeps a version of every path
+	}
+	for _, tt := range tests {
+		if got := SkipOption(strings.Fields(tt.args)); got != tt.want {
+			t.Errorf("SkipOption(%q) = %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
