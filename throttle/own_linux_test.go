@@ -61,8 +61,8 @@ func TestProcTicks(t *testing.T) {
 	stat("11", "10", "30", "4", "0", "0")   // its child
 	stat("12", "12", "1000", "1000", "0", "0")
 	stat("13", "20", "7", "0", "0", "0")
-	os.MkdirAll(filepath.Join(dir, "14"), 0o755) // ended: no stat
-	statFlags("2", "0", "2129984", "3", "1", "0", "0")    // kthreadd
+	os.MkdirAll(filepath.Join(dir, "14"), 0o755)           // ended: no stat
+	statFlags("2", "0", "2129984", "3", "1", "0", "0")     // kthreadd
 	statFlags("52", "0", "69238880", "400", "0", "0", "0") // a kworker, flags with PF_KTHREAD
 	statFlags("53", "10", "2097152", "9", "0", "0", "0")   // PF_KTHREAD in group 10: kernel, not ours
 	os.MkdirAll(filepath.Join(dir, "sys"), 0o755)
