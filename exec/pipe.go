@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/prsync/prsync/rsync"
 )
 
 // Transport is how a local copy's rsync runs.
@@ -103,14 +105,9 @@ func PipeUsable(args []string) (bool, string) {
 		if contains(pipeOptions, name) {
 			return false, name
 		}
-		if len(a) > 1 && a[0] == '-' && a[1] != '-' {
-			for _, c := range a[1:] {
-				if c == 'e' || c == 'M' {
-					return false, "-" + string(c)
-				}
-				if strings.ContainsRune("BTf@", c) {
-					break // the rest of the cluster is a value
-				}
+		for _, c := range rsync.ShortFlags(a) {
+			if c == 'e' || c == 'M' {
+				return false, "-" + string(c)
 			}
 		}
 	}
@@ -131,9 +128,10 @@ func (p *Pool) pipeArgs(src string) (opts []string, srcArg string, env []string)
 	if p.TrustSender {
 		// Since 3.2.5 a pulling client turns every --files-from name into an implied
 		// include rule and matches each name the sender lists against all of them: per
-		// chunk, paths × paths wildcard matches, 60 % of the client's user time on 2,000
-		// paths. They guard against a malicious remote sender; this one is the rsync
-		// server that the helper exec'd from the same binary on the local SRC.
+		// chunk, paths × paths wildcard matches (one rsync over 24,700 paths: 1.2 s of
+		// user time, 0.15 s without). They guard against a malicious remote sender; this
+		// one is the rsync server that the helper exec'd from the same binary on the
+		// local SRC.
 		opts = append(opts, "--trust-sender")
 	}
 	return opts, "localhost:" + src, env

@@ -238,38 +238,44 @@ var skipOptions = []string{"--exclude", "--exclude-from", "--filter", "--cvs-exc
 
 // SkipOption returns the first rsync option in args with which rsync may leave a listed
 // path out and still exit 0 (--exclude, --filter, -F, -C, --max-size, --existing …), or "".
-// Short options are read in clusters up to one that takes a value.
 func SkipOption(args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "--" {
+		name, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case a == "--":
 			return ""
-		}
-		if strings.HasPrefix(a, "--") {
-			name, _, hasValue := strings.Cut(a, "=")
-			if quickSafeValue[name] && !hasValue {
-				i++ // the value is the next argument
-				continue
-			}
+		case quickSafeValue[name] && !hasValue:
+			i++ // the value is the next argument
+		case strings.HasPrefix(a, "--"):
 			for _, o := range skipOptions {
 				if name == o {
 					return name
 				}
 			}
-			continue
-		}
-		if len(a) < 2 || a[0] != '-' {
-			continue
-		}
-	cluster:
-		for _, c := range a[1:] {
-			switch {
-			case c == 'f' || c == 'F' || c == 'C':
-				return "-" + string(c)
-			case strings.ContainsRune("BTeM@", c):
-				break cluster // the rest of the cluster is a value
+		default:
+			for _, c := range ShortFlags(a) {
+				if c == 'f' || c == 'F' || c == 'C' {
+					return "-" + string(c)
+				}
 			}
 		}
 	}
 	return ""
+}
+
+// shortValue are the short options of rsync that take a value.
+const shortValue = "BTefM@"
+
+// ShortFlags returns the option letters of a cluster of short options ("-avz"), up to and
+// including the first one that takes a value (the rest of the cluster is that value), or
+// "" when a is not such a cluster.
+func ShortFlags(a string) string {
+	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+		return ""
+	}
+	if i := strings.IndexAny(a[1:], shortValue); i >= 0 {
+		return a[1 : i+2]
+	}
+	return a[1:]
 }

@@ -152,3 +152,14 @@ func TestSkipOption(t *testing.T) {
 		}
 	}
 }
+
+func TestShortFlags(t *testing.T) {
+	for in, want := range map[string]string{
+		"-avz": "avz", "-B1024f": "B", "-avessh -x": "ave", "-f-_x": "f", "-T": "T",
+		"--exclude": "", "-": "", "avz": "", "": "",
+	} {
+		if got := ShortFlags(in); got != want {
+			t.Errorf("ShortFlags(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -220,6 +220,11 @@ func TestTransportOwnCPU(t *testing.T) {
 				if v, ok := p["own_cpu_percent"].(float64); ok && v > own {
 					own = v
 				}
+				if _, ok := p["own_cpu_percent"]; ok {
+					if k, ok := p["kernel_cpu_percent"].(float64); !ok || k < 0 || k > 100 {
+						t.Errorf("progress event with own_cpu_percent but kernel_cpu_percent %v: %v", p["kernel_cpu_percent"], p)
+					}
+				}
 			}
 			if own < 10 {
 				t.Errorf("own CPU peaked at %.1f%% of the machine: the rsyncs' CPU was not measured", own)
