@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite: what `make test` and .ci/run run. It installs what a fresh machine lacks
-# (rsync; as root on Debian/Ubuntu with apt-get), then runs vet, staticcheck, the race-enabled
+# (rsync; as root on Debian/Ubuntu with apt-get), then runs gofmt, vet, staticcheck, the race-enabled
 # tests, a macOS build, a fuzz smoke and a bench smoke.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +35,9 @@ if [ -n "${CI:-}${PRSYNC_TEST_INSTALL:-}" ] && [ "$(uname)" = Linux ]; then
 fi
 rsync --version | sed -n 1p
 
+echo "== gofmt"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1; fi
 echo "== vet"
 go vet ./...
 echo "== staticcheck"
