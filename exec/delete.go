@@ -315,26 +315,9 @@ func (p *Pool) runRetried(ctx context.Context, c *splitter.Chunk, entries [][]by
 	for attempt := 1; ; attempt++ {
 		res := p.run(ctx, c, entries, 0, ps)
 		class := rsync.Classify(res.code, res.cancelled, res.r)
-		retry := false
-		var delay time.Duration
-		switch class {
-		case rsync.Refused:
-			lowered := p.lowerForRefusal(res.r.SessionLine)
-			if (lowered || p.acceptsLimit()) && free < maxFreeRefusals {
-				free++
-				retry = true
-				delay = min(time.Duration(free)*100*time.Millisecond, p.RetryDelay)
-			} else {
-				retry = attempt-free <= p.Retries
-			}
-		case rsync.Transient:
-			retry = attempt-free <= p.Retries
-		}
+		retry, delay := p.retryAfter(class, attempt, &free, res.r.SessionLine)
 		if !retry || ctx.Err() != nil {
 			return res, true
-		}
-		if delay == 0 {
-			delay = backoff(p.RetryDelay, attempt-free)
 		}
 		if class == rsync.Refused {
 			p.release()

@@ -369,35 +369,15 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 	p.mu.Unlock()
 	p.chunks.Add(1)
 	st := &chunkState{c: c, logged: make([]rsync.PathState, c.Len())}
-	// free counts the retries after a refusal that prsync brought on itself, by running
-	// more sessions than the far side takes: they do not use up --retries, up to a bound
-	free := 0
+	free := 0 // see retryAfter
 	for attempt := 1; ; attempt++ {
 		res := p.attempt(ctx, c, c.Entries, attempt, nil)
 		st.remember(res.r)
 		class := rsync.Classify(res.code, res.cancelled, res.r)
-		retry := false
-		var delay time.Duration // 0: the exponential backoff
-		switch class {
-		case rsync.Refused:
-			lowered := p.lowerForRefusal(res.r.SessionLine)
-			if (lowered || p.acceptsLimit()) && free < maxFreeRefusals {
-				free++
-				retry = true
-				// the far side takes this many: a slot not freed yet, soon free
-				delay = min(time.Duration(free)*100*time.Millisecond, p.RetryDelay)
-			} else {
-				retry = attempt-free <= p.Retries
-			}
-		case rsync.Transient:
-			retry = attempt-free <= p.Retries
-		}
+		retry, delay := p.retryAfter(class, attempt, &free, res.r.SessionLine)
 		if retry && ctx.Err() == nil {
 			p.retries.Add(1)
 			p.report(p.endReport(c, attempt, res, "retrying"))
-			if delay == 0 {
-				delay = backoff(p.RetryDelay, attempt-free)
-			}
 			if !p.wait(ctx, class, delay) {
 				p.drop(ctx, c, true)
 				return
@@ -412,6 +392,30 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 		}
 		return
 	}
+}
+
+// retryAfter says whether an attempt that ended as class is to be tried again, and
+// after how long. free counts the chunk's refusals that prsync brought on itself, by
+// running more sessions than the far side takes: they do not use up --retries, up to
+// maxFreeRefusals, and are retried after a short wait.
+func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, session string) (bool, time.Duration) {
+	retry := false
+	switch class {
+	case rsync.Refused:
+		lowered := p.lowerForRefusal(session)
+		if (lowered || p.acceptsLimit()) && *free < maxFreeRefusals {
+			*free++
+			// the far side takes this many: a slot not freed yet, soon free
+			if d := min(time.Duration(*free)*100*time.Millisecond, p.RetryDelay); d > 0 {
+				return true, d
+			}
+			return true, backoff(p.RetryDelay, attempt-*free)
+		}
+		retry = attempt-*free <= p.Retries
+	case rsync.Transient:
+		retry = attempt-*free <= p.Retries
+	}
+	return retry, backoff(p.RetryDelay, attempt-*free)
 }
 
 // maxFreeRefusals bounds the refusals of one chunk that do not count as retries.
