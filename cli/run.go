@@ -313,6 +313,9 @@ func (r *runner) prepare() error {
 	if f.Retries < 0 {
 		return usageError{msg: fmt.Sprintf("--retries %d: want 0 or more", f.Retries)}
 	}
+	if f.RetryDelay < 0 {
+		return usageError{msg: fmt.Sprintf("--retry-delay %v: want 0 or more", f.RetryDelay)}
+	}
 	if f.ThrottleInterval <= 0 {
 		return usageError{msg: "--throttle-interval must be positive"}
 	}

@@ -34,9 +34,13 @@ type sink struct {
 	logged int64
 	pool   *Pool
 	onItem func(rsync.Item) // sees every out-format line, when set
+	// spoke is set at rsync's first out-format line: the far side accepted the session
+	// (a refusal comes on stderr, before any)
+	spoke atomic.Bool
 }
 
 func (s *sink) stdout(line []byte) {
+	s.spoke.Store(true)
 	s.mu.Lock()
 	n, file := s.a.Stdout(line)
 	s.logged += n
@@ -142,7 +146,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	}
 	pid := cmd.Process.Pid
 	p.mu.Lock()
-	p.procs[c.ID] = &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap}
+	p.procs[c.ID] = &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, spoke: &sk.spoke}
 	if p.held || p.ctlHeld {
 		stopGroup(pid) // Ctrl-Z or a pause came while it started
 	}
@@ -158,8 +162,10 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	logged := sk.logged
 	sk.mu.Unlock()
 	p.mu.Lock()
-	p.peakAccepted(time.Now()) // a sample of how many ran together, this one included
+	now := time.Now()
+	p.peakAccepted(now) // a sample of how many ran together, this one included
 	delete(p.procs, c.ID)
+	p.sessionEnded(now)
 	p.mu.Unlock()
 	if ioMeasured && extra == nil {
 		p.meter.finish(BWGroup{Chunk: c.ID, Started: t0, Cap: bwCap, Held: true}, pid, logged)

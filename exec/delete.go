@@ -309,7 +309,8 @@ func (p *Pool) kinds(ctx context.Context, id int, items []rsync.Item) map[string
 // runRetried runs a pass over entries of chunk c, holding a slot, and again after a
 // refusal or a transient failure, as a chunk's copy would be. It reports whether it
 // still holds the slot: a refused session gives it up while it waits, to queue again
-// under the lowered limit, and may not get it back when ctx ends.
+// under the lowered limit, and none is held when ctx ends or the run is aborted while
+// it waits.
 func (p *Pool) runRetried(ctx context.Context, c *splitter.Chunk, entries [][]byte, ps pass) (result, bool) {
 	free := 0
 	for attempt := 1; ; attempt++ {
@@ -319,15 +320,9 @@ func (p *Pool) runRetried(ctx context.Context, c *splitter.Chunk, entries [][]by
 		if !retry || ctx.Err() != nil {
 			return res, true
 		}
-		if class == rsync.Refused {
-			p.release()
-			if !sleepCtx(ctx, delay) || !p.acquire(ctx) {
-				res.cancelled = true
-				return res, false
-			}
-		} else if !sleepCtx(ctx, delay) {
+		if !p.wait(ctx, class, delay) {
 			res.cancelled = true
-			return res, true
+			return res, false
 		}
 	}
 }

@@ -92,6 +92,15 @@ type Pool struct {
 	meter        ioMeter
 	peak         int       // the most sessions seen running together, accepted (peakAccepted)
 	peakAt       time.Time // when
+	// holdUntil keeps new sessions back after a refusal: the far side is full now, and
+	// a slot freed by the refused session must not go to the next chunk at once, to be
+	// refused in turn; refusedRun counts the refusals since a session was accepted
+	holdUntil  time.Time
+	refusedRun int
+	// settle keeps a slot idle this long after a session ends, once the far side has
+	// refused a session at a limit it accepted before: it frees its slot a moment late
+	settle  time.Duration
+	lastEnd time.Time
 }
 
 // ioMeter accumulates what the running groups moved, from periodic readings of what
@@ -127,9 +136,16 @@ type proc struct {
 	chunk    int
 	pid      int
 	started  time.Time
-	pausedBy reason    // who paused this group: the throttle, the bandwidth limit
-	pausedAt time.Time // when the throttle paused it
-	bwCap    float64   // the --bwlimit it was started with, bytes per second; 0: none
+	pausedBy reason       // who paused this group: the throttle, the bandwidth limit
+	pausedAt time.Time    // when the throttle paused it
+	bwCap    float64      // the --bwlimit it was started with, bytes per second; 0: none
+	spoke    *atomic.Bool // its rsync has logged a line: the far side accepted it
+}
+
+// accepted reports whether the far side accepted the session: it logged a line, or ran
+// longer than a refusal takes.
+func (pr *proc) accepted(now time.Time) bool {
+	return (pr.spoke != nil && pr.spoke.Load()) || now.Sub(pr.started) >= acceptedAfter
 }
 
 // AbortError says the run stopped early because rsync failed in a way that every
@@ -240,7 +256,61 @@ func (p *Pool) RecoverPanic() {
 }
 
 // open reports whether a new rsync may start now; the caller holds p.mu.
-func (p *Pool) open() bool { return p.gate && !p.held && !p.ctlHeld && p.active < p.limit }
+func (p *Pool) open() bool {
+	return p.gate && !p.held && !p.ctlHeld && p.active < p.limit && !p.heldBack(time.Now())
+}
+
+// heldBack reports whether new sessions wait, after a refusal or for a slot the far
+// side has not freed yet; the caller holds p.mu.
+func (p *Pool) heldBack(now time.Time) bool {
+	return now.Before(p.holdUntil) || (p.settle > 0 && now.Before(p.lastEnd.Add(p.settle)))
+}
+
+// wakeAfter wakes the goroutines waiting for a slot after d.
+func (p *Pool) wakeAfter(d time.Duration) {
+	time.AfterFunc(d, func() {
+		p.mu.Lock()
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	})
+}
+
+// sessionEnded notes that an rsync ended, for settle; the caller holds p.mu.
+func (p *Pool) sessionEnded(now time.Time) {
+	p.lastEnd = now
+	if p.settle > 0 {
+		p.wakeAfter(p.settle)
+	}
+}
+
+// holdAfterRefusal keeps new sessions back for a while after the far side refused one:
+// 100 ms, doubling with each refusal since a session was last accepted, up to 2 s. A
+// daemon frees a slot a moment after a session ends; without the hold every chunk
+// queued would take the refused one's slot in turn and be refused too. The caller
+// holds p.mu.
+func (p *Pool) holdAfterRefusal() {
+	p.refusedRun++
+	d := min(100*time.Millisecond<<min(p.refusedRun-1, 5), 2*time.Second)
+	p.holdUntil = time.Now().Add(d)
+	p.wakeAfter(d)
+}
+
+// sessionAccepted ends the hold's doubling, and shortens settle: the far side took a
+// session.
+func (p *Pool) sessionAccepted() {
+	p.mu.Lock()
+	p.refusedRun = 0
+	if p.settle > minSettle {
+		p.settle = max(p.settle*7/8, minSettle)
+	}
+	p.mu.Unlock()
+}
+
+// minSettle and maxSettle bound settle once it is set.
+const (
+	minSettle = 50 * time.Millisecond
+	maxSettle = time.Second
+)
 
 // waitFree blocks until a slot is free, ctx has ended or the run was aborted.
 func (p *Pool) waitFree(ctx context.Context) {
@@ -322,7 +392,13 @@ func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
 func (p *Pool) lowerForRefusal(detail string) bool {
 	p.mu.Lock()
 	p.refused.Add(1)
-	accepts := max(1, p.active-1, p.peakAccepted(time.Now()))
+	p.holdAfterRefusal()
+	peak := p.peakAccepted(time.Now())
+	if peak >= p.limit {
+		// a limit it accepted: the slot of a session that just ended is not free yet
+		p.settle = min(max(2*p.settle, minSettle), maxSettle)
+	}
+	accepts := max(1, p.active-1, peak)
 	n := min(p.limit, accepts)
 	p.accepted.Store(int64(accepts))
 	old := p.limit
@@ -336,8 +412,8 @@ func (p *Pool) lowerForRefusal(detail string) bool {
 	return true
 }
 
-// acceptedAfter is how long a session must have run to count as accepted: a far side
-// refuses within the handshake.
+// acceptedAfter is how long a session that logged nothing must have run to count as
+// accepted: a far side refuses within the handshake.
 const acceptedAfter = time.Second
 
 // peakAccepted returns the most sessions that ran together, accepted, in the last
@@ -345,7 +421,7 @@ const acceptedAfter = time.Second
 func (p *Pool) peakAccepted(now time.Time) int {
 	n := 0
 	for _, pr := range p.procs {
-		if now.Sub(pr.started) >= acceptedAfter {
+		if pr.accepted(now) {
 			n++
 		}
 	}
@@ -396,8 +472,8 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 
 // retryAfter says whether an attempt that ended as class is to be tried again, and
 // after how long. free counts the chunk's refusals that prsync brought on itself, by
-// running more sessions than the far side takes: they do not use up --retries, up to
-// maxFreeRefusals, and are retried after a short wait.
+// running more sessions than the far side takes or before it freed a slot: they do not
+// use up --retries, up to maxFreeRefusals, and are retried after a short wait.
 func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, session string) (bool, time.Duration) {
 	retry := false
 	switch class {
@@ -406,14 +482,14 @@ func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, session str
 		if (lowered || p.acceptsLimit()) && *free < maxFreeRefusals {
 			*free++
 			// the far side takes this many: a slot not freed yet, soon free
-			if d := min(time.Duration(*free)*100*time.Millisecond, p.RetryDelay); d > 0 {
-				return true, d
-			}
-			return true, backoff(p.RetryDelay, attempt-*free)
+			return true, min(time.Duration(*free)*100*time.Millisecond, p.RetryDelay)
 		}
 		retry = attempt-*free <= p.Retries
 	case rsync.Transient:
+		p.sessionAccepted()
 		retry = attempt-*free <= p.Retries
+	default:
+		p.sessionAccepted()
 	}
 	return retry, backoff(p.RetryDelay, attempt-*free)
 }
@@ -574,6 +650,9 @@ func lastLine(res result) string {
 }
 
 func backoff(base time.Duration, attempt int) time.Duration {
+	if base <= 0 {
+		return 0 // --retry-delay 0
+	}
 	d := base << max(attempt-1, 0)
 	if d > time.Minute || d <= 0 {
 		d = time.Minute

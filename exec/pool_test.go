@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,5 +89,137 @@ func TestLiveLimit(t *testing.T) {
 	}
 	if p.Limit() < 1 || p.Limit() > 8 {
 		t.Errorf("limit %d outside 1..8", p.Limit())
+	}
+}
+
+// TestPeakAccepted: a session counts as accepted once its rsync has logged a line, or
+// has run longer than a refusal takes; the peak holds for a minute.
+func TestPeakAccepted(t *testing.T) {
+	now := time.Now()
+	spoke := func(b bool) *atomic.Bool {
+		var a atomic.Bool
+		a.Store(b)
+		return &a
+	}
+	tests := []struct {
+		name  string
+		procs []*proc
+		want  int
+	}{
+		{"none", nil, 0},
+		{"just started, silent", []*proc{{started: now}, {started: now.Add(-500 * time.Millisecond)}}, 0},
+		{"just started, logged", []*proc{{started: now, spoke: spoke(true)}, {started: now, spoke: spoke(false)}}, 1},
+		{"ran past the handshake", []*proc{{started: now.Add(-2 * time.Second)}, {started: now, spoke: spoke(true)}, {started: now}}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Pool{procs: map[int]*proc{}}
+			for i, pr := range tt.procs {
+				p.procs[i] = pr
+			}
+			if got := p.peakAccepted(now); got != tt.want {
+				t.Errorf("peakAccepted = %d, want %d", got, tt.want)
+			}
+		})
+	}
+	p := &Pool{procs: map[int]*proc{1: {started: now, spoke: spoke(true)}, 2: {started: now, spoke: spoke(true)}}}
+	p.peakAccepted(now)
+	p.procs = map[int]*proc{}
+	if got := p.peakAccepted(now.Add(30 * time.Second)); got != 2 {
+		t.Errorf("peak after 30 s = %d, want the 2 seen", got)
+	}
+	if got := p.peakAccepted(now.Add(61 * time.Second)); got != 0 {
+		t.Errorf("peak after 61 s = %d, want 0", got)
+	}
+}
+
+// TestRefusalHoldsBack: a refusal keeps new sessions back for a while, longer with each
+// refusal in a row; a refusal at a limit the far side accepted before also makes every
+// slot wait a moment after a session ends (settle), and accepted sessions shorten that.
+func TestRefusalHoldsBack(t *testing.T) {
+	now := time.Now()
+	running := func(n int) map[int]*proc {
+		m := map[int]*proc{}
+		for i := range n {
+			var a atomic.Bool
+			a.Store(true)
+			m[i] = &proc{started: now, spoke: &a}
+		}
+		return m
+	}
+	tests := []struct {
+		name       string
+		limit      int
+		running    int
+		refusals   int
+		wantLimit  int
+		wantSettle bool
+	}{
+		{"over the far side's limit", 4, 3, 1, 3, false},
+		{"at a limit it ran", 3, 3, 1, 3, true},
+		{"refused in a row", 3, 3, 3, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Pool{MaxJobs: 8}
+			p.init()
+			p.limit, p.active, p.procs = tt.limit, tt.running+1, running(tt.running)
+			for range tt.refusals {
+				p.lowerForRefusal("@ERROR: max connections (3) reached")
+			}
+			if p.limit != tt.wantLimit {
+				t.Errorf("limit %d, want %d", p.limit, tt.wantLimit)
+			}
+			hold := time.Until(p.holdUntil)
+			want := 100 * time.Millisecond << (tt.refusals - 1)
+			if hold > want || hold < want-50*time.Millisecond {
+				t.Errorf("held back %v, want about %v", hold, want)
+			}
+			if (p.settle > 0) != tt.wantSettle {
+				t.Errorf("settle %v, want set: %v", p.settle, tt.wantSettle)
+			}
+			if !p.heldBack(time.Now()) || p.heldBack(time.Now().Add(want+p.settle)) {
+				t.Error("held back for the wrong time")
+			}
+			p.sessionAccepted()
+			if p.refusedRun != 0 {
+				t.Errorf("refusals in a row %d after an accepted session", p.refusedRun)
+			}
+		})
+	}
+	p := &Pool{settle: maxSettle}
+	p.init()
+	p.sessionEnded(now)
+	if !p.heldBack(now.Add(maxSettle/2)) || p.heldBack(now.Add(maxSettle)) {
+		t.Error("a slot should wait settle after a session ends, and no longer")
+	}
+	for range 100 {
+		p.sessionAccepted()
+	}
+	if p.settle != minSettle {
+		t.Errorf("settle %v after many accepted sessions, want %v", p.settle, minSettle)
+	}
+}
+
+// TestBackoff: the delay doubles per attempt with jitter, is capped, and --retry-delay 0
+// means no wait (not the cap).
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		base     time.Duration
+		attempt  int
+		min, max time.Duration
+	}{
+		{0, 1, 0, 0},
+		{0, 5, 0, 0},
+		{time.Second, 1, 500 * time.Millisecond, 1500 * time.Millisecond},
+		{time.Second, 3, 2 * time.Second, 6 * time.Second},
+		{time.Second, 40, 30 * time.Second, 90 * time.Second},
+	}
+	for _, tt := range tests {
+		for range 20 {
+			if d := backoff(tt.base, tt.attempt); d < tt.min || d > tt.max {
+				t.Errorf("backoff(%v, %d) = %v, want %v..%v", tt.base, tt.attempt, d, tt.min, tt.max)
+			}
+		}
 	}
 }
