@@ -127,11 +127,15 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	if extra == nil {
 		sk.pool = p
 	}
-	out := &lineWriter{fn: sk.stdout, pause: 25 * time.Millisecond}
+	out := &lineWriter{fn: sk.stdout}
 	errBuf := &capWriter{max: 4 << 10}
 	errLines := &lineWriter{fn: sk.stderr}
-	cmd.Stdout = out
-	cmd.Stderr = io.MultiWriter(errBuf, errLines)
+	pipes, err := newOutPipes(out, io.MultiWriter(errBuf, errLines))
+	if err != nil {
+		sk.stderr([]byte(err.Error()))
+		return result{code: 127, stderr: err.Error(), r: sk.a.Result()}
+	}
+	cmd.Stdout, cmd.Stderr = pipes.out.w, pipes.err.w
 	var cancelled atomic.Bool
 	setProcAttr(cmd)
 	cmd.Cancel = func() error {
@@ -140,7 +144,10 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	}
 	cmd.WaitDelay = p.Grace
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pipes.started()
+	if err != nil {
+		pipes.wait(p.Grace)
 		sk.stderr([]byte(err.Error()))
 		return result{code: 127, stderr: err.Error(), r: sk.a.Result()}
 	}
@@ -157,7 +164,8 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	if extra == nil {
 		p.report(ChunkStarted{Chunk: c, Attempt: attempt, PID: pid})
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
+	drained := pipes.wait(p.Grace)
 	sk.mu.Lock()
 	logged := sk.logged
 	sk.mu.Unlock()
@@ -170,7 +178,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	if ioMeasured && extra == nil {
 		p.meter.finish(BWGroup{Chunk: c.ID, Started: t0, Cap: bwCap, Held: true}, pid, logged)
 	}
-	if cancelled.Load() || p.killed.Load() || errors.Is(err, osexec.ErrWaitDelay) {
+	if cancelled.Load() || p.killed.Load() || errors.Is(err, osexec.ErrWaitDelay) || !drained {
 		// the leader is gone; make sure no child of it lingers
 		killGroup(pid)
 		waitGroupGone(pid, 5*time.Second)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"strings"
-	"time"
 )
 
 // entryReader yields the entries NUL-terminated, without building one big buffer.
@@ -92,18 +91,9 @@ func IsRemote(dest string) bool {
 type lineWriter struct {
 	buf []byte
 	fn  func(line []byte)
-	// pause, when set, is a nap after a small write: rsync writes its out-format lines
-	// one write(2) each, and a reader that wakes for every line spends more CPU on
-	// waking than on the line. While it naps the lines gather in the pipe (64 KiB: at
-	// 20,000 files a second, one rsync's fastest, 25 ms of lines is about 35 KiB), and
-	// the next read takes them all; a read of 8 KiB or more takes no nap.
-	pause time.Duration
 }
 
 func (w *lineWriter) Write(b []byte) (int, error) {
-	if w.pause > 0 && len(b) < 8192 {
-		defer time.Sleep(w.pause)
-	}
 	n := len(b)
 	for len(b) > 0 {
 		i := bytes.IndexAny(b, "\n\r")
