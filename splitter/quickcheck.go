@@ -3,6 +3,7 @@ package splitter
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -20,8 +21,32 @@ type QuickCheck struct {
 	// Owner compares owners too (rsync -o takes effect only as root).
 	Owner bool
 
-	mu      sync.Mutex
-	missing string // a DEST directory found missing: its files need no lstat
+	mu sync.Mutex
+	// missing are DEST directories found missing lately: their files, and those of
+	// their subdirectories, need no lstat. It is a ring, as the lstat workers each walk
+	// a directory of their own.
+	missing [16]string
+	next    int
+}
+
+// isMissing reports whether DEST directory dir, or one above it, was found missing.
+func (q *QuickCheck) isMissing(dir string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range q.missing {
+		if m != "" && strings.HasPrefix(dir, m) && (len(dir) == len(m) || dir[len(m)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// setMissing notes that DEST directory dir is missing.
+func (q *QuickCheck) setMissing(dir string) {
+	q.mu.Lock()
+	q.missing[q.next] = dir
+	q.next = (q.next + 1) % len(q.missing)
+	q.mu.Unlock()
 }
 
 // upToDate reports whether dest/rel already matches the source whose lstat is src.
@@ -32,18 +57,13 @@ func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string) b
 	}
 	dp := filepath.Join(q.Dest, rel)
 	dir := filepath.Dir(dp)
-	q.mu.Lock()
-	gone := dir == q.missing
-	q.mu.Unlock()
-	if gone {
+	if q.isMissing(dir) {
 		return false // a fresh copy: one lstat per directory instead of one per file
 	}
 	var dst syscall.Stat_t
 	if err := syscall.Lstat(dp, &dst); err != nil {
 		if err == syscall.ENOENT && syscall.Lstat(dir, &dst) == syscall.ENOENT {
-			q.mu.Lock()
-			q.missing = dir
-			q.mu.Unlock()
+			q.setMissing(dir)
 		}
 		return false
 	}
