@@ -21,6 +21,9 @@ type QuickCheck struct {
 	// Owner compares owners too (rsync -o takes effect only as root).
 	Owner bool
 
+	refOnce sync.Once
+	ref     *dirRef // Dest, for lstat
+
 	mu sync.Mutex
 	// missing are DEST directories found missing lately: their files, and those of
 	// their subdirectories, need no lstat. It is a ring, as the lstat workers each walk
@@ -55,14 +58,15 @@ func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string) b
 	if kind != syscall.S_IFREG && kind != syscall.S_IFLNK && kind != syscall.S_IFDIR {
 		return false
 	}
+	q.refOnce.Do(func() { q.ref = newDirRef(filepath.Clean(q.Dest)) })
 	dp := filepath.Join(q.Dest, rel)
 	dir := filepath.Dir(dp)
 	if q.isMissing(dir) {
 		return false // a fresh copy: one lstat per directory instead of one per file
 	}
 	var dst syscall.Stat_t
-	if err := syscall.Lstat(dp, &dst); err != nil {
-		if err == syscall.ENOENT && syscall.Lstat(dir, &dst) == syscall.ENOENT {
+	if err := q.ref.lstat(dp, &dst); err != nil {
+		if err == syscall.ENOENT && q.ref.lstat(dir, &dst) == syscall.ENOENT {
 			q.setMissing(dir)
 		}
 		return false

@@ -3,6 +3,7 @@ package splitter
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -108,6 +109,7 @@ type Splitter struct {
 	links  *linkGroups
 	recs   [][]byte // the records of one block, reused
 	looks  []look   // what examine found for them, reused
+	srcRef *dirRef  // the directory relative paths are under, for lstat
 }
 
 // New returns a Splitter.
@@ -125,6 +127,9 @@ func New(cfg Config, hooks Hooks) *Splitter {
 		cfg.ChunkBytes = 1 << 62
 	}
 	s := &Splitter{cfg: cfg, hooks: hooks, nextID: 1}
+	if base := cmp.Or(cfg.Root, cfg.Cwd); cfg.RemoteSrc == "" && filepath.IsAbs(base) {
+		s.srcRef = newDirRef(filepath.Clean(base))
+	}
 	if cfg.HardLinks {
 		s.links = newLinkGroups()
 	}
@@ -142,6 +147,7 @@ var ErrRead = errors.New("read input")
 // ends (the chunk being built goes to Hooks.Unsent), or an error wrapping ErrRead.
 // Run does not close out.
 func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) error {
+	defer s.srcRef.close()
 	blocks := make(chan []byte)
 	free := make(chan []byte, 2)
 	free <- make([]byte, s.cfg.BlockSize)
@@ -342,7 +348,7 @@ func (s *Splitter) examine(in []byte, l *look) {
 	if l.abs, l.src, l.entry, l.err = s.resolve(l.path); l.err != nil || !s.needStat() {
 		return
 	}
-	if l.statErr = syscall.Lstat(l.abs, &l.st); l.statErr != nil {
+	if l.statErr = s.srcRef.lstat(l.abs, &l.st); l.statErr != nil {
 		return
 	}
 	l.stat = true
