@@ -25,23 +25,55 @@ func ownCPUSource() func([]int) (cpuTimes, error) { return readOwnCPU }
 //
 // The own sum only grows as processes end: a group member's time moves into its
 // parent's cutime and cstime when the parent reaps it, and a leader's into
-// our RUSAGE_CHILDREN when we reap it. /proc is scanned once per call.
+// our RUSAGE_CHILDREN when we reap it. A leader reaped while /proc is being scanned
+// would be counted twice (scanned, then reaped) or not at all (reaped before the scan
+// reached it, but after RUSAGE_CHILDREN was read); its whole CPU then falls into one
+// interval's other load, enough to pause a copy that runs alone. So RUSAGE_CHILDREN is
+// read before and after the scan, and the scan is done again when a reap came between.
 func readOwnCPU(pgids []int) (cpuTimes, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		return cpuTimes{}, fmt.Errorf("getrusage: %w", err)
-	}
-	secs := timevalSeconds(ru.Utime) + timevalSeconds(ru.Stime)
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return cpuTimes{}, fmt.Errorf("getrusage: %w", err)
-	}
-	secs += timevalSeconds(ru.Utime) + timevalSeconds(ru.Stime)
-	group, kernel, err := procTicks("/proc", pgids)
+	return ownCPU(pgids, selfCPU, childrenCPU, func(pgids []int) (uint64, uint64, error) { return procTicks("/proc", pgids) })
+}
+
+// ownCPU is readOwnCPU with its sources given: self and children return
+// RUSAGE_SELF's and RUSAGE_CHILDREN's seconds, scan the groups' and the kernel
+// threads' ticks.
+func ownCPU(pgids []int, self, children func() (float64, error), scan func([]int) (uint64, uint64, error)) (cpuTimes, error) {
+	me, err := self()
 	if err != nil {
 		return cpuTimes{}, err
 	}
+	before, err := children()
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	var group, kernel uint64
+	after := before
+	for try := 0; try < 4; try++ {
+		if group, kernel, err = scan(pgids); err != nil {
+			return cpuTimes{}, err
+		}
+		if after, err = children(); err != nil {
+			return cpuTimes{}, err
+		}
+		if after == before {
+			break // no reap during the scan
+		}
+		before = after
+	}
 	hz := float64(clockTicks())
-	return cpuTimes{own: secs + float64(group)/hz, kernel: float64(kernel) / hz}, nil
+	return cpuTimes{own: me + after + float64(group)/hz, kernel: float64(kernel) / hz}, nil
+}
+
+func selfCPU() (float64, error)     { return rusageSeconds(syscall.RUSAGE_SELF) }
+func childrenCPU() (float64, error) { return rusageSeconds(syscall.RUSAGE_CHILDREN) }
+
+// rusageSeconds returns the user and system seconds getrusage(who) reports.
+func rusageSeconds(who int) (float64, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return timevalSeconds(ru.Utime) + timevalSeconds(ru.Stime), nil
 }
 
 func timevalSeconds(tv syscall.Timeval) float64 {

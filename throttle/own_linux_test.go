@@ -236,3 +236,51 @@ func BenchmarkGroupTicks(b *testing.B) {
 		}
 	}
 }
+
+// TestOwnCPUReapDuringScan: a group reaped while /proc is scanned is counted once, from
+// RUSAGE_CHILDREN, whether the scan had seen it or had not reached it yet; a scan with no
+// reap is not repeated, and reaps that never stop do not loop.
+func TestOwnCPUReapDuringScan(t *testing.T) {
+	hz := float64(clockTicks())
+	tests := []struct {
+		name     string
+		children []float64 // RUSAGE_CHILDREN at each read
+		scans    []uint64  // the groups' ticks at each scan
+		want     float64   // own, less self (2 s)
+		wantScan int
+	}{
+		{"no reap", []float64{1, 1}, []uint64{50}, 1 + 50/hz, 1},
+		{"reaped before the scan reached it", []float64{1, 1.5, 1.5}, []uint64{0, 0}, 1.5, 2},
+		{"reaped after the scan saw it", []float64{1, 1.5, 1.5}, []uint64{50, 0}, 1.5, 2},
+		{"reaps all along", []float64{1, 2, 3, 4, 5, 6}, []uint64{9, 8, 7, 6, 5}, 5 + 6/hz, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ci, si := 0, 0
+			children := func() (float64, error) {
+				v := tt.children[min(ci, len(tt.children)-1)]
+				ci++
+				return v, nil
+			}
+			scan := func([]int) (uint64, uint64, error) {
+				v := tt.scans[min(si, len(tt.scans)-1)]
+				si++
+				return v, 3, nil
+			}
+			self := func() (float64, error) { return 2, nil }
+			got, err := ownCPU([]int{7}, self, children, scan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := got.own - 2 - tt.want; d > 1e-9 || d < -1e-9 {
+				t.Errorf("own %.4f, want %.4f", got.own-2, tt.want)
+			}
+			if si != tt.wantScan {
+				t.Errorf("%d scans, want %d", si, tt.wantScan)
+			}
+			if got.kernel != 3/hz {
+				t.Errorf("kernel %v", got.kernel)
+			}
+		})
+	}
+}
