@@ -475,23 +475,17 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 // running more sessions than the far side takes or before it freed a slot: they do not
 // use up --retries, up to maxFreeRefusals, and are retried after a short wait.
 func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, session string) (bool, time.Duration) {
-	retry := false
-	switch class {
-	case rsync.Refused:
-		lowered := p.lowerForRefusal(session)
-		if (lowered || p.acceptsLimit()) && *free < maxFreeRefusals {
-			*free++
-			// the far side takes this many: a slot not freed yet, soon free
-			return true, min(time.Duration(*free)*100*time.Millisecond, p.RetryDelay)
-		}
-		retry = attempt-*free <= p.Retries
-	case rsync.Transient:
+	if class != rsync.Refused {
 		p.sessionAccepted()
-		retry = attempt-*free <= p.Retries
-	default:
-		p.sessionAccepted()
+		return class == rsync.Transient && attempt-*free <= p.Retries, backoff(p.RetryDelay, attempt-*free)
 	}
-	return retry, backoff(p.RetryDelay, attempt-*free)
+	lowered := p.lowerForRefusal(session)
+	if (lowered || p.acceptsLimit()) && *free < maxFreeRefusals {
+		*free++
+		// the far side takes this many: a slot not freed yet, soon free
+		return true, min(time.Duration(*free)*100*time.Millisecond, p.RetryDelay)
+	}
+	return attempt-*free <= p.Retries, backoff(p.RetryDelay, attempt-*free)
 }
 
 // maxFreeRefusals bounds the refusals of one chunk that do not count as retries.
