@@ -107,9 +107,7 @@ type Splitter struct {
 	arena  arena
 	nextID int
 	links  *linkGroups
-	recs   [][]byte // the records of one block, reused
-	looks  []look   // what examine found for them, reused
-	srcRef *dirRef  // the directory relative paths are under, for lstat
+	srcRef *dirRef // the directory relative paths are under, for lstat
 }
 
 // New returns a Splitter.
@@ -143,47 +141,68 @@ func (s *Splitter) Chunks() int { return s.nextID - 1 }
 // ErrRead wraps an error reading the input.
 var ErrRead = errors.New("read input")
 
+// unit is a run of records of one block, examined by one worker and then applied in
+// input order.
+type unit struct {
+	recs  [][]byte
+	looks []look
+	done  chan struct{} // a worker sends on it once every record is examined
+	block []byte        // set on the last unit of a block: free again once applied
+	end   error         // the input ended (io.EOF) or failed; a unit without records
+}
+
 // Run reads r to EOF and sends chunks on out. It returns nil at EOF, ctx.Err() when ctx
 // ends (the chunk being built goes to Hooks.Unsent), or an error wrapping ErrRead.
 // Run does not close out.
+//
+// Records flow through three stages at once: one goroutine reads blocks and cuts them
+// into units, StatWorkers goroutines examine units (the lstat of the source and of DEST),
+// and Run applies the units in input order. No stage waits for a whole block to be
+// examined, so a worker blocked on a cold inode never holds the others back; with a cold
+// cache a re-run spends its time in those lstats, and this keeps both CPUs busy.
 func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) error {
-	defer s.srcRef.close()
-	blocks := make(chan []byte)
-	free := make(chan []byte, 2)
-	free <- make([]byte, s.cfg.BlockSize)
-	free <- make([]byte, s.cfg.BlockSize)
-	readErr := make(chan error, 1)
 	stop := make(chan struct{})
+	var workers sync.WaitGroup
+	defer s.srcRef.close() // after the workers, the only users of the descriptor
+	defer workers.Wait()
 	defer close(stop)
-	go func() {
-		for {
-			var buf []byte
-			select {
-			case buf = <-free:
-			case <-stop:
-				return
-			}
-			n, err := r.Read(buf)
-			if n > 0 {
+
+	const lookahead = 8 // blocks read ahead of the one being applied
+	free := make(chan []byte, lookahead)
+	for range lookahead {
+		free <- make([]byte, s.cfg.BlockSize)
+	}
+	ordered := make(chan *unit, 1024)
+	work := make(chan *unit, 1024)
+	units := sync.Pool{New: func() any { return &unit{done: make(chan struct{}, 1)} }}
+	for range s.cfg.StatWorkers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for {
 				select {
-				case blocks <- buf[:n]:
+				case <-stop: // before taking more work: after a cancel, at most one unit
+					return
+				default:
+				}
+				select {
+				case u := <-work:
+					for i, in := range u.recs {
+						s.examine(in, &u.looks[i])
+					}
+					u.done <- struct{}{}
 				case <-stop:
 					return
 				}
-			} else {
-				free <- buf
 			}
-			if err != nil {
-				readErr <- err
-				return
-			}
-		}
-	}()
+		}()
+	}
+	go s.feed(r, free, &units, ordered, work, stop)
 
-	var carry []byte
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
+		var u *unit
 		select {
 		case <-ctx.Done():
 			s.unsent()
@@ -192,15 +211,13 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 			if err := s.flush(ctx, out); err != nil {
 				return err
 			}
-		case err := <-readErr:
-			if len(carry) > 0 {
-				if e := s.batch(ctx, [][]byte{carry}, out); e != nil {
-					return e
-				}
-			}
-			if !errors.Is(err, io.EOF) {
+			continue
+		case u = <-ordered:
+		}
+		if u.end != nil {
+			if !errors.Is(u.end, io.EOF) {
 				s.unsent()
-				return fmt.Errorf("%w: %w", ErrRead, err)
+				return fmt.Errorf("%w: %w", ErrRead, u.end)
 			}
 			if s.links != nil {
 				for _, g := range s.links.drain() {
@@ -210,36 +227,114 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 				}
 			}
 			return s.flush(ctx, out)
-		case block := <-blocks:
-			buf := block
-			recs := s.recs[:0]
-			for len(buf) > 0 {
-				i := bytes.IndexByte(buf, s.cfg.Sep)
-				if i < 0 {
-					carry = append(carry, buf...)
-					break
-				}
-				rec := buf[:i]
-				if len(carry) > 0 {
-					rec = append(bytes.Clone(carry), rec...)
-					carry = carry[:0]
-				}
-				recs = append(recs, rec)
-				buf = buf[i+1:]
-			}
-			s.recs = recs[:0]
-			if err := s.batch(ctx, recs, out); err != nil {
+		}
+		select {
+		case <-u.done:
+		case <-ctx.Done():
+			s.unsent()
+			return ctx.Err()
+		}
+		for i, in := range u.recs {
+			if err := s.apply(ctx, in, &u.looks[i], out); err != nil {
 				return err
 			}
-			free <- block[:cap(block)]
-			if len(carry) > 1<<20 && cap(carry) > 4<<20 {
-				// keep very long records, but do not keep a huge buffer for the rest
-				carry = append([]byte(nil), carry...)
-			}
+		}
+		if u.block != nil {
+			s.flushHooks()
+			free <- u.block[:cap(u.block)]
 			timer.Stop()
 			if s.cur != nil && s.cfg.ChunkWait > 0 {
 				timer.Reset(s.cfg.ChunkWait)
 			}
+		}
+		clear(u.looks) // drop the strings they hold
+		u.recs, u.looks, u.block = u.recs[:0], u.looks[:0], nil
+		units.Put(u)
+	}
+}
+
+// unitRecords is the most records a unit holds: enough that workers mostly examine
+// different directories at once, few enough that a block keeps them all busy.
+const unitRecords = 128
+
+// feed reads blocks from r, cuts them into records and the records into units, and
+// hands each unit to the workers and, in input order, to Run. A block goes back to free
+// when Run has applied its last unit. At the end of the input it sends a unit with end
+// set. It stops when stop is closed, though it may stay blocked in r.Read until then.
+func (s *Splitter) feed(r io.Reader, free chan []byte, units *sync.Pool, ordered, work chan<- *unit, stop <-chan struct{}) {
+	send := func(u *unit) bool {
+		select {
+		case ordered <- u:
+		case <-stop:
+			return false
+		}
+		if u.end != nil {
+			return true
+		}
+		select {
+		case work <- u:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	var carry []byte
+	var recs [][]byte
+	for {
+		var buf []byte
+		select {
+		case buf = <-free:
+		case <-stop:
+			return
+		}
+		n, err := r.Read(buf)
+		recs = recs[:0]
+		for b := buf[:n]; len(b) > 0; {
+			i := bytes.IndexByte(b, s.cfg.Sep)
+			if i < 0 {
+				carry = append(carry, b...)
+				break
+			}
+			rec := b[:i]
+			if len(carry) > 0 {
+				rec = append(bytes.Clone(carry), rec...)
+				carry = carry[:0]
+			}
+			recs = append(recs, rec)
+			b = b[i+1:]
+		}
+		if err != nil && len(carry) > 0 {
+			recs = append(recs, bytes.Clone(carry))
+			carry = carry[:0]
+		}
+		if len(recs) == 0 {
+			free <- buf
+		}
+		per := max(1, min(unitRecords, (len(recs)+s.cfg.StatWorkers-1)/s.cfg.StatWorkers))
+		for lo := 0; lo < len(recs); lo += per {
+			hi := min(lo+per, len(recs))
+			u := units.Get().(*unit)
+			u.recs = append(u.recs, recs[lo:hi]...)
+			if cap(u.looks) < len(u.recs) {
+				u.looks = make([]look, len(u.recs))
+			}
+			u.looks = u.looks[:len(u.recs)]
+			if hi == len(recs) {
+				u.block = buf
+			}
+			if !send(u) {
+				return
+			}
+		}
+		if err != nil {
+			u := units.Get().(*unit)
+			u.end = err
+			send(u)
+			return
+		}
+		if len(carry) > 1<<20 && cap(carry) > 4<<20 {
+			// keep very long records, but do not keep a huge buffer for the rest
+			carry = append([]byte(nil), carry...)
 		}
 	}
 }
@@ -360,42 +455,6 @@ func (s *Splitter) examine(in []byte, l *look) {
 // linked reports whether a file is routed by its inode: a hard link under -H.
 func (s *Splitter) linked(l *look) bool {
 	return s.cfg.HardLinks && l.stat && l.st.Mode&syscall.S_IFMT != syscall.S_IFDIR && l.st.Nlink > 1
-}
-
-// batch examines records (valid only during the call) in parallel, then applies the
-// results in input order.
-func (s *Splitter) batch(ctx context.Context, recs [][]byte, out chan<- *Chunk) error {
-	if cap(s.looks) < len(recs) {
-		s.looks = make([]look, len(recs))
-	}
-	looks := s.looks[:len(recs)]
-	workers := min(s.cfg.StatWorkers, len(recs)/16)
-	if workers <= 1 {
-		for i, in := range recs {
-			s.examine(in, &looks[i])
-		}
-	} else {
-		var wg sync.WaitGroup
-		per := (len(recs) + workers - 1) / workers
-		for lo := 0; lo < len(recs); lo += per {
-			hi := min(lo+per, len(recs))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := lo; i < hi; i++ {
-					s.examine(recs[i], &looks[i])
-				}
-			}()
-		}
-		wg.Wait()
-	}
-	for i, in := range recs {
-		if err := s.apply(ctx, in, &looks[i], out); err != nil {
-			return err
-		}
-	}
-	s.flushHooks()
-	return nil
 }
 
 // apply settles a record or puts it into a chunk, from what examine found.
