@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -23,8 +24,10 @@ type QuickCheck struct {
 
 	refOnce sync.Once
 	ref     *dirRef // Dest, for lstat
+	dest    string  // Dest, clean
 
-	mu sync.Mutex
+	any atomic.Bool // a directory was ever found missing: the ring is worth reading
+	mu  sync.Mutex
 	// missing are DEST directories found missing lately: their files, and those of
 	// their subdirectories, need no lstat. It is a ring, as the lstat workers each walk
 	// a directory of their own.
@@ -34,6 +37,9 @@ type QuickCheck struct {
 
 // isMissing reports whether DEST directory dir, or one above it, was found missing.
 func (q *QuickCheck) isMissing(dir string) bool {
+	if !q.any.Load() {
+		return false // a re-run: no lock on every path
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, m := range q.missing {
@@ -46,26 +52,41 @@ func (q *QuickCheck) isMissing(dir string) bool {
 
 // setMissing notes that DEST directory dir is missing.
 func (q *QuickCheck) setMissing(dir string) {
+	q.any.Store(true)
 	q.mu.Lock()
 	q.missing[q.next] = dir
 	q.next = (q.next + 1) % len(q.missing)
 	q.mu.Unlock()
 }
 
-// upToDate reports whether dest/rel already matches the source whose lstat is src.
-func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string) bool {
+// upToDate reports whether dest/rel already matches the source whose lstat is src. rel
+// is clean and relative, and not above DEST ("." is DEST itself).
+// c, when not nil, is the calling worker's cursor in DEST.
+func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string, c *cursor) bool {
 	kind := src.Mode & syscall.S_IFMT
 	if kind != syscall.S_IFREG && kind != syscall.S_IFLNK && kind != syscall.S_IFDIR {
 		return false
 	}
-	q.refOnce.Do(func() { q.ref = newDirRef(filepath.Clean(q.Dest)) })
-	dp := filepath.Join(q.Dest, rel)
-	dir := filepath.Dir(dp)
+	q.refOnce.Do(func() {
+		q.dest = filepath.Clean(q.Dest)
+		q.ref = newDirRef(q.dest)
+	})
+	// filepath.Join and Dir would Clean what is clean already: a tenth of a re-run's
+	// own CPU
+	dp := q.dest
+	switch {
+	case rel == ".":
+	case dp == "/":
+		dp = "/" + rel
+	default:
+		dp = dp + "/" + rel
+	}
+	dir := dp[:max(1, strings.LastIndexByte(dp, '/'))]
 	if q.isMissing(dir) {
 		return false // a fresh copy: one lstat per directory instead of one per file
 	}
 	var dst syscall.Stat_t
-	if err := q.ref.lstat(dp, &dst); err != nil {
+	if err := q.ref.lstatIn(c, dp, &dst); err != nil {
 		if err == syscall.ENOENT && q.ref.lstat(dir, &dst) == syscall.ENOENT {
 			q.setMissing(dir)
 		}
@@ -88,11 +109,13 @@ func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string) b
 	return dst.Size == src.Size && dst.Mode&0o7777 == src.Mode&0o7777
 }
 
-// Fresh reports whether the copy at Dest/rel of the source file srcPath is up to date.
+// Fresh reports whether the copy at Dest/rel of the source file srcPath is up to date. A
+// rel that leaves DEST is never up to date.
 func (q *QuickCheck) Fresh(srcPath, rel string) bool {
 	var st syscall.Stat_t
-	if err := syscall.Lstat(srcPath, &st); err != nil {
+	rel = filepath.Clean(rel)
+	if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") || syscall.Lstat(srcPath, &st) != nil {
 		return false
 	}
-	return q.upToDate(rel, &st, srcPath)
+	return q.upToDate(rel, &st, srcPath, nil)
 }

@@ -22,7 +22,7 @@ func TestQuickCheckMissing(t *testing.T) {
 	}
 	q := &QuickCheck{Dest: dest}
 	for i := range 8 {
-		if q.upToDate(fmt.Sprintf("d%d/f", i), &st, filepath.Join(src, "f")) {
+		if q.upToDate(fmt.Sprintf("d%d/f", i), &st, filepath.Join(src, "f"), nil) {
 			t.Fatal("a path under a missing directory is up to date")
 		}
 	}

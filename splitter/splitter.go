@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-
-	"github.com/prsync/prsync/rsync"
 )
 
 // Chunk is a batch of paths handed to one rsync.
@@ -179,6 +177,8 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
+			var c cursors
+			defer c.reset()
 			for {
 				select {
 				case <-stop: // before taking more work: after a cancel, at most one unit
@@ -188,8 +188,9 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 				select {
 				case u := <-work:
 					for i, in := range u.recs {
-						s.examine(in, &u.looks[i])
+						s.examine(in, &u.looks[i], &c)
 					}
+					c.reset()
 					u.done <- struct{}{}
 				case <-stop:
 					return
@@ -381,7 +382,8 @@ type look struct {
 	size        int64  // the size the record gives (Sizes)
 	abs, src    string
 	entry       string
-	err         error // the path cannot be given to rsync
+	lands       string // where the path lands under DEST
+	err         error  // the path cannot be given to rsync
 	statErr     error
 	st          syscall.Stat_t
 	stat        bool // st holds the source's lstat
@@ -422,7 +424,17 @@ func (s *Splitter) otherShard(in []byte) bool {
 	return s.cfg.Shards > 1 && Shard(in, s.cfg.Shards) != s.cfg.Shard
 }
 
-func (s *Splitter) examine(in []byte, l *look) {
+// cursors are one worker's directory descriptors in the source tree and in DEST.
+type cursors struct{ src, dst cursor }
+
+func (c *cursors) reset() {
+	c.src.reset()
+	c.dst.reset()
+}
+
+// examine reads what apply needs of one record: where it goes, its lstat, and the quick
+// check. c are the calling worker's cursors.
+func (s *Splitter) examine(in []byte, l *look, c *cursors) {
 	*l = look{path: in}
 	if len(in) == 0 {
 		l.empty = true
@@ -440,15 +452,15 @@ func (s *Splitter) examine(in []byte, l *look) {
 		l.skip = true
 		return
 	}
-	if l.abs, l.src, l.entry, l.err = s.resolve(l.path); l.err != nil || !s.needStat() {
+	if l.abs, l.src, l.entry, l.lands, l.err = s.resolve(l.path); l.err != nil || !s.needStat() {
 		return
 	}
-	if l.statErr = s.srcRef.lstat(l.abs, &l.st); l.statErr != nil {
+	if l.statErr = s.srcRef.lstatIn(&c.src, l.abs, &l.st); l.statErr != nil {
 		return
 	}
 	l.stat = true
 	if s.cfg.Quick != nil && !s.linked(l) && !(s.cfg.HardLinks && s.otherShard(l.path)) {
-		l.fresh = s.cfg.Quick.upToDate(rsync.LandsAtString(l.entry), &l.st, l.abs)
+		l.fresh = s.cfg.Quick.upToDate(l.lands, &l.st, l.abs, &c.dst)
 	}
 }
 
@@ -590,52 +602,67 @@ func (s *Splitter) flush(ctx context.Context, out chan<- *Chunk) error {
 	}
 }
 
-// resolve returns the absolute path to lstat, and rsync's source directory and list
-// entry for it. Entries are kept short: rsync reads its --files-from list one byte at a
-// time, and with long absolute entries that read costs more than the copy of small files.
-func (s *Splitter) resolve(in []byte) (abs, src, entry string, err error) {
+// resolve returns the absolute path to lstat, rsync's source directory and list entry
+// for it, and where it lands under DEST (clean and relative, "." for DEST itself).
+// Entries are kept short: rsync reads its --files-from list one byte at a time, and with
+// long absolute entries that read costs more than the copy of small files.
+func (s *Splitter) resolve(in []byte) (abs, src, entry, lands string, err error) {
 	if bytes.IndexByte(in, 0) >= 0 {
-		return "", "", "", errors.New("name contains a NUL byte")
+		return "", "", "", "", errors.New("name contains a NUL byte")
 	}
-	p := string(in)
 	if s.cfg.RemoteSrc != "" {
-		return s.resolveRemote(p)
+		src, entry, lands, err = s.resolveRemote(string(in))
+		return "", src, entry, lands, err
 	}
-	if filepath.IsAbs(p) {
+	if len(in) > 0 && in[0] == '/' {
+		p := string(in)
 		if !isClean(p[1:]) {
 			p = filepath.Clean(p)
 		}
 		if s.cfg.Root == "" {
-			return p, "/", protect(strings.TrimPrefix(p, "/")), nil
+			lands = cmp.Or(p[1:], ".")
+			return p, "/", protect(p[1:]), lands, nil
 		}
 		rest, ok := under(p, s.cfg.Root)
 		if !ok {
-			return "", "", "", fmt.Errorf("outside --root %s", s.cfg.Root)
+			return "", "", "", "", fmt.Errorf("outside --root %s", s.cfg.Root)
 		}
-		return p, s.cfg.Root, protect(rest), nil
+		return p, s.cfg.Root, protect(rest), rest, nil
 	}
 	base := s.cfg.Root
 	if base == "" {
 		base = s.cfg.Cwd
 	}
-	rel := cleanRel(p)
-	if rel == ".." || strings.HasPrefix(rel, "../") {
-		if s.cfg.Root != "" {
-			return "", "", "", fmt.Errorf("outside --root %s", s.cfg.Root)
+	var rel string
+	if r := trimDot(in); isClean(r) {
+		// the common case, as find . prints it: one allocation for abs, rel a part of it
+		if base == "/" {
+			abs = "/" + string(r)
+			rel = abs[1:]
+		} else {
+			abs = base + "/" + string(r)
+			rel = abs[len(base)+1:]
 		}
-		return "", "", "", errors.New("outside the working directory: use absolute paths or --root")
+	} else {
+		rel = filepath.Clean(string(in))
+		if rel == ".." || strings.HasPrefix(rel, "../") {
+			if s.cfg.Root != "" {
+				return "", "", "", "", fmt.Errorf("outside --root %s", s.cfg.Root)
+			}
+			return "", "", "", "", errors.New("outside the working directory: use absolute paths or --root")
+		}
+		abs = joinClean(base, rel)
 	}
-	abs = joinClean(base, rel)
 	if s.cfg.Root == "" && s.cfg.HardLinks && base != "/" {
 		// one source for every path, so that the links of an inode share a chunk
-		return abs, "/", anchor(base[1:], rel), nil
+		return abs, "/", anchor(base[1:], rel), rel, nil
 	}
-	return abs, base, protect(rel), nil
+	return abs, base, protect(rel), rel, nil
 }
 
 // resolveRemote places a path of a remote source: relative paths are taken from it,
 // absolute ones must lie under its path part.
-func (s *Splitter) resolveRemote(p string) (abs, src, entry string, err error) {
+func (s *Splitter) resolveRemote(p string) (src, entry, lands string, err error) {
 	outside := fmt.Errorf("outside --root %s", s.cfg.RemoteSrc)
 	if filepath.IsAbs(p) {
 		if !isClean(p[1:]) {
@@ -648,31 +675,36 @@ func (s *Splitter) resolveRemote(p string) (abs, src, entry string, err error) {
 		if !ok {
 			return "", "", "", outside
 		}
-		return "", s.cfg.RemoteSrc, protect(rest), nil
+		return s.cfg.RemoteSrc, protect(rest), rest, nil
 	}
 	rel := cleanRel(p)
 	if rel == ".." || strings.HasPrefix(rel, "../") {
 		return "", "", "", outside
 	}
-	return "", s.cfg.RemoteSrc, protect(rel), nil
+	return s.cfg.RemoteSrc, protect(rel), rel, nil
 }
 
 // cleanRel is filepath.Clean of a relative path, without its cost for the common
 // shapes: "./a/b" (as find . prints it) and paths that are clean already.
 func cleanRel(p string) string {
-	q := p
-	for len(q) > 2 && q[0] == '.' && q[1] == '/' && q[2] != '/' {
-		q = q[2:]
-	}
-	if isClean(q) {
+	if q := trimDot(p); isClean(q) {
 		return q
 	}
 	return filepath.Clean(p)
 }
 
+// trimDot drops the leading "./" of a relative path, as find . prints it, when the rest
+// is not empty and does not start with '/'.
+func trimDot[T string | []byte](p T) T {
+	for len(p) > 2 && p[0] == '.' && p[1] == '/' && p[2] != '/' {
+		p = p[2:]
+	}
+	return p
+}
+
 // isClean reports whether a relative path is what filepath.Clean makes of it.
-func isClean(p string) bool {
-	if p == "" || p[0] == '/' || p[len(p)-1] == '/' {
+func isClean[T string | []byte](p T) bool {
+	if len(p) == 0 || p[0] == '/' || p[len(p)-1] == '/' {
 		return false
 	}
 	for i := 0; i < len(p); i++ {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prsync/prsync/rsync"
 )
 
 // collect runs a Splitter over input and returns the chunks and the settled paths.
@@ -110,16 +112,34 @@ func TestResolve(t *testing.T) {
 		{"", "/work", "#hash", false, "/work|./#hash"},
 		{"", "/work", "-e touch", false, "/work|-e touch"},
 		{"", "/work", "a\x00b", false, "error"},
+		{"", "/work", ".", false, "/work|."},
+		{"", "/work", "./", false, "/work|."},
+		{"", "/work", "./.", false, "/work|."},
+		{"", "/work", "a/./b//c/", false, "/work|a/b/c"},
+		{"", "/work", "./;semi", false, "/work|./;semi"},
+		{"", "/work", "a/..", false, "/work|."},
+		{"", "/", "./x", false, "/|x"},
+		{"/var/lib", "/work", "./a", true, "/var/lib|a"},
 	}
 	for _, tt := range tests {
 		s := New(Config{Root: tt.root, Cwd: tt.cwd, HardLinks: tt.links}, Hooks{})
-		_, src, e, err := s.resolve([]byte(tt.in))
+		abs, src, e, lands, err := s.resolve([]byte(tt.in))
 		got := src + "|" + string(e)
 		if err != nil {
 			got = "error"
 		}
 		if got != tt.want {
 			t.Errorf("root %q cwd %q links %v: resolve(%q) = %q, want %q", tt.root, tt.cwd, tt.links, tt.in, got, tt.want)
+		}
+		if err != nil {
+			continue
+		}
+		// where the path lands is what rsync makes of the entry, and abs is the source path
+		if want := rsync.LandsAtString(e); lands != want {
+			t.Errorf("resolve(%q): lands %q, want %q", tt.in, lands, want)
+		}
+		if want := filepath.Join(src, e); abs != want {
+			t.Errorf("resolve(%q): abs %q, want %q", tt.in, abs, want)
 		}
 	}
 }
