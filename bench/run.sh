@@ -31,6 +31,7 @@ JOBS_LIST=${BENCH_JOBS:-"1 2 4 8"}
 WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
 OUT=${BENCH_OUT:-}
 PRSYNC=${PRSYNC:-}
+PRSYNC_BASE=${BENCH_PRSYNC_BASE:-}
 PRSYNC_SWEEP_OPTS=${BENCH_PRSYNC_SWEEP_OPTS:---no-throttle}
 PRSYNC_OPTS=${BENCH_PRSYNC_OPTS:-}
 CHUNK=${BENCH_CHUNK:-2000}
@@ -61,13 +62,16 @@ usage: bench/run.sh [options]
   --seed N           tree seed (default 1)                                 [BENCH_SEED]
   --methods LIST     subset of: rsync cp tar parallel-perfile parallel-chunked
                      fpsync prsync-jN... prsync-sweep prsync-default
-                     prsync-direct prsync-pipe prsync-auto (default: all,
-                     every method but those three)                         [BENCH_METHODS]
+                     prsync-direct prsync-pipe prsync-auto prsync-base
+                     (default: all, every method but those four)           [BENCH_METHODS]
   --jobs LIST        -j values of prsync-sweep (default "1 2 4 8"; any
                      positive numbers, e.g. "1 2 4 8 16 32")               [BENCH_JOBS]
   --out DIR          results directory (default /tmp/prsync-bench/run-...) [BENCH_OUT]
   --work DIR         trees and destinations (default /var/tmp/prsync-bench) [BENCH_WORK]
   --prsync PATH      prsync binary (default: built from the repo)          [PRSYNC]
+  --base PATH        another prsync build (an older one), for the method
+                     prsync-base: its defaults, side by side with the
+                     build under test                                     [BENCH_PRSYNC_BASE]
   --prsync-opts STR  extra flags for every prsync method, shown in its
                      label (default none; e.g. "--chunk-files 50")         [BENCH_PRSYNC_OPTS]
   --smoke            tiny tree, 1 rep, rsync -a and prsync only; for CI
@@ -104,6 +108,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--work) WORK=$2; shift ;;
 	--prsync) PRSYNC=$2; shift ;;
+	--base) PRSYNC_BASE=$2; shift ;;
 	--prsync-opts) PRSYNC_OPTS=$2; shift ;;
 	--smoke) SMOKE=1 ;;
 	--net) NET=1 ;;
@@ -196,7 +201,7 @@ expand_methods() {
 	for m in $list; do
 		case "$m" in
 		prsync-sweep) for j in $JOBS_LIST; do out+=("prsync-j$j"); done ;;
-		rsync | cp | tar | parallel-perfile | parallel-chunked | fpsync | prsync-default | prsync-direct | prsync-pipe | prsync-auto) out+=("$m") ;;
+		rsync | cp | tar | parallel-perfile | parallel-chunked | fpsync | prsync-default | prsync-direct | prsync-pipe | prsync-auto | prsync-base) out+=("$m") ;;
 		prsync-j*) [[ "$m" =~ ^prsync-j[1-9][0-9]*$ ]] || die "bad method $m (prsync-jN, N a positive number)"; out+=("$m") ;;
 		*) die "unknown method $m" ;;
 		esac
@@ -209,6 +214,7 @@ usable() { # method -> 0 if it can run here, else records why not
 	case "$m" in
 	parallel-*) have parallel || { SKIPPED+=("$m: GNU parallel is not installed (apt-get install parallel)"); return 1; } ;;
 	fpsync) have fpsync || { SKIPPED+=("$m: fpsync is not installed (apt-get install fpart)"); return 1; } ;;
+	prsync-base) [ -x "$PRSYNC_BASE" ] || die "prsync-base needs --base PATH, an executable prsync" ;;
 	prsync-*) [ -n "$PRSYNC" ] || { SKIPPED+=("$m: no prsync binary"); return 1; } ;;
 	esac
 	return 0
@@ -253,8 +259,9 @@ m_prsync() {
 	# shellcheck disable=SC2086 # PR_ARGS is a word list on purpose
 	cd "$SRC" && find . -print0 | "$PRSYNC" -0 $PR_ARGS "$DEST" >"$PRLOG"
 }
-export -f m_rsync m_cp m_tar m_parallel_perfile m_parallel_chunked m_fpsync m_prsync
-export PJOBS CHUNK PRSYNC
+m_prsync_base() { PRSYNC=$PRSYNC_BASE m_prsync; }
+export -f m_rsync m_cp m_tar m_parallel_perfile m_parallel_chunked m_fpsync m_prsync m_prsync_base
+export PJOBS CHUNK PRSYNC PRSYNC_BASE
 
 # label_of METHOD SCENARIO (a CSV field: no commas)
 label_of() {
@@ -278,6 +285,7 @@ label_base() {
 	prsync-direct) echo "find -print0 | prsync -0 --transport direct (otherwise defaults)" ;;
 	prsync-pipe) echo "find -print0 | prsync -0 --transport pipe (otherwise defaults)" ;;
 	prsync-auto) echo "find -print0 | prsync -0 -j auto (otherwise defaults; throttle on)" ;;
+	prsync-base) echo "find -print0 | prsync -0 (defaults; the base build)" ;;
 	prsync-j*) echo "find -print0 | prsync -0 -j ${1#prsync-j} $PRSYNC_SWEEP_OPTS" | sed 's/ *$//' ;;
 	esac
 }
@@ -303,6 +311,7 @@ run_one() {
 	prsync-direct) fn=m_prsync jobs=0 PR_ARGS="--transport direct" ;;
 	prsync-pipe) fn=m_prsync jobs=0 PR_ARGS="--transport pipe" ;;
 	prsync-auto) fn=m_prsync jobs=0 PR_ARGS="-j auto" ;;
+	prsync-base) fn=m_prsync_base jobs=0 ;;
 	prsync-j*) fn=m_prsync jobs=${m#prsync-j} PR_ARGS="-j $jobs $PRSYNC_SWEEP_OPTS" ;;
 	esac
 	[[ "$m" != prsync-* ]] || PR_ARGS="$PRSYNC_OPTS $PR_ARGS"
