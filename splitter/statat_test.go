@@ -90,6 +90,9 @@ func TestCursorLstat(t *testing.T) {
 		}
 	}
 	check("a/1")
+	if c.ok {
+		t.Fatal("a directory opened at its first file")
+	}
 	check("a/2")
 	if !c.ok || c.dir != "a" {
 		t.Fatalf("after two files in a, the cursor is %+v, want a open", c)
@@ -118,6 +121,7 @@ func TestCursorLstat(t *testing.T) {
 	}
 	check("a/1") // now ENOENT
 	check("a/2")
+	check("a/3")
 	if c.ok {
 		var st syscall.Stat_t
 		if err := unix.Fstat(c.fd, (*unix.Stat_t)(unsafe.Pointer(&st))); err == nil {
