@@ -63,7 +63,8 @@ type Config struct {
 	BlockSize int
 	// Quick, when set, settles paths whose local copy already matches as up to date.
 	Quick *QuickCheck
-	// StatWorkers is how many records of one block are examined (lstat) at once; 0 means 8.
+	// StatWorkers is how many goroutines examine records (lstat, quick check) at once; 0
+	// means 8.
 	StatWorkers int
 	// Sizes says each record is SIZE<TAB>PATH (as find -printf '%s\t%P\0' writes it): the
 	// size counts for ChunkBytes and the biggest-first order, and the source is not
@@ -374,8 +375,8 @@ type rec struct {
 }
 
 // look is what examining one record found. examine only reads the file system, so
-// records of one block are examined in parallel: with a cold cache a run that is mostly
-// up to date waits on inode reads, of the source and of DEST, not on the CPU.
+// records are examined in parallel, ahead of the one being applied: a run that is mostly
+// up to date spends its time in the lstats of the source and of DEST.
 type look struct {
 	empty, skip bool   // an empty record; another shard's path
 	path        []byte // the path part of the record (all of it, unless Sizes)
