@@ -199,8 +199,8 @@ label_of() {
 	rsync-pull) echo "rsync -a rsync://127.0.0.1/bench/ DEST/" ;;
 	prsync-pull) echo "find -type f -print0 | prsync -0$o --root rsync://127.0.0.1/bench DEST/" ;;
 	prsync-pull-sizes) echo "find -type f -printf '%s\t%P\0' | prsync -0 --sizes$o --root rsync://127.0.0.1/bench DEST/" ;;
-	prsync-list-base) echo "$(label_of prsync-list), base build" ;;
-	prsync-sizes-base) echo "$(label_of prsync-sizes), base build" ;;
+	prsync-list-base) echo "$(label_of prsync-list); base build" ;;
+	prsync-sizes-base) echo "$(label_of prsync-sizes); base build" ;;
 	esac
 }
 scenario_of() { case "$1" in *-pull*) echo pull ;; *) echo sizes ;; esac; }
