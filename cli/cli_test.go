@@ -123,10 +123,19 @@ func TestHelpIntoClosedPipe(t *testing.T) {
 	}
 }
 
-func TestOwnProcs(t *testing.T) {
-	for _, tt := range []struct{ n, want int }{{1, 1}, {2, 1}, {4, 1}, {7, 1}, {8, 2}, {16, 4}, {64, 16}} {
-		if got := ownProcs(tt.n); got != tt.want {
-			t.Errorf("ownProcs(%d) = %d, want %d", tt.n, got, tt.want)
+func TestGoProcs(t *testing.T) {
+	for _, tt := range []struct {
+		n     int
+		stats bool
+		want  int
+	}{
+		// prsync lstats: at least one P per stat worker, never fewer than the CPUs
+		{1, true, 8}, {2, true, 8}, {8, true, 8}, {16, true, 16}, {64, true, 64},
+		// it does not: a quarter, at least one
+		{1, false, 1}, {2, false, 1}, {4, false, 1}, {7, false, 1}, {8, false, 2}, {16, false, 4}, {64, false, 16},
+	} {
+		if got := goProcs(tt.n, tt.stats); got != tt.want {
+			t.Errorf("goProcs(%d, %v) = %d, want %d", tt.n, tt.stats, got, tt.want)
 		}
 	}
 }

@@ -93,14 +93,26 @@ func Main() int {
 // capProcs is set by Main: the process is prsync's own, so its Go runtime may be tuned.
 var capProcs bool
 
-// ownProcs returns how many CPUs prsync's Go code may use at once, of the n the runtime
-// would use, when prsync stats no path itself (--sizes, or a remote source): a quarter,
-// at least one. Its work is then parsing rsync's output, a twentieth of its rsyncs' CPU,
-// and every extra P is a thread that spins and polls when it finds nothing to do: on 2
-// CPUs one P cut prsync's own CPU by 13 % on a fresh copy with --sizes, wall time
-// unchanged. The lstat of the source and of DEST (the quick check) needs the Ps: with one,
-// a cold re-run of 200,000 files took 1.5 × as long (bench/RESULTS.md).
-func ownProcs(n int) int { return max(1, n/4) }
+// goProcs returns how many CPUs (Ps) prsync's Go code may use at once, of the n the
+// runtime would use. stats says whether prsync lstats paths itself.
+//
+// When it does, it gets at least one P per stat worker. A worker whose lstat waits on a
+// cold inode keeps its P until the runtime's monitor takes it back, tens of microseconds
+// to milliseconds later, and with fewer Ps than workers the others wait for it while a
+// CPU idles: on 2 CPUs, 8 Ps made a cold re-run of 200,000 files 9 % faster (pairs,
+// median) than 2 Ps, and left a fresh copy's wall time and prsync's CPU as they were
+// (bench/RESULTS.md). The kernel still runs the workers' threads on the CPUs there are.
+//
+// When it does not (--sizes, or a remote source), a quarter, at least one. Its work is then
+// parsing rsync's output, a twentieth of its rsyncs' CPU, and every extra P is a thread that
+// spins and polls when it finds nothing to do: on 2 CPUs one P cut prsync's own CPU by 13 %
+// on a fresh copy with --sizes, wall time unchanged.
+func goProcs(n int, stats bool) int {
+	if stats {
+		return max(n, splitter.DefaultStatWorkers)
+	}
+	return max(1, n/4)
+}
 
 // PipeHelper reports whether argv makes prsync the pipe transport's helper.
 func PipeHelper(argv []string) bool { return len(argv) > 1 && argv[1] == exec.PipeHelperArg }
@@ -152,8 +164,9 @@ func run(sig *signals, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	if err := r.prepare(); err != nil {
 		return fail(stderr, err)
 	}
-	if _, set := os.LookupEnv("GOMAXPROCS"); capProcs && !set && (f.Sizes || r.srcRemote != "") {
-		runtime.GOMAXPROCS(ownProcs(runtime.GOMAXPROCS(0)))
+	if _, set := os.LookupEnv("GOMAXPROCS"); capProcs && !set {
+		stats := splitter.Config{Sizes: f.Sizes, RemoteSrc: r.srcRemote, HardLinks: rsync.HardLinks(r.args), Quick: r.quick}.Stats()
+		runtime.GOMAXPROCS(goProcs(runtime.GOMAXPROCS(0), stats))
 	}
 	return r.run()
 }

@@ -44,6 +44,9 @@ const (
 	Failed   = "failed"
 )
 
+// DefaultStatWorkers is how many goroutines examine records when Config.StatWorkers is 0.
+const DefaultStatWorkers = 8
+
 // Config says how to split.
 type Config struct {
 	// Sep is the record separator: '\n' or 0.
@@ -64,7 +67,7 @@ type Config struct {
 	// Quick, when set, settles paths whose local copy already matches as up to date.
 	Quick *QuickCheck
 	// StatWorkers is how many goroutines examine records (lstat, quick check) at once; 0
-	// means 8.
+	// means DefaultStatWorkers.
 	StatWorkers int
 	// Sizes says each record is SIZE<TAB>PATH (as find -printf '%s\t%P\0' writes it): the
 	// size counts for ChunkBytes and the biggest-first order, and the source is not
@@ -118,7 +121,7 @@ func New(cfg Config, hooks Hooks) *Splitter {
 		cfg.ChunkFiles = 1
 	}
 	if cfg.StatWorkers <= 0 {
-		cfg.StatWorkers = 8
+		cfg.StatWorkers = DefaultStatWorkers
 	}
 	if cfg.ChunkBytes <= 0 {
 		cfg.ChunkBytes = 1 << 62
@@ -416,8 +419,13 @@ func SplitSized(rec []byte) (size int64, path []byte, err error) {
 }
 
 // needStat reports whether examine lstat's the source.
-func (s *Splitter) needStat() bool {
-	return s.cfg.RemoteSrc == "" && (!s.cfg.Sizes || s.cfg.HardLinks || s.cfg.Quick != nil)
+func (s *Splitter) needStat() bool { return s.cfg.Stats() }
+
+// Stats reports whether a splitter with this configuration lstats the paths it reads: a
+// local source, unless --sizes gives their sizes and neither -H nor the quick check needs
+// more.
+func (c Config) Stats() bool {
+	return c.RemoteSrc == "" && (!c.Sizes || c.HardLinks || c.Quick != nil)
 }
 
 // otherShard reports whether a path (not an inode) falls in another shard.

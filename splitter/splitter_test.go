@@ -436,3 +436,24 @@ func TestSizesNoStat(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigStats(t *testing.T) {
+	q := &QuickCheck{Dest: "/dst"}
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		want bool
+	}{
+		{"a local list", Config{}, true},
+		{"the quick check", Config{Quick: q}, true},
+		{"--sizes", Config{Sizes: true}, false},
+		{"--sizes with -H: links go by inode", Config{Sizes: true, HardLinks: true}, true},
+		{"--sizes with the quick check", Config{Sizes: true, Quick: q}, true},
+		{"a remote source", Config{RemoteSrc: "rsync://h/m/"}, false},
+		{"a remote source with -H", Config{RemoteSrc: "h:/src", HardLinks: true, Quick: q}, false},
+	} {
+		if got := tt.cfg.Stats(); got != tt.want {
+			t.Errorf("%s: Stats() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -138,7 +138,7 @@ func Man(w io.Writer, s *Source) error {
 	}
 	p.macro("TP")
 	p.line(`\fBGOMAXPROCS\fR`)
-	p.line(`How many CPUs prsync's own code may use at once. Unset, prsync uses all of them, or a quarter (at least one) when it stats no path itself (\fB\-\-sizes\fR, or a remote \fB\-\-root\fR); its rsyncs are not limited.`)
+	p.line(`How many CPUs prsync's own code may use at once. Unset, prsync uses all of them and at least 8 (one per lstat worker) when it stats the paths itself, or a quarter (at least one) when it does not (\fB\-\-sizes\fR, or a remote \fB\-\-root\fR); its rsyncs are not limited.`)
 
 	p.macro("SH", "EXAMPLES")
 	for i, ex := range s.Examples {
