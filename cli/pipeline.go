@@ -65,7 +65,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.pool = &exec.Pool{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirm, Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- m },
+		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- m },
 	}
 	p.sampler = throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(p.pool))
 	p.throttle = &throttle.Controller{

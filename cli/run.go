@@ -444,9 +444,9 @@ func (r *runner) prepare() error {
 		fmt.Fprintln(r.stderr, "prsync: warning: --verify checks nothing in a dry run (-n): nothing is copied")
 	}
 	if o := rsync.SkipOption(f.RsyncArgs); o != "" {
-		// rsync exits 0 over a chunk whose paths its own rules left out, and exit 0 is
-		// what proves a chunk: say so, rather than let the count mislead
-		fmt.Fprintf(r.stderr, "prsync: warning: with %s after --, rsync leaves some listed paths out and still exits 0, and prsync counts them as up to date; filter the list instead (find ... ! -name PATTERN)\n", o)
+		// rsync exits 0 over a chunk whose paths its own rules left out: prsync fails
+		// those (exec.Pool.LeftOut), which a user who meant to leave them out may not expect
+		fmt.Fprintf(r.stderr, "prsync: warning: with %s after --, rsync may leave listed paths out; prsync counts those as failed unless DEST already holds them; filter the list instead (find ... ! -name PATTERN)\n", o)
 	}
 	if f.Delete && exec.IsRemote(f.Dest) {
 		if err := r.probeDelete(); err != nil {

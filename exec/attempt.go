@@ -111,6 +111,9 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 			pre = []string{"--bwlimit=" + arg}
 		}
 	}
+	if p.LeftOut != "" && extra == nil {
+		tr = append(tr[:len(tr):len(tr)], "-ii") // name unchanged paths too: one not named was left out
+	}
 	args := append(append(append(append(pre, p.Args...), extra...), tr...),
 		"--files-from=-", "--from0", "--out-format="+rsync.OutFormat, "--", from, dest)
 	cmd := osexec.CommandContext(ctx, p.Rsync, args...)

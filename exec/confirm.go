@@ -12,10 +12,19 @@ import (
 )
 
 // confirm proves which of the paths idx of chunk c landed, after its rsync exited
-// non-zero or was cancelled, and says how: "lstat" of a local DEST, a "dry-run" pass of
+// non-zero or was cancelled, or that it may have left out (Pool.LeftOut), and says how: "lstat" of a local DEST, a "dry-run" pass of
 // the same rsync, or "none" when nothing can be proven (a session that never started, an
 // interrupt with a remote DEST) or nothing was meant to land (a dry run).
 func (p *Pool) confirm(ctx context.Context, c *splitter.Chunk, idx []int, res result, class rsync.Class) ([]rsync.Verdict, string) {
+	if p.LeftOut != "" && class != rsync.Cancelled {
+		return p.confirmLeftOut(ctx, c, idx, res, class)
+	}
+	return p.confirmLanded(ctx, c, idx, res, class)
+}
+
+// confirmLanded is confirm of paths that rsync considered (or, without Pool.LeftOut,
+// every path).
+func (p *Pool) confirmLanded(ctx context.Context, c *splitter.Chunk, idx []int, res result, class rsync.Class) ([]rsync.Verdict, string) {
 	vs := make([]rsync.Verdict, len(idx))
 	switch {
 	case p.Confirm == ConfirmNothing:
@@ -54,6 +63,52 @@ func (p *Pool) confirm(ctx context.Context, c *splitter.Chunk, idx []int, res re
 		return vs, "dry-run"
 	}
 	return rsync.Differences(pass.r, pass.code), "dry-run"
+}
+
+// confirmLeftOut is confirm when rsync may have left listed paths out (Pool.LeftOut). A
+// path its -ii output did not name may be one: its filter rules, or a size or existence
+// limit, kept it from the transfer list, and a dry-run pass under the same options would
+// not see it either. Such a path landed only if a local DEST holds it as the source has
+// it (an earlier copy); otherwise it fails, with the option named. The paths rsync did
+// name go the usual way.
+func (p *Pool) confirmLeftOut(ctx context.Context, c *splitter.Chunk, idx []int, res result, class rsync.Class) ([]rsync.Verdict, string) {
+	vs := make([]rsync.Verdict, len(idx))
+	reason := fmt.Sprintf("rsync left it out (%s after --)", p.LeftOut)
+	if p.Confirm == ConfirmNothing {
+		reason = fmt.Sprintf("rsync would leave it out (%s after --)", p.LeftOut)
+	}
+	local := p.localDest != "" && !p.SourceRemote && p.Confirm != ConfirmNothing
+	var named []int // positions in idx of the paths rsync named
+	for k, i := range idx {
+		switch ps := res.r.Paths[i]; {
+		case ps.Logged || ps.Seen:
+			named = append(named, k)
+		case local:
+			v := statLanded(c.Src, c.Entries[i], p.localDest)
+			if !v.Landed {
+				v.Reason = reason + ": " + v.Reason
+			}
+			vs[k] = v
+		default:
+			vs[k] = rsync.Verdict{Reason: reason}
+		}
+	}
+	method := "lstat"
+	if !local {
+		method = "none"
+	}
+	if len(named) > 0 {
+		sub := make([]int, len(named))
+		for j, k := range named {
+			sub[j] = idx[k]
+		}
+		nv, m := p.confirmLanded(ctx, c, sub, res, class)
+		for j, k := range named {
+			vs[k] = nv[j]
+		}
+		method = m
+	}
+	return vs, method
 }
 
 // noSession reports an rsync that failed before or outside any transfer: nothing it

@@ -45,6 +45,11 @@ type Pool struct {
 	RetryDelay time.Duration // first backoff; doubled each retry, with jitter
 	Grace      time.Duration // how long a cancelled rsync has between TERM and KILL
 	Confirm    ConfirmMode
+	// LeftOut is the first option in Args with which rsync may leave a listed path out and
+	// still exit 0 (rsync.SkipOption), or "". Then each copy runs with -ii, so that rsync
+	// names every path it considers, and a path it does not name is not proven by its exit:
+	// it counts only if confirmed (a local DEST's lstat), else it fails.
+	LeftOut string
 	// Verify says which paths of each chunk a checksum pass checks once it has settled.
 	Verify VerifyMode
 	// Env is the environment of every rsync; nil means prsync's own.
@@ -520,10 +525,10 @@ func (p *Pool) wait(ctx context.Context, class rsync.Class, d time.Duration) boo
 	return true
 }
 
-// remember keeps what an attempt logged for each path.
+// remember keeps what an attempt logged for each path, and what it named unchanged.
 func (s *chunkState) remember(r *rsync.Result) {
 	for i, ps := range r.Paths {
-		if ps.Logged {
+		if ps.Logged || (ps.Seen && !s.logged[i].Logged) {
 			s.logged[i] = ps
 		}
 	}
@@ -534,7 +539,7 @@ func (s *chunkState) remember(r *rsync.Result) {
 func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, res result, attempt int) bool {
 	r := res.r
 	for i := range r.Paths {
-		if !r.Paths[i].Logged && st.logged[i].Logged {
+		if !r.Paths[i].Logged && !r.Paths[i].Seen && (st.logged[i].Logged || st.logged[i].Seen) {
 			kind, reason := r.Paths[i].Kind, r.Paths[i].Reason
 			r.Paths[i] = st.logged[i]
 			r.Paths[i].Kind, r.Paths[i].Reason = kind, reason
@@ -549,7 +554,7 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, re
 		p.mu.Unlock()
 	}
 	var conf *Confirmation
-	outcomes, unexplained := rsync.Decide(r, res.code, class == rsync.Cancelled, func(idx []int) []rsync.Verdict {
+	outcomes, unexplained := rsync.Decide(r, res.code, class == rsync.Cancelled, p.LeftOut != "", func(idx []int) []rsync.Verdict {
 		t0 := time.Now()
 		vs, method := p.confirm(ctx, st.c, idx, res, class)
 		conf = &Confirmation{Method: method, Paths: len(idx), Seconds: round3(time.Since(t0).Seconds())}

@@ -21,7 +21,8 @@ const (
 
 // PathState is what rsync's output said about one path of a chunk.
 type PathState struct {
-	Logged bool   // an out-format line named it (not proof that it landed)
+	Logged bool   // an out-format line named it with a change (not proof that it landed)
+	Seen   bool   // an out-format line named it unchanged (rsync ran with -ii): rsync considered it
 	Change string // that line's %i
 	Size   int64  // that line's %l, for a regular file
 	File   bool   // that line is for a regular file
@@ -200,6 +201,12 @@ func (a *Attributor) Stdout(line []byte) (int64, bool) {
 	if !ok {
 		idx = a.byRel[path.Clean(string(it.Name))]
 	}
+	if it.Unchanged() {
+		for _, i := range idx {
+			a.res.Paths[i].Seen = true
+		}
+		return 0, false
+	}
 	for k, i := range idx {
 		ps := &a.res.Paths[i]
 		first := !ps.Logged
@@ -374,9 +381,13 @@ type Outcome struct {
 // after a cancel, a path not proven is not done. An out-format line proves nothing: in
 // push form rsync's sender logs a file before its receiver writes it.
 //
+// leftOut says that rsync ran with an option that may leave listed paths out and still
+// exit 0 (SkipOption), and with -ii, so that it named every path it considered: then exit
+// 0 proves only the paths it named, and the others go to confirm too.
+//
 // The second result is an error rsync reported that no path carries (it exited non-zero,
 // named no path, and every path was confirmed): the caller must not call that run a success.
-func Decide(r *Result, code int, cancelled bool, confirm func(idx []int) []Verdict) ([]Outcome, string) {
+func Decide(r *Result, code int, cancelled, leftOut bool, confirm func(idx []int) []Verdict) ([]Outcome, string) {
 	out := make([]Outcome, len(r.Paths))
 	var need []int
 	for i, ps := range r.Paths {
@@ -387,7 +398,7 @@ func Decide(r *Result, code int, cancelled bool, confirm func(idx []int) []Verdi
 			out[i] = Outcome{Status: Failed, Reason: ps.Reason}
 		case ps.Kind == KindVanished:
 			out[i] = Outcome{Status: Vanished, Reason: ps.Reason}
-		case code == 0:
+		case code == 0 && (!leftOut || ps.Logged || ps.Seen):
 			out[i] = proven(ps)
 		default:
 			need = append(need, i)
@@ -397,7 +408,10 @@ func Decide(r *Result, code int, cancelled bool, confirm func(idx []int) []Verdi
 		return out, ""
 	}
 	vs := confirm(need)
-	fallback := r.failReason(code)
+	fallback := ""
+	if code != 0 {
+		fallback = r.failReason(code)
+	}
 	bad := 0
 	for k, i := range need {
 		v := vs[k]

@@ -18,6 +18,7 @@ func TestDecide(t *testing.T) {
 		stderr      []string
 		code        int
 		cancelled   bool
+		leftOut     bool            // rsync ran with a SkipOption and -ii
 		landed      map[string]bool // what confirming finds; absent: not landed
 		want        []string        // status per entry, with ":reason substring" where it matters
 		unexplained bool
@@ -121,6 +122,27 @@ func TestDecide(t *testing.T) {
 			want: []string{"failed:quota", "up_to_date"},
 		},
 		{
+			name: "-ii without a skip option: an unchanged line is up to date, not transferred", src: "/s/", dest: "/d", local: "/d",
+			entries: []string{"a", "b", "dir"},
+			stdout:  []string{".f         |3|0|a", ">f.st......|4|4|b", ".d          |4096|0|dir/"}, code: 0,
+			want: []string{"up_to_date", "transferred", "up_to_date"},
+		},
+		{
+			name: "left out: exit 0 proves only what rsync named", src: "/s/", dest: "/d", local: "/d", leftOut: true,
+			entries: []string{"a.txt", "b.db", "c.txt", "old.db"},
+			stdout:  []string{">f+++++++++|2|45|a.txt", ".f         |2|0|c.txt"}, code: 0,
+			landed: map[string]bool{"old.db": true}, // DEST held it from an earlier copy
+			want:   []string{"transferred", "failed:not in DEST", "up_to_date", "up_to_date"},
+		},
+		{
+			name: "left out, exit 23: named and unnamed paths are both confirmed", src: "/s/", dest: "rsync://h/m/", leftOut: true,
+			entries: []string{"a.txt", "b.db", "c.txt"},
+			stdout:  []string{">f+++++++++|2|45|a.txt", ".f         |2|0|c.txt"},
+			stderr:  []string{`rsync: [receiver] mkstemp "/a.txt.XyZ" (in m) failed: Permission denied (13)`}, code: 23,
+			landed: map[string]bool{"c.txt": true},
+			want:   []string{"failed:Permission denied", "failed:not in DEST", "up_to_date"},
+		},
+		{
 			name: "a session refused: nothing is proven", src: "/s/", dest: "rsync://h/m/", entries: []string{"a"},
 			stderr: []string{"@ERROR: max connections (2) reached -- try again later"}, code: 5,
 			want: []string{"failed:max connections"},
@@ -139,8 +161,8 @@ func TestDecide(t *testing.T) {
 			for _, l := range tt.stderr {
 				a.Stderr([]byte(l))
 			}
-			out, unexplained := Decide(a.Result(), tt.code, tt.cancelled, func(idx []int) []Verdict {
-				if tt.code == 0 && !tt.cancelled {
+			out, unexplained := Decide(a.Result(), tt.code, tt.cancelled, tt.leftOut, func(idx []int) []Verdict {
+				if tt.code == 0 && !tt.cancelled && !tt.leftOut {
 					t.Errorf("confirm called after exit 0")
 				}
 				vs := make([]Verdict, len(idx))

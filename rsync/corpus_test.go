@@ -63,7 +63,7 @@ func TestCorpus(t *testing.T) {
 			a.Stderr([]byte(l))
 		}
 		r := a.Result()
-		out, unexplained := Decide(r, c.Exit, false, func(idx []int) []Verdict {
+		out, unexplained := Decide(r, c.Exit, false, false, func(idx []int) []Verdict {
 			vs := make([]Verdict, len(idx))
 			for k, i := range idx {
 				tr, _ := c.TruthOf(c.List[i])

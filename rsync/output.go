@@ -22,6 +22,20 @@ type Item struct {
 // delete in a dry run.
 func (it Item) IsDeletion() bool { return it.Change == "*deleting  " }
 
+// Unchanged reports whether the item is one rsync names only because it ran with -ii:
+// it considered the entry and found nothing to change (".f         ").
+func (it Item) Unchanged() bool {
+	if len(it.Change) < 3 || it.Change[0] != '.' {
+		return false
+	}
+	for i := 2; i < len(it.Change); i++ {
+		if it.Change[i] != ' ' {
+			return false
+		}
+	}
+	return true
+}
+
 // IsFile reports whether the item is a regular file sent or received.
 func (it Item) IsFile() bool {
 	return len(it.Change) >= 2 && (it.Change[0] == '<' || it.Change[0] == '>') && it.Change[1] == 'f'
@@ -92,6 +106,8 @@ func change(b []byte) string {
 		return ">f.st......"
 	case ".d..t......":
 		return ".d..t......"
+	case ".f         ":
+		return ".f         "
 	case "*deleting  ":
 		return "*deleting  "
 	}

@@ -216,6 +216,31 @@ func TestTruthLocal(t *testing.T) {
 			t.Errorf("no hint about a read-only file system:\n%s", r.Stderr)
 		}
 	})
+	t.Run("paths rsync's own options leave out", func(t *testing.T) {
+		// rsync exits 0 over them: prsync fails them, unless DEST already holds them
+		for _, tt := range []struct {
+			args   []string
+			failed []string
+		}{
+			{[]string{"--", "--exclude", "*3"}, []string{"sub/f3", "top/t3"}},
+			{[]string{"--", "--max-size=3500"}, []string{"sub/f4", "top/t4"}},
+			{[]string{"-j", "1", "--", "-f", "- f*"}, []string{"sub/f1", "sub/f2", "sub/f3", "sub/f4"}},
+		} {
+			w := t.TempDir()
+			src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+			rels := truthTree(t, src, 1000)
+			r, failed := truthRun(t, src, dst, dst, rels, tt.args...)
+			if r.Code != 23 {
+				t.Errorf("%v: exit %d, want 23\n%s", tt.args, r.Code, r.Stderr)
+			}
+			wantFailed(t, r, failed, tt.failed...)
+			// a copy without the option, then the same run again: DEST holds them now
+			truthRun(t, src, dst, dst, rels)
+			if r, _ := truthRun(t, src, dst, dst, rels, tt.args...); r.Code != 0 {
+				t.Errorf("%v over a full DEST: exit %d, want 0\n%s", tt.args, r.Code, r.Stderr)
+			}
+		}
+	})
 	t.Run("options that need a dry-run confirmation", func(t *testing.T) {
 		// --no-times: an lstat cannot prove a copy, so prsync asks rsync itself
 		w := t.TempDir()
@@ -269,6 +294,8 @@ func TestTruthDaemon(t *testing.T) {
 			code: 1, allFail: true, stderr: "read only"},
 		{name: "a daemon-side exclude", module: "uid = root\ngid = root\nexclude = *3",
 			code: 23, failed: []string{"sub/f3", "top/t3"}, stderr: "excludes"},
+		{name: "an --exclude after --: rsync leaves paths out and exits 0", module: "uid = root\ngid = root",
+			args: []string{"--", "--exclude", "*3"}, code: 23, failed: []string{"sub/f3", "top/t3"}, stderr: "--exclude after --"},
 		{name: "an option the daemon refuses", module: "uid = root\ngid = root\nrefuse options = compress",
 			args: []string{"-z"}, code: 4, allFail: true, stderr: "refuses an option"},
 		{name: "authentication required, no password given", module: "uid = root\ngid = root\nauth users = u\nsecrets file = SECRETS",
