@@ -74,7 +74,10 @@ func (p *Pool) confirmLanded(ctx context.Context, c *splitter.Chunk, idx []int, 
 func (p *Pool) confirmLeftOut(ctx context.Context, c *splitter.Chunk, idx []int, res result, class rsync.Class) ([]rsync.Verdict, string) {
 	vs := make([]rsync.Verdict, len(idx))
 	reason := fmt.Sprintf("rsync left it out (%s after --)", p.LeftOut)
-	if p.Confirm == ConfirmNothing {
+	switch {
+	case res.code != 0: // it may have stopped before the path, or left it out
+		reason = fmt.Sprintf("rsync did not name it (with %s after --, no dry run can prove it)", p.LeftOut)
+	case p.Confirm == ConfirmNothing:
 		reason = fmt.Sprintf("rsync would leave it out (%s after --)", p.LeftOut)
 	}
 	local := p.localDest != "" && !p.SourceRemote && p.Confirm != ConfirmNothing

@@ -281,6 +281,7 @@ func TestTruthDaemon(t *testing.T) {
 		stderr   string   // a substring of stderr (the hint)
 		allFail  bool
 		noEvents bool
+		reasons  map[string]string // path -> a substring of its path_failed reason
 	}{
 		{name: "immutable directory in the module", module: "uid = root\ngid = root",
 			prepare: func(t testing.TB, mod string) {
@@ -296,6 +297,13 @@ func TestTruthDaemon(t *testing.T) {
 			code: 23, failed: []string{"sub/f3", "top/t3"}, stderr: "excludes"},
 		{name: "an --exclude after --: rsync leaves paths out and exits 0", module: "uid = root\ngid = root",
 			args: []string{"--", "--exclude", "*3"}, code: 23, failed: []string{"sub/f3", "top/t3"}, stderr: "--exclude after --"},
+		{name: "an --exclude after -- and an immutable directory: exit 23, and what rsync did not name fails", module: "uid = root\ngid = root",
+			prepare: func(t testing.TB, mod string) {
+				os.MkdirAll(filepath.Join(mod, "sub"), 0o755)
+				chattr(t, true, filepath.Join(mod, "sub"))
+			},
+			args: []string{"--", "--exclude", "t3"}, code: 23, failed: []string{"sub/f1", "sub/f2", "sub/f3", "sub/f4", "top/t3"}, stderr: "immutable",
+			reasons: map[string]string{"top/t3": "rsync did not name it (with --exclude after --", "sub/f1": "Operation not permitted"}},
 		{name: "an option the daemon refuses", module: "uid = root\ngid = root\nrefuse options = compress",
 			args: []string{"-z"}, code: 4, allFail: true, stderr: "refuses an option"},
 		{name: "authentication required, no password given", module: "uid = root\ngid = root\nauth users = u\nsecrets file = SECRETS",
@@ -329,6 +337,11 @@ func TestTruthDaemon(t *testing.T) {
 				want = rels
 			}
 			wantFailed(t, r, failed, want...)
+			for _, e := range r.OfType("path_failed") {
+				if w, ok := row.reasons[fmt.Sprint(e["path"])]; ok && !strings.Contains(fmt.Sprint(e["reason"]), w) {
+					t.Errorf("%s: reason %q, want it to say %q", e["path"], e["reason"], w)
+				}
+			}
 			if !strings.Contains(r.Stderr, row.stderr) {
 				t.Errorf("stderr does not say %q:\n%s", row.stderr, r.Stderr)
 			}
