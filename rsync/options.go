@@ -28,7 +28,11 @@ var refused = []struct{ prefix, hint string }{
 	{"--timeout", "a paused local rsync with --timeout dies when resumed; use --contimeout, or --no-throttle with a --timeout"},
 	{"--no-relative", "prsync relies on --relative paths to lay out DEST; use --root to strip a prefix"},
 	{"--no-R", "prsync relies on --relative paths to lay out DEST; use --root to strip a prefix"},
+	{"--quiet", quietHint},
 }
+
+const quietHint = "-q hides the out-format lines prsync reads to account for each path; leave it out (rsync's output is never shown: prsync's is the events)"
+
 
 // CheckOptions refuses the rsync options that prsync manages. timeoutOK allows --timeout
 // (nothing will be paused).
@@ -43,21 +47,26 @@ func CheckOptions(args []string, timeoutOK bool) error {
 				return &OptionError{Option: name, Hint: r.hint}
 			}
 		}
-		if len(a) > 1 && a[0] == '-' && a[1] != '-' && shortHasZero(a[1:]) {
+		if len(a) > 1 && a[0] == '-' && a[1] != '-' && shortHas(a[1:], '0') {
 			return &OptionError{Option: a + " (-0, --from0)", Hint: "prsync always passes --from0; use prsync's -0 for NUL-separated input"}
+		}
+		if len(a) > 1 && a[0] == '-' && a[1] != '-' && shortHas(a[1:], 'q') {
+			return &OptionError{Option: a + " (-q, --quiet)", Hint: quietHint}
 		}
 	}
 	return nil
 }
 
-// shortHasZero reports whether a cluster of short rsync flags holds -0.
-func shortHasZero(s string) bool {
+// shortHas reports whether a cluster of short rsync flags holds -flag. The cluster ends at
+// a flag that takes a value (-e, -B, -T, -f, -M) or at anything but a letter: the rest is
+// that value, as in -B1024, -e0 or -f'- *.q'.
+func shortHas(s string, flag rune) bool {
 	for _, c := range s {
-		if c == '0' {
+		if c == flag {
 			return true
 		}
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false // the rest is a value, as in -B1024 or -e0
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') || strings.ContainsRune("eBTfM", c) {
+			return false
 		}
 	}
 	return false

@@ -26,6 +26,13 @@ func TestCheckOptions(t *testing.T) {
 		{[]string{"--timeout=30"}, true, ""},
 		{[]string{"--no-R"}, false, "--no-R"},
 		{[]string{"--contimeout=5"}, false, ""},
+		{[]string{"-q"}, false, "-q"},
+		{[]string{"-avq"}, false, "-avq"},
+		{[]string{"--quiet"}, false, "--quiet"},
+		{[]string{"-e0"}, false, ""},      // 0 is -e's value
+		{[]string{"-essh -q"}, false, ""}, // so is -q
+		{[]string{"-fP *.q"}, false, ""},
+		{[]string{"-Tq"}, false, ""},
 	}
 	for _, tt := range tests {
 		err := CheckOptions(tt.args, tt.noThrottle)
