@@ -174,8 +174,12 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 	for range lookahead {
 		free <- make([]byte, s.cfg.BlockSize)
 	}
-	ordered := make(chan *unit, 1024)
-	work := make(chan *unit, 1024)
+	// units read ahead of the one being applied: 8 per worker. The blocks alone do not
+	// bound them: a block of short paths (24 bytes each) holds 80 units, and each unit's
+	// looks take 37 KiB, so 8 such blocks ahead held 25 MiB.
+	ahead := 8 * s.cfg.StatWorkers
+	ordered := make(chan *unit, ahead)
+	work := make(chan *unit, ahead)
 	units := sync.Pool{New: func() any { return &unit{done: make(chan struct{}, 1)} }}
 	for range s.cfg.StatWorkers {
 		workers.Add(1)
