@@ -33,7 +33,6 @@ var refused = []struct{ prefix, hint string }{
 
 const quietHint = "-q hides the out-format lines prsync reads to account for each path; leave it out (rsync's output is never shown: prsync's is the events)"
 
-
 // CheckOptions refuses the rsync options that prsync manages. timeoutOK allows --timeout
 // (nothing will be paused).
 func CheckOptions(args []string, timeoutOK bool) error {
