@@ -123,9 +123,10 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "-ii without a skip option: an unchanged line is up to date, not transferred", src: "/s/", dest: "/d", local: "/d",
-			entries: []string{"a", "b", "dir"},
-			stdout:  []string{".f         |3|0|a", ">f.st......|4|4|b", ".d          |4096|0|dir/"}, code: 0,
-			want: []string{"up_to_date", "transferred", "up_to_date"},
+			entries: []string{"a", "b", "dir", "link", "newlink"},
+			stdout: []string{".f         |3|0|a", ">f.st......|4|4|b", ".d          |4096|0|dir/",
+				"hf         |3|0|link", "hf+++++++++|3|0|newlink"}, code: 0,
+			want: []string{"up_to_date", "transferred", "up_to_date", "up_to_date", "transferred"},
 		},
 		{
 			name: "left out: exit 0 proves only what rsync named", src: "/s/", dest: "/d", local: "/d", leftOut: true,

@@ -23,9 +23,10 @@ type Item struct {
 func (it Item) IsDeletion() bool { return it.Change == "*deleting  " }
 
 // Unchanged reports whether the item is one rsync names only because it ran with -ii:
-// it considered the entry and found nothing to change (".f         ").
+// it considered the entry and found nothing to change (".f         ", or "hf         "
+// for a hard link already in place).
 func (it Item) Unchanged() bool {
-	if len(it.Change) < 3 || it.Change[0] != '.' {
+	if len(it.Change) < 3 || (it.Change[0] != '.' && it.Change[0] != 'h') {
 		return false
 	}
 	for i := 2; i < len(it.Change); i++ {
