@@ -12,9 +12,10 @@ import (
 )
 
 // confirm proves which of the paths idx of chunk c landed, after its rsync exited
-// non-zero or was cancelled, or that it may have left out (Pool.LeftOut), and says how: "lstat" of a local DEST, a "dry-run" pass of
-// the same rsync, or "none" when nothing can be proven (a session that never started, an
-// interrupt with a remote DEST) or nothing was meant to land (a dry run).
+// non-zero or was cancelled, or when it may have left them out (Pool.LeftOut), and says
+// how: "lstat" of a local DEST, a "dry-run" pass of the same rsync, or "none" when nothing
+// can be proven (a session that never started, an interrupt with a remote DEST, a path
+// left out of a remote DEST) or nothing was meant to land (a dry run).
 func (p *Pool) confirm(ctx context.Context, c *splitter.Chunk, idx []int, res result, class rsync.Class) ([]rsync.Verdict, string) {
 	if p.LeftOut != "" && class != rsync.Cancelled {
 		return p.confirmLeftOut(ctx, c, idx, res, class)
