@@ -81,6 +81,7 @@ type Pool struct {
 	ctlHeld bool // live control paused the run
 	procs   map[int]*proc
 	queued  int
+	waiting bool // Run waits for a free slot before it takes the next chunk
 	closing bool // ctx ended: nothing may be paused any more
 	abort   *AbortError
 	killed  atomic.Bool
@@ -321,9 +322,11 @@ const (
 func (p *Pool) waitFree(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.waiting = true
 	for !p.open() && ctx.Err() == nil && p.abort == nil {
 		p.cond.Wait()
 	}
+	p.waiting = false
 }
 
 // acquire takes a slot. It returns false when ctx ended or the run was aborted.
@@ -764,11 +767,18 @@ func (p *Pool) Procs() []throttle.Proc {
 }
 
 // Queued returns the number of chunks taken from the input and not started (waiting for
-// a slot, or for a retry).
+// a slot, or for a retry), plus one while the throttle's closed gate keeps Run from taking
+// the next. Run takes a chunk only once a slot is free, so that the input can still
+// reorder it; without that one, a gate closed just as the last running rsync ended
+// looked to the throttle like a run with nothing waiting, and stayed closed for as long
+// as the machine was busy (TestOpsCgroupThrottle, a busy loop in the cgroup, hung).
 func (p *Pool) Queued() int {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.waiting && !p.gate {
+		return p.queued + 1
+	}
 	return p.queued
 }
 

@@ -223,3 +223,41 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedAtClosedGate: while the throttle's gate is closed, Run waits before it takes
+// the next chunk, and Queued counts that chunk, so that the throttle can see a stall;
+// a full pool with the gate open does not count it.
+func TestQueuedAtClosedGate(t *testing.T) {
+	p := &Pool{Rsync: "/bin/true", Dest: t.TempDir(), Jobs: 1, Confirm: ConfirmNothing, Reports: func(Report) {}}
+	p.SetGate(false)
+	p.mu.Lock()
+	p.active = p.limit // every slot taken too
+	p.mu.Unlock()
+	chunks := make(chan *splitter.Chunk)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background(), context.Background(), chunks) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Queued() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("gate closed, nothing taken: Queued() = %d, want 1", p.Queued())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.SetGate(true) // Run still waits, for a slot: that is no stall
+	time.Sleep(20 * time.Millisecond)
+	if n := p.Queued(); n != 0 {
+		t.Errorf("a full pool with the gate open: Queued() = %d, want 0", n)
+	}
+	p.mu.Lock()
+	waiting := p.waiting
+	p.active = 0
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	if !waiting {
+		t.Error("Run did not wait for a slot")
+	}
+	close(chunks)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
