@@ -76,15 +76,7 @@ type DeleteStats struct {
 func (p *Pool) Delete(ctx, kill context.Context, lists []splitter.DirList, opts DeleteOptions) DeleteStats {
 	p.init()
 	t0 := time.Now()
-	stop := context.AfterFunc(kill, p.KillAll)
-	defer stop()
-	wake := context.AfterFunc(ctx, func() {
-		p.mu.Lock()
-		p.closing = true
-		p.cond.Broadcast()
-		p.mu.Unlock()
-	})
-	defer wake()
+	defer p.watch(ctx, kill)()
 	chunks := dirChunks(lists, opts.PerChunk, max(p.Limit(), 1), opts.FirstID)
 	var (
 		mu    sync.Mutex

@@ -212,15 +212,7 @@ func (p *Pool) report(r Report) {
 // kill ends, running rsyncs get KILL at once.
 func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) error {
 	p.init()
-	stop := context.AfterFunc(kill, p.KillAll)
-	defer stop()
-	wake := context.AfterFunc(ctx, func() {
-		p.mu.Lock()
-		p.closing = true
-		p.cond.Broadcast()
-		p.mu.Unlock()
-	})
-	defer wake()
+	defer p.watch(ctx, kill)()
 	// errgroup bounds the goroutines; the pool's own gate (acquire) bounds the rsyncs,
 	// because its limit changes while goroutines run, which SetLimit cannot do.
 	var g errgroup.Group
@@ -250,6 +242,22 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		})
 	}
 	return g.Wait()
+}
+
+// watch arranges that running rsyncs get KILL when kill ends, and that waiters wake to
+// close down when ctx ends; call the func it returns when the run is over.
+func (p *Pool) watch(ctx, kill context.Context) (stop func()) {
+	stopKill := context.AfterFunc(kill, p.KillAll)
+	stopWake := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		p.closing = true
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	})
+	return func() {
+		stopKill()
+		stopWake()
+	}
 }
 
 // RecoverPanic ends every rsync group (TERM, then CONT) before a panic takes prsync down,
