@@ -20,37 +20,15 @@ func groupWrites(pgids map[int]bool) map[int]written {
 	if len(pgids) == 0 {
 		return out
 	}
-	d, err := os.Open("/proc")
-	if err != nil {
-		return out
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	for _, name := range names {
-		if name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		st, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(st, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(st[i+1:]) // state, ppid, pgrp, …
-		if len(f) < 3 {
-			continue
-		}
-		g, _ := strconv.Atoi(string(f[2]))
+	eachProc(func(name, _ string, g int) bool {
 		if !pgids[g] {
-			continue
+			return true
 		}
 		// the task's own counters: /proc/PID/io adds those of the children it reaped,
 		// and the rsync client reaps its receiver and the pipe's server
 		io, err := os.ReadFile("/proc/" + name + "/task/" + name + "/io")
 		if err != nil {
-			continue
+			return true
 		}
 		if j := bytes.Index(io, []byte("wchar: ")); j >= 0 {
 			rest := io[j+7:]
@@ -62,7 +40,8 @@ func groupWrites(pgids map[int]bool) map[int]written {
 				out[pid] = written{g, v}
 			}
 		}
-	}
+		return true
+	})
 	return out
 }
 

@@ -131,22 +131,18 @@ func (p *Pool) Release() {
 
 // PauseAll stops every rsync group, and starts no new one, until ResumeAll: live control.
 // It reports whether the run was running.
-func (p *Pool) PauseAll() bool {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	was := p.ctlHeld
-	p.set(func() { p.ctlHeld = true })
-	return !was
-}
+func (p *Pool) PauseAll() bool { return !p.setCtlHeld(true) }
 
 // ResumeAll ends PauseAll. It reports whether the run was paused.
-func (p *Pool) ResumeAll() bool {
+func (p *Pool) ResumeAll() bool { return p.setCtlHeld(false) }
+
+// setCtlHeld holds or releases the run for live control, and reports whether it was held.
+func (p *Pool) setCtlHeld(held bool) (was bool) {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	was := p.ctlHeld
-	p.set(func() { p.ctlHeld = false })
+	was = p.ctlHeld
+	p.set(func() { p.ctlHeld = held })
 	return was
 }
 
