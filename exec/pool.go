@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/prsync/prsync/refusal"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
@@ -93,20 +94,8 @@ type Pool struct {
 	inflight     atomic.Int64 // bytes rsync logged in attempts still running
 	loggedBytes  atomic.Int64 // file bytes rsync logged, every attempt, cumulative
 	loggedFiles  atomic.Int64 // files rsync logged, every attempt, cumulative
-	refused      atomic.Int64 // sessions the far side refused, cumulative
-	accepted     atomic.Int64 // the rsyncs holding a slot at the last refusal
 	meter        ioMeter
-	peak         int       // the most sessions seen running together, accepted (peakAccepted)
-	peakAt       time.Time // when
-	// holdUntil keeps new sessions back after a refusal: the far side is full now, and
-	// a slot freed by the refused session must not go to the next chunk at once, to be
-	// refused in turn; refusedRun counts the refusals since a session was accepted
-	holdUntil  time.Time
-	refusedRun int
-	// settle keeps a slot idle this long after a session ends, once the far side has
-	// refused a session at a limit it accepted before: it frees its slot a moment late
-	settle  time.Duration
-	lastEnd time.Time
+	far          refusal.FarSide // what the far side's refusals taught; under mu
 }
 
 // ioMeter accumulates what the running groups moved, from periodic readings of what
@@ -146,12 +135,6 @@ type proc struct {
 	pausedAt time.Time    // when the throttle paused it
 	bwCap    float64      // the --bwlimit it was started with, bytes per second; 0: none
 	spoke    *atomic.Bool // its rsync has logged a line: the far side accepted it
-}
-
-// accepted reports whether the far side accepted the session: it logged a line, or ran
-// longer than a refusal takes.
-func (pr *proc) accepted(now time.Time) bool {
-	return (pr.spoke != nil && pr.spoke.Load()) || now.Sub(pr.started) >= acceptedAfter
 }
 
 // AbortError says the run stopped early because rsync failed in a way that every
@@ -271,13 +254,7 @@ func (p *Pool) RecoverPanic() {
 
 // open reports whether a new rsync may start now; the caller holds p.mu.
 func (p *Pool) open() bool {
-	return p.gate && !p.held && !p.ctlHeld && p.active < p.limit && !p.heldBack(time.Now())
-}
-
-// heldBack reports whether new sessions wait, after a refusal or for a slot the far
-// side has not freed yet; the caller holds p.mu.
-func (p *Pool) heldBack(now time.Time) bool {
-	return now.Before(p.holdUntil) || (p.settle > 0 && now.Before(p.lastEnd.Add(p.settle)))
+	return p.gate && !p.held && !p.ctlHeld && p.active < p.limit && !p.far.HeldBack(time.Now())
 }
 
 // wakeAfter wakes the goroutines waiting for a slot after d.
@@ -289,42 +266,20 @@ func (p *Pool) wakeAfter(d time.Duration) {
 	})
 }
 
-// sessionEnded notes that an rsync ended, for settle; the caller holds p.mu.
+// sessionEnded notes that an rsync ended, and wakes the waiters once its slot has
+// settled; the caller holds p.mu.
 func (p *Pool) sessionEnded(now time.Time) {
-	p.lastEnd = now
-	if p.settle > 0 {
-		p.wakeAfter(p.settle)
+	if d := p.far.Ended(now); d > 0 {
+		p.wakeAfter(d)
 	}
 }
 
-// holdAfterRefusal keeps new sessions back for a while after the far side refused one:
-// 100 ms, doubling with each refusal since a session was last accepted, up to 2 s. A
-// daemon frees a slot a moment after a session ends; without the hold every chunk
-// queued would take the refused one's slot in turn and be refused too. The caller
-// holds p.mu.
-func (p *Pool) holdAfterRefusal() {
-	p.refusedRun++
-	d := min(100*time.Millisecond<<min(p.refusedRun-1, 5), 2*time.Second)
-	p.holdUntil = time.Now().Add(d)
-	p.wakeAfter(d)
-}
-
-// sessionAccepted ends the hold's doubling, and shortens settle: the far side took a
-// session.
+// sessionAccepted notes that the far side took a session.
 func (p *Pool) sessionAccepted() {
 	p.mu.Lock()
-	p.refusedRun = 0
-	if p.settle > minSettle {
-		p.settle = max(p.settle*7/8, minSettle)
-	}
+	p.far.Accepted()
 	p.mu.Unlock()
 }
-
-// minSettle and maxSettle bound settle once it is set.
-const (
-	minSettle = 50 * time.Millisecond
-	maxSettle = time.Second
-)
 
 // waitFree blocks until a slot is free, ctx has ended or the run was aborted.
 func (p *Pool) waitFree(ctx context.Context) {
@@ -399,52 +354,40 @@ func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
 	}
 }
 
-// lowerForRefusal brings the limit down to what the far side accepts, when it refused one
-// more session, never below 1, and reports whether the limit came down. Two figures bound
-// what it accepts: the rsyncs holding a slot besides the refused one (an upper bound, right
-// when many start at once and the surplus is refused), and the most sessions that ran
-// together recently (a lower bound: a daemon frees a slot a moment after a session ends,
-// so a new one may be refused while fewer than its max connections run).
-func (p *Pool) lowerForRefusal(detail string) bool {
+// lowerForRefusal tells the far side's refusal of one more session to p.far, holds new
+// sessions back as it decides, and brings the limit down to what the far side accepts.
+func (p *Pool) lowerForRefusal(detail string) refusal.Decision {
 	p.mu.Lock()
-	p.refused.Add(1)
-	p.holdAfterRefusal()
-	peak := p.peakAccepted(time.Now())
-	if peak >= p.limit {
-		// a limit it accepted: the slot of a session that just ended is not free yet
-		p.settle = min(max(2*p.settle, minSettle), maxSettle)
-	}
-	accepts := max(1, p.active-1, peak)
-	n := min(p.limit, accepts)
-	p.accepted.Store(int64(accepts))
+	now := time.Now()
+	d := p.far.Refused(now, p.limit, p.active, p.acceptedNow(now))
+	p.wakeAfter(d.Hold)
 	old := p.limit
-	if n >= old {
+	if d.Limit >= old {
 		p.mu.Unlock()
-		return false
+		return d
 	}
-	p.limit = n
+	p.limit = d.Limit
 	p.mu.Unlock()
-	p.report(LimitChanged{Old: old, New: n, Reason: "refused", Detail: detail})
-	return true
+	p.report(LimitChanged{Old: old, New: d.Limit, Reason: "refused", Detail: detail})
+	return d
 }
 
-// acceptedAfter is how long a session that logged nothing must have run to count as
-// accepted: a far side refuses within the handshake.
-const acceptedAfter = time.Second
+// acceptedNow counts the rsyncs running that the far side has accepted; the caller
+// holds p.mu.
+func (p *Pool) acceptedNow(now time.Time) int {
+	n := 0
+	for _, pr := range p.procs {
+		if refusal.Admitted(pr.started, pr.spoke != nil && pr.spoke.Load(), now) {
+			n++
+		}
+	}
+	return n
+}
 
 // peakAccepted returns the most sessions that ran together, accepted, in the last
 // minute, counting those running now; the caller holds p.mu.
 func (p *Pool) peakAccepted(now time.Time) int {
-	n := 0
-	for _, pr := range p.procs {
-		if pr.accepted(now) {
-			n++
-		}
-	}
-	if n >= p.peak || now.Sub(p.peakAt) > time.Minute {
-		p.peak, p.peakAt = n, now
-	}
-	return p.peak
+	return p.far.Peak(p.acceptedNow(now), now)
 }
 
 // chunkState is what is known about each path of a chunk across attempts.
@@ -487,32 +430,18 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 }
 
 // retryAfter says whether an attempt that ended as class is to be tried again, and
-// after how long. free counts the chunk's refusals that prsync brought on itself, by
-// running more sessions than the far side takes or before it freed a slot: they do not
-// use up --retries, up to maxFreeRefusals, and are retried after a short wait.
+// after how long. free counts the chunk's refusals that prsync brought on itself
+// (refusal.Decision.Retry): they do not use up --retries.
 func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, session string) (bool, time.Duration) {
 	if class != rsync.Refused {
 		p.sessionAccepted()
 		return class == rsync.Transient && attempt-*free <= p.Retries, backoff(p.RetryDelay, attempt-*free)
 	}
-	lowered := p.lowerForRefusal(session)
-	if (lowered || p.acceptsLimit()) && *free < maxFreeRefusals {
+	if d, ok := p.lowerForRefusal(session).Retry(*free, p.RetryDelay); ok {
 		*free++
-		// the far side takes this many: a slot not freed yet, soon free
-		return true, min(time.Duration(*free)*100*time.Millisecond, p.RetryDelay)
+		return true, d
 	}
 	return attempt-*free <= p.Retries, backoff(p.RetryDelay, attempt-*free)
-}
-
-// maxFreeRefusals bounds the refusals of one chunk that do not count as retries.
-const maxFreeRefusals = 10
-
-// acceptsLimit reports whether the far side ran as many sessions as the limit lately:
-// a refusal at that limit is a slot not yet freed, not a far side that is full.
-func (p *Pool) acceptsLimit() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.peakAccepted(time.Now()) >= p.limit
 }
 
 // wait sleeps before a retry and reports whether to go on (holding a slot). A chunk
@@ -686,8 +615,8 @@ func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
 // Progress is how much the pool has moved so far, cumulative: what rsync logged (files
 // and their bytes, at the end of each file) and, where the system shows it, the bytes its
 // processes wrote (IOBytes, which grows while a big file is still on its way). Refused
-// counts the sessions the far side refused, and Accepted is how many rsyncs held a slot
-// at the last refusal.
+// counts the sessions the far side refused, and Accepted is what it accepted at the last
+// refusal (refusal.FarSide.Refusals).
 type Progress struct {
 	LoggedFiles, LoggedBytes int64
 	IOBytes                  int64
@@ -751,10 +680,13 @@ func (p *Pool) Progress() Progress {
 	p.meter.mu.Lock()
 	io := p.meter.total
 	p.meter.mu.Unlock()
+	p.mu.Lock()
+	refused, accepted := p.far.Refusals()
+	p.mu.Unlock()
 	return Progress{
 		LoggedFiles: p.loggedFiles.Load(), LoggedBytes: p.loggedBytes.Load(),
 		IOBytes: int64(io), IOMeasured: ioMeasured,
-		Refused: p.refused.Load(), Accepted: int(p.accepted.Load()),
+		Refused: refused, Accepted: accepted,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prsync/prsync/refusal"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 )
@@ -133,9 +134,9 @@ func TestPeakAccepted(t *testing.T) {
 	}
 }
 
-// TestRefusalHoldsBack: a refusal keeps new sessions back for a while, longer with each
-// refusal in a row; a refusal at a limit the far side accepted before also makes every
-// slot wait a moment after a session ends (settle), and accepted sessions shorten that.
+// TestRefusalHoldsBack: a refusal brings the limit down to what the far side accepts, with
+// a jobs event, and keeps new sessions back for a while, longer with each refusal in a
+// row; an accepted session ends the doubling. The rule itself is refusal's (tested there).
 func TestRefusalHoldsBack(t *testing.T) {
 	now := time.Now()
 	running := func(n int) map[int]*proc {
@@ -147,57 +148,57 @@ func TestRefusalHoldsBack(t *testing.T) {
 		}
 		return m
 	}
+	const detail = "@ERROR: max connections (3) reached"
 	tests := []struct {
 		name       string
 		limit      int
 		running    int
 		refusals   int
 		wantLimit  int
-		wantSettle bool
+		wantEvents int
 	}{
-		{"over the far side's limit", 4, 3, 1, 3, false},
-		{"at a limit it ran", 3, 3, 1, 3, true},
-		{"refused in a row", 3, 3, 3, 3, true},
+		{"over the far side's limit", 4, 3, 1, 3, 1},
+		{"at a limit it ran", 3, 3, 1, 3, 0},
+		{"refused in a row", 3, 3, 3, 3, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &Pool{MaxJobs: 8}
+			var events []LimitChanged
+			p := &Pool{MaxJobs: 8, Reports: func(r Report) {
+				if lc, ok := r.(LimitChanged); ok {
+					events = append(events, lc)
+				}
+			}}
 			p.init()
 			p.limit, p.active, p.procs = tt.limit, tt.running+1, running(tt.running)
+			var d refusal.Decision
 			for range tt.refusals {
-				p.lowerForRefusal("@ERROR: max connections (3) reached")
+				d = p.lowerForRefusal(detail)
 			}
 			if p.limit != tt.wantLimit {
 				t.Errorf("limit %d, want %d", p.limit, tt.wantLimit)
 			}
-			hold := time.Until(p.holdUntil)
+			if len(events) != tt.wantEvents {
+				t.Fatalf("jobs events %+v, want %d", events, tt.wantEvents)
+			}
+			for _, e := range events {
+				if e.Old != tt.limit || e.New != tt.wantLimit || e.Reason != "refused" || e.Detail != detail {
+					t.Errorf("jobs event %+v, want %d to %d, refused, %q", e, tt.limit, tt.wantLimit, detail)
+				}
+			}
 			want := 100 * time.Millisecond << (tt.refusals - 1)
-			if hold > want || hold < want-50*time.Millisecond {
-				t.Errorf("held back %v, want about %v", hold, want)
+			if d.Hold != want {
+				t.Errorf("held back %v, want %v", d.Hold, want)
 			}
-			if (p.settle > 0) != tt.wantSettle {
-				t.Errorf("settle %v, want set: %v", p.settle, tt.wantSettle)
-			}
-			if !p.heldBack(time.Now()) || p.heldBack(time.Now().Add(want+p.settle)) {
+			// settle, if set, is at most 1 s
+			if !p.far.HeldBack(time.Now()) || p.far.HeldBack(time.Now().Add(want+time.Second)) {
 				t.Error("held back for the wrong time")
 			}
 			p.sessionAccepted()
-			if p.refusedRun != 0 {
-				t.Errorf("refusals in a row %d after an accepted session", p.refusedRun)
+			if d := p.lowerForRefusal(detail); d.Hold != 100*time.Millisecond {
+				t.Errorf("held back %v after an accepted session, want 100ms", d.Hold)
 			}
 		})
-	}
-	p := &Pool{settle: maxSettle}
-	p.init()
-	p.sessionEnded(now)
-	if !p.heldBack(now.Add(maxSettle/2)) || p.heldBack(now.Add(maxSettle)) {
-		t.Error("a slot should wait settle after a session ends, and no longer")
-	}
-	for range 100 {
-		p.sessionAccepted()
-	}
-	if p.settle != minSettle {
-		t.Errorf("settle %v after many accepted sessions, want %v", p.settle, minSettle)
 	}
 }
 

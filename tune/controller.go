@@ -9,8 +9,8 @@ import (
 // Moved is what a pool has moved so far, cumulative.
 type Moved struct {
 	Bytes, Files float64
-	// Refused counts the sessions the far side refused; Accepted is how many rsyncs held
-	// a slot at the last refusal.
+	// Refused counts the sessions the far side refused; Accepted is what it accepted at
+	// the last refusal (refusal.FarSide.Refusals).
 	Refused  int64
 	Accepted int
 }

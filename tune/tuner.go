@@ -1,6 +1,10 @@
 package tune
 
-import "math"
+import (
+	"math"
+
+	"github.com/prsync/prsync/refusal"
+)
 
 // Observation is what the pool measured over one window.
 type Observation struct {
@@ -488,10 +492,11 @@ func (t *Tuner) setPeriodic() {
 	t.moved, t.turned, t.periodic = false, true, true
 }
 
-// refused backs off to what the far side accepted and makes it the ceiling.
+// refused backs off to what the far side accepted and makes it the ceiling, by the
+// pool's rule (refusal.Limit).
 func (t *Tuner) refused(o Observation) Decision {
 	t.lastN = 0
-	c := max(t.p.Min, min(o.Accepted, t.p.Max))
+	c := refusal.Limit(o.Accepted, t.p.Min, t.p.Max)
 	t.ceiling, t.ceilAge = c, 0
 	switch {
 	case t.limit <= c && t.best <= c:

@@ -1,0 +1,139 @@
+// Package refusal learns, from the sessions it refuses, how many the far side admits.
+package refusal
+
+import "time"
+
+// FarSide is what the far side's refusals of new sessions (an rsync daemon's max
+// connections, sshd's MaxStartups) have taught: how many sessions it admits, how long new
+// ones wait after a refusal, and how long a slot waits after a session ends. It is pure:
+// its caller passes the time, and serialises the calls (the pool holds its own lock). The
+// zero value has seen no refusal.
+type FarSide struct {
+	refused int64 // sessions refused, cumulative
+	accepts int   // what it accepted at the last refusal
+	// peak is the most sessions seen running together, accepted, at peakAt
+	peak   int
+	peakAt time.Time
+	// holdUntil keeps new sessions back after a refusal: the far side is full now, and
+	// a slot freed by the refused session must not go to the next chunk at once, to be
+	// refused in turn; run counts the refusals since a session was accepted
+	holdUntil time.Time
+	run       int
+	// settle keeps a slot idle this long after a session ends, once the far side has
+	// refused a session at a limit it accepted before: it frees its slot a moment late
+	settle  time.Duration
+	lastEnd time.Time
+}
+
+// Decision is what one refusal decides.
+type Decision struct {
+	// Limit is the most sessions to run from now on: what the far side accepts, and no
+	// more than the limit in force when it refused.
+	Limit int
+	// Hold is how long new sessions wait from now.
+	Hold time.Duration
+	// Free says that prsync brought the refusal on itself, by running more sessions than
+	// the far side takes or before it freed a slot: see Retry.
+	Free bool
+}
+
+const (
+	// acceptedAfter is how long a session that logged nothing must have run to count as
+	// accepted: a far side refuses within the handshake.
+	acceptedAfter = time.Second
+	// peakFor is how long the peak of sessions accepted together is remembered.
+	peakFor = time.Minute
+	// firstHold is the hold after a first refusal; it doubles with each refusal in a
+	// row, up to maxHold.
+	firstHold = 100 * time.Millisecond
+	maxHold   = 2 * time.Second
+	// minSettle and maxSettle bound settle once it is set.
+	minSettle = 50 * time.Millisecond
+	maxSettle = time.Second
+	// MaxFree bounds the refusals of one chunk that do not count as retries.
+	MaxFree = 10
+)
+
+// Admitted reports whether the far side accepted a session started at started: its rsync
+// logged a line (spoke), or it ran longer than a refusal takes.
+func Admitted(started time.Time, spoke bool, now time.Time) bool {
+	return spoke || now.Sub(started) >= acceptedAfter
+}
+
+// Limit is the most sessions to run after a refusal, by what the far side accepted
+// then: accepted, within lo and hi. The pool's limit and -j auto's ceiling both follow it.
+func Limit(accepted, lo, hi int) int {
+	return max(lo, min(accepted, hi))
+}
+
+// Peak takes a sample of the sessions running now that the far side accepted, and returns
+// the most that ran together in the last minute.
+func (f *FarSide) Peak(accepted int, now time.Time) int {
+	if accepted >= f.peak || now.Sub(f.peakAt) > peakFor {
+		f.peak, f.peakAt = accepted, now
+	}
+	return f.peak
+}
+
+// Refused learns from a session the far side refused at now, while limit sessions were
+// allowed, active held a slot (the refused one among them) and accepted of those running
+// had been accepted. Two figures bound what it accepts: the sessions besides the refused
+// one (an upper bound, right when many start at once and the surplus is refused), and the
+// most that ran together recently (a lower bound: a daemon frees a slot a moment after a
+// session ends, so a new one may be refused while fewer than its max connections run).
+// The limit comes down to what it accepts, never below 1. New sessions wait 100 ms,
+// doubling with each refusal since a session was last accepted, up to 2 s: without the
+// hold every chunk queued would take the refused one's slot in turn and be refused too.
+func (f *FarSide) Refused(now time.Time, limit, active, accepted int) Decision {
+	f.refused++
+	f.run++
+	hold := min(firstHold<<min(f.run-1, 5), maxHold)
+	f.holdUntil = now.Add(hold)
+	peak := f.Peak(accepted, now)
+	if peak >= limit {
+		// a limit it accepted: the slot of a session that just ended is not free yet
+		f.settle = min(max(2*f.settle, minSettle), maxSettle)
+	}
+	f.accepts = max(1, active-1, peak)
+	n := Limit(f.accepts, 1, limit)
+	// the far side took this many lately: a slot not freed yet, soon free
+	return Decision{Limit: n, Hold: hold, Free: n < limit || peak >= limit}
+}
+
+// Accepted notes that the far side took a session: it ends the hold's doubling, and
+// shortens settle.
+func (f *FarSide) Accepted() {
+	f.run = 0
+	if f.settle > minSettle {
+		f.settle = max(f.settle*7/8, minSettle)
+	}
+}
+
+// Ended notes that a session ended at now, and returns how long its slot waits before the
+// next session may take it (settle), or 0.
+func (f *FarSide) Ended(now time.Time) time.Duration {
+	f.lastEnd = now
+	return f.settle
+}
+
+// HeldBack reports whether new sessions wait at now, after a refusal or for a slot the
+// far side has not freed yet.
+func (f *FarSide) HeldBack(now time.Time) bool {
+	return now.Before(f.holdUntil) || (f.settle > 0 && now.Before(f.lastEnd.Add(f.settle)))
+}
+
+// Refusals returns the sessions refused so far, and what the far side accepted at the
+// last refusal (0 before any).
+func (f *FarSide) Refusals() (refused int64, accepted int) {
+	return f.refused, f.accepts
+}
+
+// Retry says whether a chunk's refused session, after free such refusals that did not
+// count as retries, is retried without using up one (up to MaxFree of them), and after
+// how long: 100 ms more for each, at most retryDelay.
+func (d Decision) Retry(free int, retryDelay time.Duration) (time.Duration, bool) {
+	if !d.Free || free >= MaxFree {
+		return 0, false
+	}
+	return min(time.Duration(free+1)*100*time.Millisecond, retryDelay), true
+}

@@ -1,0 +1,204 @@
+package refusal
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// TestAdmitted: a session counts as accepted once its rsync has logged a line, or has run
+// longer than a refusal takes.
+func TestAdmitted(t *testing.T) {
+	tests := []struct {
+		name  string
+		ran   time.Duration
+		spoke bool
+		want  bool
+	}{
+		{"just started, silent", 0, false, false},
+		{"half a second, silent", ms(500), false, false},
+		{"just started, logged", 0, true, true},
+		{"ran past the handshake", time.Second, false, true},
+	}
+	for _, tt := range tests {
+		if got := Admitted(t0, tt.spoke, t0.Add(tt.ran)); got != tt.want {
+			t.Errorf("%s: Admitted = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestPeak: the most sessions accepted together holds for a minute, then gives way to
+// the sample of the moment.
+func TestPeak(t *testing.T) {
+	var f FarSide
+	steps := []struct {
+		at       time.Duration
+		accepted int
+		want     int
+	}{
+		{0, 0, 0},
+		{0, 2, 2},
+		{30 * time.Second, 0, 2},
+		{60 * time.Second, 1, 2},
+		{61 * time.Second, 0, 0},
+		{62 * time.Second, 3, 3},
+		{90 * time.Second, 3, 3}, // as many again: the minute starts anew
+		{140 * time.Second, 1, 3},
+		{151 * time.Second, 1, 1},
+	}
+	for _, s := range steps {
+		if got := f.Peak(s.accepted, t0.Add(s.at)); got != s.want {
+			t.Errorf("at %v with %d accepted: peak %d, want %d", s.at, s.accepted, got, s.want)
+		}
+	}
+}
+
+// TestRefusedLimit: the limit comes down to max(1, active-1, the peak of the last
+// minute), never above the limit in force; a refusal is prsync's own doing (free) when the
+// limit came down or the far side ran that many lately.
+func TestRefusedLimit(t *testing.T) {
+	tests := []struct {
+		name     string
+		peak     int           // accepted together earlier, ago before the refusal
+		ago      time.Duration //
+		limit    int
+		active   int // slots held, the refused session's among them
+		accepted int // of the rsyncs running, those accepted
+		want     int
+		free     bool
+	}{
+		{"over the far side's limit", 0, 0, 4, 4, 3, 3, true},
+		{"at a limit it ran", 0, 0, 3, 4, 3, 3, true},
+		{"many started at once", 0, 0, 8, 8, 0, 7, true},
+		{"alone", 0, 0, 1, 1, 0, 1, false},
+		{"never below 1", 0, 0, 4, 1, 0, 1, true},
+		{"a far side that was full", 0, 0, 3, 3, 0, 2, true},
+		{"refused at a limit it took before", 3, 10 * time.Second, 3, 2, 1, 3, true},
+		{"the peak a minute ago", 3, 60 * time.Second, 3, 2, 1, 3, true},
+		{"the peak expired", 3, 61 * time.Second, 3, 2, 1, 1, true},
+		{"a limit below the peak", 5, time.Second, 3, 2, 1, 3, true},
+		{"active above the limit, nothing accepted", 0, 0, 2, 3, 0, 2, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var f FarSide
+			now := t0.Add(2 * time.Minute)
+			f.Peak(tt.peak, now.Add(-tt.ago))
+			d := f.Refused(now, tt.limit, tt.active, tt.accepted)
+			if d.Limit != tt.want || d.Free != tt.free {
+				t.Errorf("Refused = %+v, want limit %d, free %v", d, tt.want, tt.free)
+			}
+			if n, acc := f.Refusals(); n != 1 || acc != max(1, tt.active-1, f.peak) {
+				t.Errorf("Refusals = %d, %d; want 1, %d", n, acc, max(1, tt.active-1, f.peak))
+			}
+		})
+	}
+}
+
+// TestHold: a refusal keeps new sessions back 100 ms, doubling with each refusal in a
+// row, up to 2 s; an accepted session ends the doubling.
+func TestHold(t *testing.T) {
+	var f FarSide
+	now := t0
+	for i, want := range []int{100, 200, 400, 800, 1600, 2000, 2000, 2000} {
+		d := f.Refused(now, 4, 4, 0)
+		if d.Hold != ms(want) {
+			t.Errorf("refusal %d in a row: hold %v, want %v", i+1, d.Hold, ms(want))
+		}
+		if !f.HeldBack(now) || !f.HeldBack(now.Add(d.Hold-time.Nanosecond)) || f.HeldBack(now.Add(d.Hold)) {
+			t.Errorf("refusal %d in a row: held back for the wrong time", i+1)
+		}
+		now = now.Add(d.Hold)
+	}
+	f.Accepted()
+	if d := f.Refused(now, 4, 4, 0); d.Hold != ms(100) {
+		t.Errorf("after an accepted session: hold %v, want 100ms", d.Hold)
+	}
+	var zero FarSide
+	if zero.HeldBack(t0) || zero.Ended(t0) != 0 || zero.HeldBack(t0.Add(time.Nanosecond)) {
+		t.Error("a far side that never refused holds back")
+	}
+}
+
+// TestSettle: a refusal at a limit the far side accepted before makes every slot wait a
+// moment after a session ends (settle): 50 ms, doubling with each such refusal up to 1 s;
+// each accepted session shortens it by an eighth, down to 50 ms. A refusal above what it
+// accepted sets none.
+func TestSettle(t *testing.T) {
+	var f FarSide
+	now := t0
+	f.Refused(now, 4, 4, 3) // above its limit
+	if s := f.Ended(now); s != 0 {
+		t.Fatalf("settle %v after a refusal above the far side's limit, want none", s)
+	}
+	for i, want := range []int{50, 100, 200, 400, 800, 1000, 1000} {
+		f.Refused(now, 3, 4, 3)
+		if s := f.Ended(now); s != ms(want) {
+			t.Errorf("refusal %d at a limit it ran: settle %v, want %v", i+1, s, ms(want))
+		}
+	}
+	now = now.Add(time.Minute) // the hold is long over
+	f.Ended(now)
+	if !f.HeldBack(now) || !f.HeldBack(now.Add(ms(999))) || f.HeldBack(now.Add(time.Second)) {
+		t.Error("a slot should wait settle after a session ends, and no longer")
+	}
+	f.Accepted()
+	if s := f.Ended(now); s != ms(875) {
+		t.Errorf("settle %v after an accepted session, want 875ms", s)
+	}
+	for range 100 {
+		f.Accepted()
+	}
+	if s := f.Ended(now); s != minSettle {
+		t.Errorf("settle %v after many accepted sessions, want %v", s, minSettle)
+	}
+	f.Refused(now, 3, 4, 3)
+	if s := f.Ended(now); s != ms(100) {
+		t.Errorf("settle %v after a refusal from the floor, want 100ms", s)
+	}
+}
+
+// TestRetry: a chunk's refusals that prsync brought on itself are retried without using
+// up a retry, 100 ms more for each, at most --retry-delay, up to 10 of them; then they
+// count as retries.
+func TestRetry(t *testing.T) {
+	tests := []struct {
+		name  string
+		d     Decision
+		free  int
+		delay time.Duration
+		want  time.Duration
+		ok    bool
+	}{
+		{"first", Decision{Free: true}, 0, time.Second, ms(100), true},
+		{"third", Decision{Free: true}, 2, time.Second, ms(300), true},
+		{"capped by --retry-delay", Decision{Free: true}, 5, ms(250), ms(250), true},
+		{"--retry-delay 0", Decision{Free: true}, 0, 0, 0, true},
+		{"the tenth", Decision{Free: true}, 9, time.Minute, ms(1000), true},
+		{"the eleventh", Decision{Free: true}, 10, time.Minute, 0, false},
+		{"not prsync's doing", Decision{}, 0, time.Second, 0, false},
+	}
+	for _, tt := range tests {
+		if d, ok := tt.d.Retry(tt.free, tt.delay); d != tt.want || ok != tt.ok {
+			t.Errorf("%s: Retry = %v, %v; want %v, %v", tt.name, d, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestLimit: what the far side accepted, within the bounds.
+func TestLimit(t *testing.T) {
+	tests := []struct{ accepted, lo, hi, want int }{
+		{3, 1, 8, 3},
+		{0, 1, 8, 1},
+		{12, 1, 8, 8},
+		{2, 4, 64, 4},
+	}
+	for _, tt := range tests {
+		if got := Limit(tt.accepted, tt.lo, tt.hi); got != tt.want {
+			t.Errorf("Limit(%d, %d, %d) = %d, want %d", tt.accepted, tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}
