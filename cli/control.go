@@ -7,6 +7,7 @@ import (
 
 	"github.com/prsync/prsync/control"
 	"github.com/prsync/prsync/event"
+	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/internal/human"
 )
 
@@ -90,7 +91,7 @@ func (p *pipeline) startControl() func() {
 		fmt.Fprintf(r.stderr, "prsync: warning: no live control: %v\n", err)
 		return func() {}
 	}
-	srv, err := control.Listen(control.SocketPath(dir, os.Getpid()), p.control, r.stderr)
+	srv, err := control.Listen(control.SocketPath(dir, os.Getpid()), p.control, cmdline.Warner(r.stderr))
 	if err != nil {
 		fmt.Fprintf(r.stderr, "prsync: warning: no live control: %v\n", err)
 		return func() {}
