@@ -14,6 +14,7 @@ import (
 
 	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
@@ -67,7 +68,7 @@ func (r *runner) newPipeline() *pipeline {
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
 		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- m },
 	}
-	p.sampler = throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(p.pool))
+	p.sampler = throttle.NewSystemSampler(r.policy, cmdline.Warner(r.stderr), throttle.GroupsOf(p.pool))
 	p.throttle = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
 		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- e },
