@@ -9,16 +9,17 @@ import (
 )
 
 func main() {
+	args := os.Args[1:]
 	// PRSYNC_CPUPROFILE=FILE writes a Go CPU profile of prsync itself, for development
 	// (not of its pipe helpers: the profiling timer would survive their exec of rsync)
-	if p := os.Getenv("PRSYNC_CPUPROFILE"); p != "" && !cli.PipeHelper(os.Args) {
+	if p := os.Getenv("PRSYNC_CPUPROFILE"); p != "" && !cli.PipeHelper(args) {
 		if f, err := os.Create(p); err == nil {
 			pprof.StartCPUProfile(f)
-			code := cli.Main()
+			code := cli.Main(args, os.Stdin, os.Stdout, os.Stderr)
 			pprof.StopCPUProfile()
 			f.Close()
 			os.Exit(code)
 		}
 	}
-	os.Exit(cli.Main())
+	os.Exit(cli.Main(args, os.Stdin, os.Stdout, os.Stderr))
 }

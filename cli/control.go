@@ -7,6 +7,7 @@ import (
 
 	"github.com/prsync/prsync/control"
 	"github.com/prsync/prsync/event"
+	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/internal/human"
 )
 
@@ -44,7 +45,7 @@ func (h *ctlHandler) SetJobs(n int) (old, new int, err error) {
 	}
 	old = p.pool.Limit()
 	if p.r.tuner != nil && !h.pinned.Swap(true) {
-		fmt.Fprintln(p.r.stderr, "prsync: warning: -j set by prsync ctl: -j auto stops tuning")
+		cmdline.Warnf(p.r.stderr, "-j set by prsync ctl: -j auto stops tuning")
 	}
 	p.pool.SetLimit(n, "control", "prsync ctl jobs", 0)
 	p.rep.in <- controlChange{"jobs", fmt.Sprint(old), fmt.Sprint(n)}
@@ -87,12 +88,12 @@ func (p *pipeline) startControl() func() {
 	}
 	dir, err := control.DefaultDir()
 	if err != nil {
-		fmt.Fprintf(r.stderr, "prsync: warning: no live control: %v\n", err)
+		cmdline.Warnf(r.stderr, "no live control: %v", err)
 		return func() {}
 	}
-	srv, err := control.Listen(control.SocketPath(dir, os.Getpid()), p.control, r.stderr)
+	srv, err := control.Listen(control.SocketPath(dir, os.Getpid()), p.control, cmdline.Warner(r.stderr))
 	if err != nil {
-		fmt.Fprintf(r.stderr, "prsync: warning: no live control: %v\n", err)
+		cmdline.Warnf(r.stderr, "no live control: %v", err)
 		return func() {}
 	}
 	p.controlSocket = srv.Path()
@@ -121,7 +122,7 @@ func (r *reporter) status(req statusRequest) {
 		Elapsed: st.Elapsed,
 	})
 	if req.by == "signal" {
-		fmt.Fprintf(r.stderr, "prsync: status: %d files done (%d not ok), %s, %s/s, running %d, paused %d, queued %d, jobs %d, bwlimit %s, %s\n",
+		cmdline.Printf(r.stderr, "status: %d files done (%d not ok), %s, %s/s, running %d, paused %d, queued %d, jobs %d, bwlimit %s, %s",
 			st.FilesDone, st.FilesFailed, human.Bytes(st.BytesDone), human.Bytes(int64(st.RateBps/8)), st.Running, st.Suspended,
 			st.FilesQueued, st.Jobs, st.BWLimitNow, human.Clock(st.Elapsed))
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/internal/cmdline"
 )
 
 // probeDelete asks a remote DEST whether it takes the deletion pass's options before
@@ -24,7 +25,7 @@ func (r *runner) probeDelete() error {
 	if strings.Contains(ab.Msg, "refuse") && strings.Contains(ab.Msg, "--delete") {
 		hint = "the rsync daemon refuses --delete for this module (refuse options in rsyncd.conf): allow it there, or run without --delete"
 	}
-	return &exitError{code: max(ab.ExitCode, 1), msg: "DEST cannot take the deletion pass: " + ab.Msg, hint: hint}
+	return &runError{code: max(ab.ExitCode, 1), msg: "DEST cannot take the deletion pass: " + ab.Msg, hint: hint}
 }
 
 // deletion is what became of the deletion pass, for the summary.
@@ -50,9 +51,9 @@ func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
 	p.rep.in <- phaseChange{phase: "delete", dirs: int64(p.dirs.Len())}
 	c := p.rep.snapshot()
 	if why, hint := p.deleteBlocked(ctx, c); why != "" {
-		fmt.Fprintf(p.r.stderr, "prsync: warning: the deletion pass did not run: %s\n", why)
+		cmdline.Warnf(p.r.stderr, "the deletion pass did not run: %s", why)
 		if hint != "" {
-			fmt.Fprintf(p.r.stderr, "prsync: hint: %s\n", hint)
+			cmdline.Hintf(p.r.stderr, "%s", hint)
 		}
 		return deletion{state: "skipped: " + why}
 	}

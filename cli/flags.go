@@ -129,7 +129,7 @@ func parseShard(s string) (k, n int, err error) {
 	k, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil || n < 1 || k < 0 || k >= n {
-		return 0, 0, usageError{msg: fmt.Sprintf("bad --shard %q", s), hint: "write --shard K/N with 0 <= K < N, for example --shard 0/4"}
+		return 0, 0, usage(fmt.Sprintf("bad --shard %q", s), "write --shard K/N with 0 <= K < N, for example --shard 0/4")
 	}
 	return k, n, nil
 }

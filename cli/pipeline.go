@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
@@ -52,10 +52,10 @@ func (r *runner) newPipeline() *pipeline {
 	}
 	p.enc.OnError = func(err error) {
 		if errors.Is(err, syscall.EPIPE) {
-			fmt.Fprintln(r.stderr, "prsync: warning: stdout closed; no more events are written")
+			cmdline.Warnf(r.stderr, "stdout closed; no more events are written")
 			return
 		}
-		fmt.Fprintf(r.stderr, "prsync: warning: cannot write events (%v); no more events are written\n", err)
+		cmdline.Warnf(r.stderr, "cannot write events (%v); no more events are written", err)
 	}
 	var failed io.WriteCloser
 	if r.failed != nil {
@@ -67,7 +67,7 @@ func (r *runner) newPipeline() *pipeline {
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
 		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- m },
 	}
-	p.sampler = throttle.NewSystemSampler(r.policy, r.stderr, throttle.GroupsOf(p.pool))
+	p.sampler = throttle.NewSystemSampler(r.policy, cmdline.Warner(r.stderr), throttle.GroupsOf(p.pool))
 	p.throttle = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
 		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- e },
@@ -94,16 +94,11 @@ func (r *runner) newPipeline() *pipeline {
 	return p
 }
 
-// run copies, reports and returns the exit code.
-func (r *runner) run() int {
+// Run copies, reports and returns the exit code, once Open has passed. It calls Close
+// once the rsyncs are done, before the reporter stops.
+func (r *runner) Run() int {
 	ctx, kill := r.sig.contexts()
-	p := r.newPipeline()
-	defer r.input.Close()
-	defer p.pool.ContinueAll() // never leave a group stopped, whatever happens below
-	closeControl := p.startControl()
-	defer closeControl()
-	r.sig.attach(p.pool, func() { p.rep.in <- statusRequest{by: "signal"} })
-	defer r.sig.detach()
+	p := r.p
 	p.emitStart()
 
 	chunks, inputEnded := p.startInput(ctx)
@@ -142,14 +137,12 @@ func (r *runner) run() int {
 	del := p.deletePass(ctx, kill)
 	bgStop()
 	bgDone.Wait()
-	p.pool.ContinueAll()
-	closeControl() // no control request may reach the reporter once it stops
-	r.sig.detach()
+	r.Close()
 	close(p.rep.in)
 	<-repDone
 	if p.pool.Killed() {
 		if n := p.pool.SweepTemp(); n > 0 {
-			fmt.Fprintf(r.stderr, "prsync: removed %d rsync temp file(s) left by killed rsyncs\n", n)
+			cmdline.Printf(r.stderr, "removed %d rsync temp file(s) left by killed rsyncs", n)
 		}
 	}
 	return p.finish(ctx.Err() != nil, del)
@@ -375,32 +368,32 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	}
 	switch {
 	case p.inputErr != nil:
-		fmt.Fprintf(r.stderr, "prsync: error: %v\n", p.inputErr)
+		cmdline.Errorf(r.stderr, "%v", p.inputErr)
 	case ab != nil && !interrupted:
-		fmt.Fprintf(r.stderr, "prsync: error: %v\n", ab)
+		cmdline.Errorf(r.stderr, "%v", ab)
 		if ab.Hint != "" {
-			fmt.Fprintf(r.stderr, "prsync: hint: %s\n", ab.Hint)
+			cmdline.Hintf(r.stderr, "%s", ab.Hint)
 		}
 	case (code == ExitPartial || code == ExitVanished) && c.Failed+c.Vanished+c.NotDone+c.ChunkErrors > 0:
-		fmt.Fprintf(r.stderr, "prsync: error: %d failed, %d vanished, %d not done of %d paths%s\n",
+		cmdline.Errorf(r.stderr, "%d failed, %d vanished, %d not done of %d paths%s",
 			c.Failed, c.Vanished, c.NotDone, c.Files, failedListNote(f.Failed))
 		if c.ChunkErrors > 0 {
-			fmt.Fprintf(r.stderr, "prsync: error: rsync reported %d error(s) that name no listed path; see the chunk_end events' unexplained field\n", c.ChunkErrors)
+			cmdline.Errorf(r.stderr, "rsync reported %d error(s) that name no listed path; see the chunk_end events' unexplained field", c.ChunkErrors)
 		}
 		if h := p.rep.hint; h != "" {
-			fmt.Fprintf(r.stderr, "prsync: hint: %s\n", h)
+			cmdline.Hintf(r.stderr, "%s", h)
 		}
 	}
 	if !p.inputComplete && p.inputErr == nil {
-		fmt.Fprintln(r.stderr, "prsync: error: stopped before the end of the input: the paths never read are not in any list; re-run the same command to finish the job")
+		cmdline.Errorf(r.stderr, "stopped before the end of the input: the paths never read are not in any list; re-run the same command to finish the job")
 	}
 	if ferr != nil {
-		fmt.Fprintf(r.stderr, "prsync: error: %v\n", ferr)
+		cmdline.Errorf(r.stderr, "%v", ferr)
 	}
 	if del.failed() { // a skipped pass was said when it was skipped
-		fmt.Fprintf(r.stderr, "prsync: error: %v\n", delErr)
+		cmdline.Errorf(r.stderr, "%v", delErr)
 		if h := rsync.ReasonHint(del.state); h != "" {
-			fmt.Fprintf(r.stderr, "prsync: hint: %s\n", h)
+			cmdline.Hintf(r.stderr, "%s", h)
 		}
 	}
 	return code

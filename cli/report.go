@@ -8,6 +8,7 @@ import (
 
 	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/throttle"
 )
@@ -212,7 +213,7 @@ func (r *reporter) limitChanged(m exec.LimitChanged) {
 	if m.Reason == "refused" {
 		r.refusals++
 		if r.refusals == 1 {
-			fmt.Fprintf(r.stderr, "prsync: warning: the far side refused a session (%s); running at most %d rsyncs at once\n", m.Detail, m.New)
+			cmdline.Warnf(r.stderr, "the far side refused a session (%s); running at most %d rsyncs at once", m.Detail, m.New)
 		}
 	}
 }
@@ -246,7 +247,7 @@ func (r *reporter) path(input []byte, status rsync.Status, reason string, chunk 
 		if !r.crlfSaid && len(input) > 1 && input[len(input)-1] == '\r' {
 			// a list written on Windows: every name ends in CR, and none exists
 			r.crlfSaid = true
-			fmt.Fprintln(r.stderr, `prsync: hint: the input has CRLF line ends; convert it with tr -d '\r'`)
+			cmdline.Hintf(r.stderr, `the input has CRLF line ends; convert it with tr -d '\r'`)
 		}
 	case rsync.Failed:
 		r.c.Failed++
@@ -324,7 +325,7 @@ func (r *reporter) writeMetrics(elapsed float64) {
 	}
 	if err := r.metrics.write(elapsed); err != nil && !r.metErr {
 		r.metErr = true
-		fmt.Fprintf(r.stderr, "prsync: warning: --metrics-file: %v\n", err)
+		cmdline.Warnf(r.stderr, "--metrics-file: %v", err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/internal/human"
 )
 
@@ -74,9 +75,9 @@ type ctlError struct {
 	msg, hint string
 }
 
-func (e *ctlError) Error() string { return e.msg }
-
-type kongExit struct{ code int }
+func (e *ctlError) Error() string    { return e.msg }
+func (e *ctlError) ExitCode() int    { return e.code }
+func (e *ctlError) HintText() string { return e.hint }
 
 // client is prsync ctl with its surroundings given.
 type client struct {
@@ -100,31 +101,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return c.main(args)
 }
 
-func (c client) main(args []string) (code int) {
+func (c client) main(args []string) int {
 	var f ctlFlags
 	parser, err := kong.New(&f,
 		kong.Name("prsync ctl"),
 		kong.Description(ctlDescription),
 		kong.Writers(c.stderr, c.stderr),
-		kong.Exit(func(code int) { panic(kongExit{code}) }),
+		kong.Exit(cmdline.Exit),
 	)
 	if err != nil {
 		panic(err)
 	}
 	parser.Stdout = c.stdout
-	defer func() {
-		if r := recover(); r != nil {
-			ke, ok := r.(kongExit)
-			if !ok {
-				panic(r)
-			}
-			code = ke.code
-			if code != exitOK {
-				code = exitUsage
-			}
-		}
-	}()
-	kctx, err := parser.Parse(args)
+	kctx, err := cmdline.Parse(parser, args)
+	if code, ok := cmdline.Exited(err); ok {
+		return code // after --help, or kong's own usage error
+	}
 	if err != nil {
 		return c.fail(&ctlError{code: exitUsage, msg: err.Error(), hint: "see prsync ctl --help"})
 	}
@@ -152,17 +144,8 @@ func (c client) main(args []string) (code int) {
 	return exitOK
 }
 
-func (c client) fail(err error) int {
-	var ce *ctlError
-	if !errors.As(err, &ce) {
-		ce = &ctlError{code: exitNoReach, msg: err.Error(), hint: hintOf(err)}
-	}
-	fmt.Fprintf(c.stderr, "prsync: error: %s\n", ce.msg)
-	if ce.hint != "" {
-		fmt.Fprintf(c.stderr, "prsync: hint: %s\n", ce.hint)
-	}
-	return ce.code
-}
+// fail writes err and its hint, and returns its exit code: that of a ctlError, else 2.
+func (c client) fail(err error) int { return cmdline.Fail(c.stderr, err, exitNoReach) }
 
 // request builds the request of the command kong picked.
 func request(cmd string, f *ctlFlags) (Request, error) {

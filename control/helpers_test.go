@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prsync/prsync/internal/cmdline"
 )
 
 // helperEnv makes the test binary run prsync ctl with its arguments, as another user.
@@ -127,7 +129,7 @@ func (b *syncBuffer) String() string {
 func startServer(t *testing.T, h Handler) (*Server, *syncBuffer) {
 	t.Helper()
 	log := &syncBuffer{}
-	s, err := listen(filepath.Join(shortDir(t), "4242.sock"), h, log, uint32(os.Getuid()), 300*time.Millisecond)
+	s, err := listen(filepath.Join(shortDir(t), "4242.sock"), h, cmdline.Warner(log), uint32(os.Getuid()), 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

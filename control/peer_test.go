@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prsync/prsync/internal/cmdline"
 )
 
 // Another user is turned away by the uid check itself: in this test only, the modes of
@@ -32,7 +34,7 @@ func TestOtherUIDRefused(t *testing.T) {
 
 	log := &syncBuffer{}
 	h := newFake()
-	s, err := listen(filepath.Join(base, "1.sock"), h, log, 0, time.Second) // prsync runs as root
+	s, err := listen(filepath.Join(base, "1.sock"), h, cmdline.Warner(log), 0, time.Second) // prsync runs as root
 	must(t, err)
 	defer s.Close()
 	must(t, os.Chmod(s.Path(), 0o666))

@@ -29,8 +29,8 @@ type Server struct {
 	timeout time.Duration
 	sem     chan struct{}
 
-	logMu sync.Mutex
-	log   io.Writer
+	warnMu sync.Mutex
+	warn   func(error)
 
 	mu     sync.Mutex
 	conns  map[*net.UnixConn]struct{}
@@ -49,15 +49,15 @@ type Server struct {
 // Only processes of prsync's own uid, and root, are served: any other peer, whatever the
 // modes of the socket and its directory, gets an error reply and is disconnected before
 // its request is read. Each connection carries one request of at most MaxRequest bytes,
-// which must arrive within Timeout. Refused peers and failures to accept are reported on
-// log, one line each; log may be nil.
-func Listen(path string, h Handler, log io.Writer) (*Server, error) {
-	return listen(path, h, log, uint32(os.Getuid()), Timeout)
+// which must arrive within Timeout. Refused peers and failures to accept are warnings,
+// given to warn one at a time ("control socket: …"); warn may be nil.
+func Listen(path string, h Handler, warn func(error)) (*Server, error) {
+	return listen(path, h, warn, uint32(os.Getuid()), Timeout)
 }
 
-func listen(path string, h Handler, log io.Writer, uid uint32, timeout time.Duration) (*Server, error) {
-	if log == nil {
-		log = io.Discard
+func listen(path string, h Handler, warn func(error), uid uint32, timeout time.Duration) (*Server, error) {
+	if warn == nil {
+		warn = func(error) {}
 	}
 	if err := clearStale(path); err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func listen(path string, h Handler, log io.Writer, uid uint32, timeout time.Dura
 	}
 	s := &Server{
 		path: path, ln: ln, file: fi, h: h, uid: uid, pid: os.Getpid(), timeout: timeout,
-		sem: make(chan struct{}, maxConns), log: log, conns: map[*net.UnixConn]struct{}{},
+		sem: make(chan struct{}, maxConns), warn: warn, conns: map[*net.UnixConn]struct{}{},
 	}
 	s.wg.Add(1)
 	go s.accept()
@@ -144,10 +144,10 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-func (s *Server) logf(format string, args ...any) {
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	fmt.Fprintf(s.log, "prsync: warning: control socket: "+format+"\n", args...)
+func (s *Server) warnf(format string, args ...any) {
+	s.warnMu.Lock()
+	defer s.warnMu.Unlock()
+	s.warn(fmt.Errorf("control socket: "+format, args...))
 }
 
 func (s *Server) accept() {
@@ -163,7 +163,7 @@ func (s *Server) accept() {
 			}
 			// out of file descriptors and the like: back off, as net/http does
 			if delay == 0 {
-				s.logf("accept: %v", err)
+				s.warnf("accept: %v", err)
 			}
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 			time.Sleep(delay)
@@ -216,12 +216,12 @@ func (s *Server) serve(c *net.UnixConn) {
 		if s.isClosed() {
 			return // Close closed it
 		}
-		s.logf("refused a connection: %v", err)
+		s.warnf("refused a connection: %v", err)
 		s.reply(c, s.fail(&Error{Msg: "prsync cannot tell who is asking: " + err.Error()}))
 		return
 	}
 	if !allowed(uid, s.uid) {
-		s.logf("refused uid %d (pid %d): only uid %d and root may control this prsync", uid, pid, s.uid)
+		s.warnf("refused uid %d (pid %d): only uid %d and root may control this prsync", uid, pid, s.uid)
 		s.reply(c, s.fail(&Error{
 			Msg:  fmt.Sprintf("uid %d may not control prsync %d, which runs as uid %d", uid, s.pid, s.uid),
 			Hint: fmt.Sprintf("only uid %d, or root, may control it", s.uid),

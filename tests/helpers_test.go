@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeRsync())
 	}
 	testscript.Main(cleanupM{m}, map[string]func(){
-		"prsync": func() { os.Exit(cli.Main()) },
+		"prsync": func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 

@@ -327,31 +327,30 @@ func detectCgroup(root string) (cgroupFound, error) {
 // readSelfCgroup reads root/proc/self/cgroup and root/proc/self/mountinfo.
 // Missing files mean no cgroups: no entries and no error.
 func readSelfCgroup(root string) ([]cgroupEntry, []cgroupMount, error) {
-	name := filepath.Join(root, "proc/self/cgroup")
-	b, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
+	entries, ok, err := readParsed(filepath.Join(root, "proc/self/cgroup"), parseProcCgroup)
+	if !ok || err != nil {
 		return nil, nil, err
 	}
-	entries, err := parseProcCgroup(b)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	name = filepath.Join(root, "proc/self/mountinfo")
-	b, err = os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
+	mounts, ok, err := readParsed(filepath.Join(root, "proc/self/mountinfo"), parseMountinfo)
+	if !ok || err != nil {
 		return nil, nil, err
-	}
-	mounts, err := parseMountinfo(b)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return entries, mounts, nil
+}
+
+// readParsed reads the file name and parses it; a missing file is not ok, and no error.
+func readParsed[T any](name string, parse func([]byte) (T, error)) (v T, ok bool, err error) {
+	b, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return v, false, nil
+	}
+	if err != nil {
+		return v, false, err
+	}
+	if v, err = parse(b); err != nil {
+		return v, false, fmt.Errorf("read %s: %w", name, err)
+	}
+	return v, true, nil
 }
 
 // setPSI chooses the PSI files: those of the v2 cgroup if it has both and

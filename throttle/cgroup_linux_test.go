@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prsync/prsync/internal/cmdline"
 )
 
 // The test binary runs as a helper child when helperEnv is set; see
@@ -61,7 +63,7 @@ func cgroupSamplerHelper() int {
 		pgid := busy.Process.Pid
 		groups = func() []int { return []int{pgid} }
 	}
-	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60}, os.Stderr, groups)
+	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60}, cmdline.Warner(os.Stderr), groups)
 	enc := json.NewEncoder(os.Stdout)
 	if err := enc.Encode(s.Source()); err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)

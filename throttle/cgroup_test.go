@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prsync/prsync/internal/cmdline"
 )
 
 // tree writes files (path relative to the root: content) under a new
@@ -822,7 +824,7 @@ func TestNewSystemSamplerCgroupFiles(t *testing.T) {
 		t.Fatal("no error for a malformed cpu.max")
 	}
 	var warn bytes.Buffer
-	s := newSystemSampler(Policy{Suspend: 80, Resume: 60, MaxCPUPressure: 50, MaxIOPressure: 50}, &warn, nil, found, nil, cgErr)
+	s := newSystemSampler(Policy{Suspend: 80, Resume: 60, MaxCPUPressure: 50, MaxIOPressure: 50}, cmdline.Warner(&warn), nil, found, nil, cgErr)
 	got, err := s.Sample(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -28,8 +27,10 @@ type Sampler interface {
 // only if p.MaxIOPressure > 0, and PSI cpu pressure only if
 // p.MaxCPUPressure > 0. The PSI files are those of this process's cgroup
 // (v2) if it has them, else /proc/pressure's. If a figure cannot be read,
-// the sampler writes one warning line to warn (which may be nil) and stops
-// reading it, so that limit is ignored from then on.
+// the sampler gives warn (which may be nil) one warning and stops reading
+// it, so that limit is ignored from then on. Warnings are given as they
+// happen, here or in Sample, and are for the user to read: the CLI writes
+// each as a "prsync: warning:" line.
 //
 // It detects this process's cgroup once, here, as DetectCgroup does; Source
 // reports what it found. If the cgroup or one of its ancestors has a CPU
@@ -56,16 +57,16 @@ type Sampler interface {
 //
 // It uses gopsutil's process-wide "since the last call" CPU state, so other
 // callers of cpu.Percent with a zero interval would shorten its intervals.
-func NewSystemSampler(p Policy, warn io.Writer, groups func() []int) *SystemSampler {
+func NewSystemSampler(p Policy, warn func(error), groups func() []int) *SystemSampler {
 	found, meter, err := hostCgroupMeter()
 	return newSystemSampler(p, warn, groups, found, meter, err)
 }
 
 // newSystemSampler is NewSystemSampler with the cgroup detection done:
 // found, its meter (nil for none) and the detection error.
-func newSystemSampler(p Policy, warn io.Writer, groups func() []int, found cgroupFound, meter *cgroupMeter, cgErr error) *SystemSampler {
+func newSystemSampler(p Policy, warn func(error), groups func() []int, found cgroupFound, meter *cgroupMeter, cgErr error) *SystemSampler {
 	if warn == nil {
-		warn = io.Discard
+		warn = func(error) {}
 	}
 	info := found.CgroupInfo
 	s := &SystemSampler{
@@ -82,7 +83,7 @@ func newSystemSampler(p Policy, warn io.Writer, groups func() []int, found cgrou
 		now:             time.Now,
 	}
 	if cgErr != nil {
-		fmt.Fprintf(warn, "prsync: warning: cgroup: %v; using the host's cpu use only\n", cgErr)
+		warn(fmt.Errorf("cgroup: %v; using the host's cpu use only", cgErr))
 	}
 	if groups != nil {
 		s.groups = groups
@@ -127,7 +128,7 @@ func GroupsOf(t interface{ Procs() []Proc }) func() []int {
 // SystemSampler is the Sampler of NewSystemSampler. Its methods are safe
 // for concurrent use.
 type SystemSampler struct {
-	warn io.Writer
+	warn func(error)
 	info CgroupInfo // what NewSystemSampler detected
 
 	cpuPercent  func(context.Context) (float64, error)
@@ -192,39 +193,34 @@ func (s *SystemSampler) Sample(ctx context.Context) (Sample, error) {
 		}
 	}
 
-	if s.wantLoad {
-		l, err := s.loadAverage(ctx)
-		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return Sample{}, ctxErr
-			}
-			s.wantLoad = false
-			fmt.Fprintf(s.warn, "prsync: warning: --max-load: %v; ignoring it\n", err)
-		} else {
-			out.Load, out.HasLoad = l, true
-		}
+	// a load average cut short by ctx fails the sample; the pressure files ignore it
+	out.Load, out.HasLoad, err = s.optional(ctx, &s.wantLoad, "--max-load", func() (float64, error) { return s.loadAverage(ctx) })
+	if err != nil {
+		return Sample{}, err
 	}
-
-	if s.wantCPUPressure {
-		p, err := s.cpuPressure()
-		if err != nil {
-			s.wantCPUPressure = false
-			fmt.Fprintf(s.warn, "prsync: warning: --max-cpu-pressure: %v; ignoring it\n", err)
-		} else {
-			out.CPUPressure, out.HasCPUPressure = p, true
-		}
-	}
-
-	if s.wantIO {
-		p, err := s.ioPressure()
-		if err != nil {
-			s.wantIO = false
-			fmt.Fprintf(s.warn, "prsync: warning: --max-io-pressure: %v; ignoring it\n", err)
-		} else {
-			out.IOPressure, out.HasIO = p, true
-		}
-	}
+	out.CPUPressure, out.HasCPUPressure, _ = s.optional(context.Background(), &s.wantCPUPressure, "--max-cpu-pressure", s.cpuPressure)
+	out.IOPressure, out.HasIO, _ = s.optional(context.Background(), &s.wantIO, "--max-io-pressure", s.ioPressure)
 	return out, nil
+}
+
+// optional reads a figure only a limit needs, while *want says it is set and readable.
+// A figure that cannot be read is a warning, and its limit is ignored from then on; a
+// read that fails once ctx has ended returns ctx's error and changes nothing. The caller
+// holds s.mu.
+func (s *SystemSampler) optional(ctx context.Context, want *bool, flag string, read func() (float64, error)) (v float64, ok bool, err error) {
+	if !*want {
+		return 0, false, nil
+	}
+	v, err = read()
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return 0, false, ctxErr
+		}
+		*want = false
+		s.warn(fmt.Errorf("%s: %v; ignoring it", flag, err))
+		return 0, false, nil
+	}
+	return v, true, nil
 }
 
 // share returns secs CPU-seconds over dt seconds as a percentage of cpus
@@ -252,7 +248,7 @@ func (s *SystemSampler) sampleOwn() (d cpuTimes, dt float64, ok bool) {
 	total, err := s.ownTime(s.groups())
 	if err != nil {
 		s.ownTime = nil
-		fmt.Fprintf(s.warn, "prsync: warning: cannot measure the cpu use of prsync's rsyncs: %v; counting it as other load\n", err)
+		s.warn(fmt.Errorf("cannot measure the cpu use of prsync's rsyncs: %v; counting it as other load", err))
 		return cpuTimes{}, 0, false
 	}
 	now := s.clock()
@@ -276,7 +272,7 @@ func (s *SystemSampler) sampleCgroup() (pct, throttled float64, ok bool) {
 	pct, throttled, ok, err := s.cgroup.sample(s.clock())
 	if err != nil {
 		s.cgroup = nil
-		fmt.Fprintf(s.warn, "prsync: warning: cannot measure the cpu use of cgroup %s: %v; using the host's cpu use only\n", s.info.Path, err)
+		s.warn(fmt.Errorf("cannot measure the cpu use of cgroup %s: %v; using the host's cpu use only", s.info.Path, err))
 		return 0, 0, false
 	}
 	return pct, throttled, ok

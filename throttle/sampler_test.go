@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prsync/prsync/internal/cmdline"
 )
 
 func TestParsePSI(t *testing.T) {
@@ -57,7 +59,7 @@ type fakeSources struct {
 
 func (f *fakeSources) sampler(p Policy, warn *bytes.Buffer) *SystemSampler {
 	return &SystemSampler{
-		warn:     warn,
+		warn:     cmdline.Warner(warn),
 		wantLoad: p.MaxLoad > 0,
 		wantIO:   p.MaxIOPressure > 0,
 
@@ -203,7 +205,7 @@ func TestSystemSamplerCancelledLoadDoesNotDisable(t *testing.T) {
 // TestNewSystemSampler reads the real machine.
 func TestNewSystemSampler(t *testing.T) {
 	var warn bytes.Buffer
-	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60, MaxLoad: 1000, MaxIOPressure: 50, MaxCPUPressure: 50}, &warn, nil)
+	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60, MaxLoad: 1000, MaxIOPressure: 50, MaxCPUPressure: 50}, cmdline.Warner(&warn), nil)
 	t.Logf("source: %+v", s.Source())
 	for range 2 {
 		got, err := s.Sample(t.Context())

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"strings"
+	"syscall"
+
+	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/internal/cmdline"
+	"github.com/prsync/prsync/rsync"
+)
+
+// Open does what must be done before the first rsync starts, once Validate has passed,
+// in this order: it asks rsync to check the options (rsync OPTIONS --version), checks DEST
+// and creates a missing local one, picks the transport, asks a remote DEST whether it takes
+// the deletion pass, opens --from and --failed, then builds the pipeline, opens the control
+// socket and routes the signals to the run. Its warnings are written as they arise. An
+// error ends the run before it starts; either way, Close releases what Open opened.
+func (r *runner) Open() error {
+	f := &r.f
+	ver, err := r.probeRsync()
+	if err != nil {
+		return err
+	}
+	if err := r.checkDest(ver); err != nil {
+		return err
+	}
+	r.pickTransport(ver)
+	if f.DryRun && r.verify != exec.VerifyOff {
+		cmdline.Warnf(r.stderr, "--verify checks nothing in a dry run (-n): nothing is copied")
+	}
+	if o := rsync.SkipOption(f.RsyncArgs); o != "" {
+		// rsync exits 0 over a chunk whose paths its own rules left out: prsync fails
+		// those (exec.Pool.LeftOut), which a user who meant to leave them out may not expect
+		cmdline.Warnf(r.stderr, "with %s after --, rsync may leave listed paths out; prsync counts those as failed unless DEST already holds them; filter the list instead (find ... ! -name PATTERN)", o)
+	}
+	if f.Delete && exec.IsRemote(f.Dest) {
+		if err := r.probeDelete(); err != nil {
+			return err
+		}
+	}
+
+	r.input = io.NopCloser(r.stdin)
+	if f.From != "" && f.From != "-" {
+		fh, err := os.Open(f.From)
+		if err != nil {
+			return &runError{code: ExitInput, msg: fmt.Sprintf("--from: %v", err)}
+		}
+		r.input = fh
+	}
+	if f.Failed != "" {
+		fh, err := os.OpenFile(f.Failed, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return usage(fmt.Sprintf("--failed: %v", err), "")
+		}
+		r.failed = fh // the reporter closes it with its list
+	}
+
+	r.p = r.newPipeline()
+	r.closeControl = r.p.startControl()
+	r.sig.attach(r.p.pool, func() { r.p.rep.in <- statusRequest{by: "signal"} })
+	return nil
+}
+
+// Close releases what Open opened, in this order: it continues every rsync group that is
+// stopped (none may be left so, whatever happened), closes the control socket (no request
+// may reach the reporter once it stops), stops routing the signals to the run, and closes
+// the input. Run calls it once the rsyncs are done, before the reporter stops; run defers
+// it for a run that fails or panics before. Later calls do nothing.
+func (r *runner) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	if r.p != nil {
+		r.p.pool.ContinueAll()
+	}
+	if r.closeControl != nil {
+		r.closeControl()
+	}
+	r.sig.detach()
+	if r.input != nil {
+		r.input.Close()
+	}
+}
+
+// probeRsync runs rsync with the options and --version: rsync rejects options it does not
+// know, and says its version.
+func (r *runner) probeRsync() (rsync.Version, error) {
+	out, err := osexec.Command(r.rsync, append(append([]string(nil), r.args...), "--version")...).CombinedOutput()
+	if err != nil {
+		var ee *osexec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return rsync.Version{}, usage("rsync rejected the options: "+firstLine(out), "check the options after --")
+		}
+		return rsync.Version{}, &runError{code: ExitNoRsync, msg: fmt.Sprintf("run %s --version: %v: %s", r.rsync, err, firstLine(out))}
+	}
+	ver, ok := rsync.ParseVersion(out)
+	if !ok {
+		return rsync.Version{}, &runError{code: ExitNoRsync, msg: fmt.Sprintf("%s does not look like rsync: %s", r.rsync, firstLine(out))}
+	}
+	r.rsyncVersion = ver
+	if !ver.AtLeast(3, 1, 0) {
+		cmdline.Warnf(r.stderr, "rsync %s is older than 3.1; upgrade if copies fail", ver)
+	}
+	return ver, nil
+}
+
+// checkDest fails fast on a local DEST that cannot work, and creates its missing parents.
+func (r *runner) checkDest(ver rsync.Version) error {
+	dest := r.f.Dest
+	if dest == "" {
+		return usage("DEST is empty", "")
+	}
+	if exec.IsRemote(dest) {
+		if ver.AtLeast(3, 2, 3) {
+			r.args = append(r.args, "--mkpath")
+		}
+		return nil
+	}
+	fi, err := os.Stat(dest)
+	switch {
+	case err == nil && !fi.IsDir():
+		return &runError{code: ExitDest, msg: fmt.Sprintf("destination %s is not a directory", dest), hint: "DEST must be a directory (it is created when missing)"}
+	case err == nil:
+		if syscall.Access(dest, 2|1) != nil { // W_OK|X_OK
+			return &runError{code: ExitDest, msg: fmt.Sprintf("destination %s is not writable", dest)}
+		}
+	case errors.Is(err, os.ErrNotExist):
+		if r.f.DryRun {
+			return nil
+		}
+		if err := os.MkdirAll(dest, 0o755); err != nil {
+			return &runError{code: ExitDest, msg: fmt.Sprintf("create destination: %v", err)}
+		}
+	default:
+		return &runError{code: ExitDest, msg: fmt.Sprintf("destination: %v", err)}
+	}
+	return nil
+}
+
+// pickTransport takes --transport pipe where it can work, and says so when it cannot and
+// was asked for.
+func (r *runner) pickTransport(ver rsync.Version) {
+	f := &r.f
+	r.transport = exec.Direct
+	if f.Transport != string(exec.Pipe) {
+		return
+	}
+	ok, why := exec.PipeUsable(f.RsyncArgs)
+	if ok && !ver.AtLeast(3, 1, 0) {
+		ok, why = false, "rsync "+ver.String()+" (it needs 3.1 or later)"
+	}
+	if ok && exec.IsRemote(f.Dest) {
+		ok, why = false, "a remote DEST"
+	}
+	if ok && r.srcRemote != "" {
+		ok, why = false, "a remote --root"
+	}
+	if ok {
+		var err error
+		if r.helper, err = exec.PipeCommand(r.rsync); err != nil {
+			ok, why = false, err.Error()
+		}
+	}
+	switch {
+	case ok:
+		r.transport = exec.Pipe
+	case transportGiven(r.argv):
+		cmdline.Warnf(r.stderr, "--transport pipe cannot be used with %s; using direct", why)
+	}
+}
+
+// transportGiven reports whether --transport (or PRSYNC_TRANSPORT) was set explicitly.
+func transportGiven(argv []string) bool {
+	if _, ok := os.LookupEnv("PRSYNC_TRANSPORT"); ok {
+		return true
+	}
+	for _, a := range argv {
+		if a == "--" {
+			break
+		}
+		if a == "--transport" || strings.HasPrefix(a, "--transport=") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/prsync/prsync/bw"
+	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/rsync"
+	"github.com/prsync/prsync/splitter"
+	"github.com/prsync/prsync/throttle"
+	"github.com/prsync/prsync/tune"
+)
+
+// Validate checks the command line, and everything else that can be checked with no side
+// effect: it starts nothing, and creates, opens and writes nothing. It fills in what the
+// flags decide (the jobs, the throttle's policy, the source root, the rsync binary and the
+// options every rsync gets, the quick check, the confirming pass) and returns the first
+// problem found, which ends the run before it starts.
+func (r *runner) Validate() error {
+	f := &r.f
+	if len(f.RsyncArgs) > 0 && !containsDashDash(r.argv) {
+		return usage(fmt.Sprintf("unexpected argument %q", f.RsyncArgs[0]), "put rsync options after --, as in: prsync DEST -- --bwlimit=10m")
+	}
+	if f.Shard == "" && emptyShardGiven(r.argv) {
+		return usage("empty --shard (or PRSYNC_SHARD)", "write --shard K/N with 0 <= K < N; an array job must set the task index")
+	}
+	if err := rsync.CheckOptions(f.RsyncArgs, f.NoThrottle); err != nil {
+		var oe *rsync.OptionError
+		if errors.As(err, &oe) {
+			return usage(oe.Error(), oe.Hint)
+		}
+		return usage(err.Error(), "")
+	}
+	var err error
+	if f.shard, f.shards, err = parseShard(f.Shard); err != nil {
+		return err
+	}
+	if f.MaxJobs < 0 {
+		return usage(fmt.Sprintf("--max-jobs %d: want at least 1 (0: 4 x CPUs, at least 32)", f.MaxJobs), "")
+	}
+	r.maxJobs = f.MaxJobs
+	if r.maxJobs == 0 {
+		r.maxJobs = defaultMaxJobs()
+	}
+	switch {
+	case f.Jobs.Auto:
+		pol := tune.DefaultPolicy(runtime.NumCPU())
+		pol.Max = r.maxJobs
+		pol.Start = min(pol.Start, pol.Max)
+		if r.tuner, err = tune.New(pol); err != nil {
+			return usage(fmt.Sprintf("-j auto: %v", err), "")
+		}
+		r.jobs = pol.Start
+	case f.Jobs.N == 0:
+		r.jobs = defaultJobs()
+	default:
+		r.jobs = f.Jobs.N
+	}
+	r.maxJobs = max(r.maxJobs, r.jobs)
+	if f.ChunkFiles < 1 {
+		return usage(fmt.Sprintf("--chunk-files %d: want at least 1", f.ChunkFiles), "")
+	}
+	if f.Retries < 0 {
+		return usage(fmt.Sprintf("--retries %d: want 0 or more", f.Retries), "")
+	}
+	if f.RetryDelay < 0 {
+		return usage(fmt.Sprintf("--retry-delay %v: want 0 or more", f.RetryDelay), "")
+	}
+	if f.ThrottleInterval <= 0 {
+		return usage("--throttle-interval must be positive", "")
+	}
+	if _, err := bw.ParseSchedule(orOff(f.BWLimit)); err != nil {
+		return usage(err.Error(), `write a rate such as 20M (a bare number is KiB/s), or a timetable such as --bwlimit "08:00,20M 19:00,200M 23:00,off"`)
+	}
+	if f.MaxSuspend < 0 {
+		return usage("--max-suspend must be 0 or positive", "")
+	}
+	switch f.Verify {
+	case "all":
+		r.verify = exec.VerifyAll
+	case "transferred":
+		r.verify = exec.VerifyTransferred
+	}
+	if f.DeleteAfterErrors && !f.Delete {
+		return usage("--delete-after-errors without --delete", "add --delete, or drop --delete-after-errors")
+	}
+	r.policy = throttle.Policy{Suspend: f.SuspendThreshold, Resume: f.ResumeThreshold, MaxLoad: f.MaxLoad,
+		MaxIOPressure: f.MaxIOPressure, MaxCPUPressure: f.MaxCPUPressure, MaxSuspend: f.MaxSuspend}
+	if err := r.policy.Validate(); err != nil {
+		return usage(err.Error(), "")
+	}
+	if r.cwd, err = os.Getwd(); err != nil {
+		return &runError{code: ExitInput, msg: fmt.Sprintf("working directory: %v", err)}
+	}
+	if err := r.validateRoot(); err != nil {
+		return err
+	}
+	path, err := osexec.LookPath(f.Rsync)
+	if err != nil {
+		return &runError{code: ExitNoRsync, msg: fmt.Sprintf("rsync not found: %v", err), hint: "install rsync 3.1 or newer (apt-get install rsync, brew install rsync), or pass --rsync PATH"}
+	}
+	r.rsync = path
+	if !f.NoArchive {
+		r.args = append(r.args, "--archive")
+	}
+	if f.Compress {
+		r.args = append(r.args, "--compress")
+	}
+	if f.DryRun {
+		r.args = append(r.args, "--dry-run")
+	}
+	r.args = append(r.args, f.RsyncArgs...)
+
+	local := f.Dest != "" && !exec.IsRemote(f.Dest)
+	if local && !f.NoQuickCheck && f.Verify != "all" && !f.NoArchive && !f.Sizes && r.srcRemote == "" && rsync.QuickCheckSafe(f.RsyncArgs) {
+		if abs, err := filepath.Abs(f.Dest); err == nil {
+			r.quick = &splitter.QuickCheck{Dest: abs, Owner: os.Geteuid() == 0}
+		}
+	}
+	if (exec.IsDaemon(f.Dest) || exec.IsDaemon(r.srcRemote)) && !passwordGiven(f.RsyncArgs) {
+		// Without a password, rsync asks for one on stdin, which holds the chunk's list:
+		// an empty RSYNC_PASSWORD makes a module that wants one fail its login instead.
+		r.env = append(os.Environ(), "RSYNC_PASSWORD=")
+	}
+	switch {
+	case f.DryRun:
+		r.confirm = exec.ConfirmNothing
+	case !exec.IsRemote(f.Dest) && r.srcRemote == "" && rsync.StatConfirmable(!f.NoArchive, f.RsyncArgs):
+		r.confirm = exec.ConfirmStat
+	default:
+		r.confirm = exec.ConfirmDryRun
+	}
+	return nil
+}
+
+// validateRoot checks --root: a remote one is rsync's source, a local one must be a
+// directory.
+func (r *runner) validateRoot() error {
+	f := &r.f
+	switch {
+	case f.Root == "":
+	case exec.IsRemote(f.Root):
+		if exec.IsRemote(f.Dest) {
+			return usage(fmt.Sprintf("a remote --root %s and a remote DEST %s", f.Root, f.Dest),
+				"rsync copies from one host to another only through a local side: run prsync on one of them")
+		}
+		r.srcRemote = trimSlashes(f.Root)
+		if p, _ := rsync.EndpointPath(r.srcRemote); filepath.IsAbs(p) {
+			r.root = filepath.Clean(p)
+		}
+	default:
+		root, err := filepath.Abs(f.Root)
+		if err != nil {
+			return usage(fmt.Sprintf("--root: %v", err), "")
+		}
+		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			return usage(fmt.Sprintf("--root %s is not a directory", f.Root), "")
+		}
+		r.root = root
+	}
+	return nil
+}
+
+// stats reports whether prsync lstats the paths itself, for tuneRuntime.
+func (r *runner) stats() bool {
+	return splitter.Config{Sizes: r.f.Sizes, RemoteSrc: r.srcRemote, HardLinks: rsync.HardLinks(r.args), Quick: r.quick}.Stats()
+}
+
+// passwordGiven reports whether rsync has a daemon password: RSYNC_PASSWORD or
+// --password-file.
+func passwordGiven(args []string) bool {
+	if _, ok := os.LookupEnv("RSYNC_PASSWORD"); ok {
+		return true
+	}
+	for _, a := range args {
+		if a == "--password-file" || strings.HasPrefix(a, "--password-file=") {
+			return true
+		}
+	}
+	return false
+}
