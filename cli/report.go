@@ -220,15 +220,22 @@ func (r *reporter) limitChanged(m exec.LimitChanged) {
 func (r *reporter) throttled(e throttle.Event) {
 	s := e.Sample
 	r.enc.Emit(&event.Throttle{
-		Action: e.Action, Reason: e.Reason, CPUPercent: round1(s.CPU),
-		OwnCPUPercent:    optional(s.HasOwn, s.Own),
-		KernelCPUPercent: optional(s.HasOwn, s.Kernel),
-		Load:             optional(s.HasLoad, s.Load),
-		IOPressure:       optional(s.HasIO, s.IOPressure),
-		CPUPressure:      optional(s.HasCPUPressure, s.CPUPressure),
-		CgroupCPUPercent: optional(s.HasCgroup, s.CgroupCPU), CgroupOwnCPUPercent: optional(s.HasCgroup && s.HasOwn, s.CgroupOwn),
-		Chunk: e.Chunk, PID: e.PID, Running: e.Running, Suspended: e.Suspended,
+		Action: e.Action, Reason: e.Reason, CPU: cpuOf(s),
+		Load:        optional(s.HasLoad, s.Load),
+		IOPressure:  optional(s.HasIO, s.IOPressure),
+		CPUPressure: optional(s.HasCPUPressure, s.CPUPressure),
+		CgroupCPU:   cgroupCPUOf(s),
+		Chunk:       e.Chunk, PID: e.PID, Running: e.Running, Suspended: e.Suspended,
 	})
+}
+
+// cpuOf and cgroupCPUOf are the CPU fields of a throttle or progress event.
+func cpuOf(s throttle.Sample) event.CPU {
+	return event.CPU{CPUPercent: round1(s.CPU), OwnCPUPercent: optional(s.HasOwn, s.Own), KernelCPUPercent: optional(s.HasOwn, s.Kernel)}
+}
+
+func cgroupCPUOf(s throttle.Sample) event.CgroupCPU {
+	return event.CgroupCPU{CgroupCPUPercent: optional(s.HasCgroup, s.CgroupCPU), CgroupOwnCPUPercent: optional(s.HasCgroup && s.HasOwn, s.CgroupOwn)}
 }
 
 // path records the outcome of one path: it counts it, and a path not done is listed
@@ -306,9 +313,8 @@ func (r *reporter) progress() {
 	el := time.Since(r.t0).Seconds()
 	ev := &event.Progress{
 		FilesDone: c.Done(), BytesDone: c.BytesTransferred + r.pool.InFlight(), FilesQueued: c.Queued,
-		InputDone: r.inDone(), RateBps: r.rate(), CPUPercent: round1(s.CPU),
-		OwnCPUPercent: optional(s.HasOwn, s.Own), KernelCPUPercent: optional(s.HasOwn, s.Kernel), Running: running, Suspended: paused, Elapsed: round3(el),
-		CgroupCPUPercent: optional(s.HasCgroup, s.CgroupCPU), CgroupOwnCPUPercent: optional(s.HasCgroup && s.HasOwn, s.CgroupOwn),
+		InputDone: r.inDone(), RateBps: r.rate(), CPU: cpuOf(s), CgroupCPU: cgroupCPUOf(s),
+		Running: running, Suspended: paused, Elapsed: round3(el),
 		Jobs: r.pool.Limit(), Phase: r.phase,
 		FilesVerified: c.Verified, FilesVerifyFailed: c.VerifyFailed, DirsChecked: c.DirsChecked, FilesDeleted: c.Deleted,
 	}
