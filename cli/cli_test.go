@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/prsync/prsync/books"
 	"github.com/prsync/prsync/exec"
 )
 
@@ -87,17 +88,17 @@ func TestExitStatus(t *testing.T) {
 		interrupted bool
 		inputErr    error
 		ab          *exec.AbortError
-		c           Counts
+		c           books.Counts
 		want        int
 	}{
-		{"clean", false, nil, nil, Counts{Transferred: 3}, ExitOK},
-		{"vanished", false, nil, nil, Counts{Vanished: 1}, ExitVanished},
-		{"failed beats vanished", false, nil, nil, Counts{Vanished: 1, Failed: 1}, ExitPartial},
-		{"not done", false, nil, nil, Counts{NotDone: 1}, ExitPartial},
-		{"stopped early", false, nil, ab, Counts{Failed: 5}, 10},
-		{"stopped by a signal death", false, nil, killed, Counts{Failed: 5}, ExitPartial},
-		{"input", false, errors.New("x"), ab, Counts{}, ExitInput},
-		{"interrupt beats all", true, errors.New("x"), ab, Counts{Failed: 1}, ExitInterrupted},
+		{"clean", false, nil, nil, books.Counts{Transferred: 3}, ExitOK},
+		{"vanished", false, nil, nil, books.Counts{Vanished: 1}, ExitVanished},
+		{"failed beats vanished", false, nil, nil, books.Counts{Vanished: 1, Failed: 1}, ExitPartial},
+		{"not done", false, nil, nil, books.Counts{NotDone: 1}, ExitPartial},
+		{"stopped early", false, nil, ab, books.Counts{Failed: 5}, 10},
+		{"stopped by a signal death", false, nil, killed, books.Counts{Failed: 5}, ExitPartial},
+		{"input", false, errors.New("x"), ab, books.Counts{}, ExitInput},
+		{"interrupt beats all", true, errors.New("x"), ab, books.Counts{Failed: 1}, ExitInterrupted},
 	}
 	for _, tt := range tests {
 		if got := exitStatus(tt.interrupted, tt.inputErr, tt.ab, tt.c, nil); got != tt.want {

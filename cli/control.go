@@ -5,10 +5,9 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/prsync/prsync/books"
 	"github.com/prsync/prsync/control"
-	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/internal/cmdline"
-	"github.com/prsync/prsync/internal/human"
 )
 
 // ctlHandler answers live control (prsync ctl) for a run. Its methods run on the control
@@ -100,33 +99,15 @@ func (p *pipeline) startControl() func() {
 	return func() { srv.Close() }
 }
 
-// status builds the status a request asks for, writes the status event, and answers.
+// status answers a status request: the status event, and for a signal one line on
+// stderr, from one snapshot of the books.
 func (r *reporter) status(req statusRequest) {
-	running, paused := r.pool.Counts()
-	c := r.c
-	st := control.Status{
-		PID: os.Getpid(), Jobs: r.pool.Limit(), MaxJobs: r.pool.MaxJobs, JobsAuto: r.jobsAuto,
-		Running: running, Suspended: paused, Paused: r.pool.PausedAll(),
-		BWLimit: "off", BWLimitNow: "off",
-		FilesDone: c.Done(), BytesDone: c.BytesTransferred + r.pool.InFlight(), FilesQueued: c.Queued,
-		FilesFailed: c.Failed + c.Vanished + c.NotDone, InputDone: r.inDone(), RateBps: r.rate(),
-		Elapsed: round3(timeSince(r.t0)),
-	}
-	if r.bw != nil {
-		st.BWLimit, st.BWLimitNow = r.bw.describe()
-	}
-	r.enc.Emit(&event.Status{
-		By: req.by, Jobs: st.Jobs, Running: st.Running, Suspended: st.Suspended, Paused: st.Paused,
-		BWLimit: st.BWLimit, BWLimitNow: st.BWLimitNow, FilesDone: st.FilesDone, BytesDone: st.BytesDone,
-		FilesQueued: st.FilesQueued, FilesNotOK: st.FilesFailed, InputDone: st.InputDone, RateBps: st.RateBps,
-		Elapsed: st.Elapsed,
-	})
+	s := r.snapshot()
+	r.json.Status(s, req.by)
 	if req.by == "signal" {
-		cmdline.Printf(r.stderr, "status: %d files done (%d not ok), %s, %s/s, running %d, paused %d, queued %d, jobs %d, bwlimit %s, %s",
-			st.FilesDone, st.FilesFailed, human.Bytes(st.BytesDone), human.Bytes(int64(st.RateBps/8)), st.Running, st.Suspended,
-			st.FilesQueued, st.Jobs, st.BWLimitNow, human.Clock(st.Elapsed))
+		fmt.Fprintln(r.stderr, books.StatusLine(s))
 	}
 	if req.reply != nil {
-		req.reply <- st
+		req.reply <- books.ControlStatus(s)
 	}
 }

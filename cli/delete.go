@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prsync/prsync/books"
 	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/internal/cmdline"
@@ -49,7 +50,7 @@ func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
 	}
 	// a progress event first: a stdout that is gone fails its write, and stops the pass
 	p.rep.in <- phaseChange{phase: "delete", dirs: int64(p.dirs.Len())}
-	c := p.rep.snapshot()
+	c := p.rep.counts()
 	if why, hint := p.deleteBlocked(ctx, c); why != "" {
 		cmdline.Warnf(p.r.stderr, "the deletion pass did not run: %s", why)
 		if hint != "" {
@@ -74,7 +75,7 @@ func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
 // deleteBlocked says why the deletion pass must not run, with a hint, or "". It never
 // runs after an interrupt, after a run that stopped early, or when its deletions could
 // not be reported; failed or unfinished paths stop it unless --delete-after-errors.
-func (p *pipeline) deleteBlocked(ctx context.Context, c Counts) (why, hint string) {
+func (p *pipeline) deleteBlocked(ctx context.Context, c books.Counts) (why, hint string) {
 	after := p.r.f.DeleteAfterErrors
 	const again = "fix what failed and run again, or pass --delete-after-errors to delete anyway"
 	switch {
@@ -106,20 +107,19 @@ type phaseChange struct {
 
 // countsRequest asks the reporter for its books, once it has handled every report sent
 // before.
-type countsRequest struct{ reply chan Counts }
+type countsRequest struct{ reply chan books.Counts }
 
-// snapshot returns the reporter's books as they stand after every report sent so far.
-func (r *reporter) snapshot() Counts {
-	req := countsRequest{reply: make(chan Counts, 1)}
+// counts returns the books' counts as they stand after every report sent so far.
+func (r *reporter) counts() books.Counts {
+	req := countsRequest{reply: make(chan books.Counts, 1)}
 	r.in <- req
 	return <-req.reply
 }
 
 // deleteEnded reports one rsync of the deletion pass: each entry it deleted, and its error.
 func (r *reporter) deleteEnded(m exec.DeleteEnded) {
-	r.c.DirsChecked += int64(m.Dirs)
+	r.books.DeleteEnded(m)
 	for _, d := range m.Deleted {
-		r.c.Deleted++
 		path, b64 := event.PathFields(d.Path)
 		r.enc.Emit(&event.Deleted{Path: path, PathB64: b64, Kind: d.Kind, DryRun: r.dryRun})
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prsync/prsync/books"
 	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/internal/cmdline"
@@ -61,7 +62,6 @@ func (r *runner) newPipeline() *pipeline {
 	if r.failed != nil {
 		failed = r.failed
 	}
-	p.rep = newReporter(p.enc, r.stderr, p.sep, failed)
 	p.pool = &exec.Pool{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
@@ -72,24 +72,23 @@ func (r *runner) newPipeline() *pipeline {
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
 		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- e },
 	}
-	p.rep.prog = newProgress(r.stderr, r.showProgress(), p.t0)
-	p.rep.pool, p.rep.last, p.rep.t0, p.rep.every = p.pool, &p.last, p.t0, f.ThrottleInterval
-	p.rep.jobsMin, p.rep.jobsMax = r.jobs, r.jobs
-	p.rep.jobsAuto = r.tuner != nil
-	p.rep.dryRun = f.DryRun
 	if f.Delete {
 		p.dirs = &splitter.Dirs{}
 	}
 	p.control = &ctlHandler{p: p}
 	if b, err := newBWLimit(f.BWLimit, p.pool); err == nil { // checked in prepare
-		p.bw, p.rep.bw = b, b
+		p.bw = b
 	}
+	p.rep = &reporter{
+		books: books.New(r.jobs, failed, p.sep), json: books.JSON{Enc: p.enc}, enc: p.enc, stderr: r.stderr,
+		pool: p.pool, throttle: p.throttle, bw: p.bw, last: &p.last, t0: p.t0, every: f.ThrottleInterval,
+		jobsAuto: r.tuner != nil, dryRun: f.DryRun, in: make(chan any, 16),
+	}
+	p.rep.books.Failed = p.rep.pathFailed
+	// the printers of the books, in the order they print each snapshot
+	p.rep.printers = []books.Printer{p.rep.json, &books.Text{W: r.stderr, On: r.showProgress()}}
 	if f.MetricsFile != "" {
-		p.rep.metrics = newMetrics(f.MetricsFile, p.rep)
-		p.rep.metrics.suspendedSecs = func() float64 { _, s := p.throttle.Stats(); return s }
-		if p.bw != nil {
-			p.rep.metrics.bwLimit = p.bw.limit
-		}
+		p.rep.printers = append(p.rep.printers, newMetrics(f.MetricsFile, r.stderr))
 	}
 	return p
 }
@@ -197,19 +196,19 @@ func (r *runner) rootShown() string {
 // splitHooks batch what the splitter settles and pass it to the reporter once per block
 // and before each chunk, so that the per-path hot path costs no channel send.
 type splitHooks struct {
-	b   *splitBatch
+	b   *books.Input
 	out chan<- any
 }
 
 func (h *splitHooks) hooks() splitter.Hooks {
-	h.b = &splitBatch{}
+	h.b = &books.Input{}
 	return splitter.Hooks{
-		Fresh:    func(_ []byte, size int64) { h.b.fresh++; h.b.freshBytes += size },
-		Accepted: func(size int64) { h.b.accepted++; h.b.acceptedBytes += size },
-		Empty:    func() { h.b.empty++ },
+		Fresh:    func(_ []byte, size int64) { h.b.Fresh++; h.b.FreshBytes += size },
+		Accepted: func(size int64) { h.b.Queued++; h.b.QueuedBytes += size },
+		Empty:    func() { h.b.Empty++ },
 		Settled: func(in []byte, status, reason string) {
-			h.b.settled = append(h.b.settled, settled{bytes.Clone(in), status, reason})
-			if len(h.b.settled) >= 256 {
+			h.b.Settled = append(h.b.Settled, books.Settled{Input: bytes.Clone(in), Status: rsync.Status(status), Reason: reason})
+			if len(h.b.Settled) >= 256 {
 				h.flush() // bound what waits for the reporter
 			}
 		},
@@ -223,11 +222,11 @@ func (h *splitHooks) hooks() splitter.Hooks {
 
 func (h *splitHooks) flush() {
 	b := h.b
-	if b.accepted+b.fresh+b.empty == 0 && len(b.settled) == 0 {
+	if b.Queued+b.Fresh+b.Empty == 0 && len(b.Settled) == 0 {
 		return
 	}
 	h.out <- b
-	h.b = &splitBatch{}
+	h.b = &books.Input{}
 }
 
 // startInput runs the splitter over the input. The chunk channel and the returned done
@@ -338,34 +337,19 @@ func (p *pipeline) startSampling(bg context.Context, wg *sync.WaitGroup) {
 // finish writes the summary and the closing messages, and returns the exit code.
 func (p *pipeline) finish(interrupted bool, del deletion) int {
 	r, f := p.r, &p.r.f
-	ferr := p.rep.closeList()
-	c := p.rep.c
-	st := p.pool.Stats()
-	susp, suspSec := p.throttle.Stats()
+	ferr := p.rep.books.CloseList()
+	c := p.rep.books.Counts()
 	ab := p.pool.Aborted()
 	var delErr error
 	if del.missed() {
 		delErr = errors.New("the deletion pass " + del.state)
 	}
 	code := exitStatus(interrupted, p.inputErr, ab, c, errors.Join(ferr, delErr))
-	el := time.Since(p.t0).Seconds()
-	p.enc.Emit(&event.Summary{
-		Files: c.Files, Bytes: c.Bytes, FilesTransferred: c.Transferred, BytesTransferred: c.BytesTransferred,
-		FilesUpToDate: c.UpToDate, FilesFailed: c.Failed, FilesVanished: c.Vanished, FilesNotDone: c.NotDone,
-		EmptyRecords: c.Empty, Chunks: st.Chunks, ChunksFailed: st.ChunksFailed, Retries: st.Retries,
-		Suspensions: susp, SecondsSuspended: round3(suspSec), Seconds: round3(el),
-		RateBps: round1(float64(c.BytesTransferred) * 8 / el), ExitCode: code, Shard: f.shard, Shards: f.shards,
-		CPUSeconds: round3(cpuSeconds(syscall.RUSAGE_SELF)), RsyncCPUSeconds: round3(cpuSeconds(syscall.RUSAGE_CHILDREN)),
-		InputComplete: p.inputComplete, ChunkErrors: c.ChunkErrors, ConfirmSeconds: round3(c.ConfirmSeconds),
-		JobsMin: p.rep.jobsMin, JobsMax: p.rep.jobsMax,
-		FilesVerified: c.Verified, FilesVerifyFailed: c.VerifyFailed, VerifySeconds: round3(c.VerifySeconds),
-		FilesDeleted: c.Deleted, DeletePass: del.state, DeleteDirs: c.DirsChecked, DeleteSeconds: round3(del.stats.Seconds),
+	s := p.rep.finish(books.End{
+		ExitCode: code, InputComplete: p.inputComplete, DeletePass: del.state, DeleteSeconds: del.stats.Seconds,
+		CPUSeconds: cpuSeconds(syscall.RUSAGE_SELF), RsyncCPUSeconds: cpuSeconds(syscall.RUSAGE_CHILDREN),
+		Shard: f.shard, Shards: f.shards,
 	})
-	p.rep.prog.finish(c, el)
-	if m := p.rep.metrics; m != nil {
-		m.up, m.exitCode = 0, float64(code)
-		p.rep.writeMetrics(el)
-	}
 	switch {
 	case p.inputErr != nil:
 		cmdline.Errorf(r.stderr, "%v", p.inputErr)
@@ -380,7 +364,7 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 		if c.ChunkErrors > 0 {
 			cmdline.Errorf(r.stderr, "rsync reported %d error(s) that name no listed path; see the chunk_end events' unexplained field", c.ChunkErrors)
 		}
-		if h := p.rep.hint; h != "" {
+		if h := s.Hint; h != "" {
 			cmdline.Hintf(r.stderr, "%s", h)
 		}
 	}
@@ -409,7 +393,7 @@ func failedListNote(path string) string {
 // exitStatus picks the exit code of a run that started: an interrupt first, then an
 // unreadable input, then a run stopped early (rsync's own code), then failed paths (or an
 // error no path carries), then vanished ones.
-func exitStatus(interrupted bool, inputErr error, ab *exec.AbortError, c Counts, ferr error) int {
+func exitStatus(interrupted bool, inputErr error, ab *exec.AbortError, c books.Counts, ferr error) int {
 	switch {
 	case interrupted:
 		return ExitInterrupted

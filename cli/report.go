@@ -1,11 +1,12 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
+	"github.com/prsync/prsync/books"
 	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/internal/cmdline"
@@ -13,87 +14,34 @@ import (
 	"github.com/prsync/prsync/throttle"
 )
 
-// Counts are the books of a run: what became of every path read.
-type Counts struct {
-	Files, Bytes                  int64
-	Transferred, BytesTransferred int64
-	UpToDate, Failed, Vanished    int64
-	NotDone, Empty                int64
-	Queued, QueuedBytes           int64
-	ChunkErrors                   int64
-	ConfirmSeconds                float64
-	// the verification pass: paths that matched, that did not, and its rsync time
-	Verified, VerifyFailed int64
-	VerifySeconds          float64
-	// the deletion pass: directories checked and entries deleted
-	DirsChecked, Deleted int64
-}
-
-// Done returns the number of paths settled one way or another.
-func (c Counts) Done() int64 { return c.Transferred + c.UpToDate + c.Failed + c.Vanished + c.NotDone }
-
-// settled is a path the splitter settled without rsync.
-type settled struct {
-	input          []byte
-	status, reason string
-}
-
-// splitBatch is what the splitter settled since its last batch.
-type splitBatch struct {
-	accepted, acceptedBytes int64
-	fresh, freshBytes       int64
-	empty                   int64
-	settled                 []settled
-}
-
 // inputError ends the input early.
 type inputError struct{ err error }
 
-// reporter owns the books (the counts and the --failed list) and writes every event.
-// During a run only its loop touches them; the pipeline's other goroutines send it
-// messages on in. Before the loop starts and after it has ended, the pipeline's own
-// goroutine calls its methods.
+// reporter is the one goroutine that owns the books during a run: it counts what the
+// pipeline's other goroutines send it on in, writes the events of each report, and hands
+// a snapshot of the books to the printers every interval. Before the loop starts and
+// after it has ended, the pipeline's own goroutine calls its methods.
 type reporter struct {
-	enc    *event.Encoder
-	stderr io.Writer
-	prog   *progress
-	pool   *exec.Pool
-	last   *sampleBox
-	t0     time.Time
-	every  time.Duration
-	inDone func() bool // the input has ended
-
-	c        Counts
-	sep      byte
-	list     *bufio.Writer
-	closer   io.Closer
-	listErr  error
-	jobsMin  int
-	jobsMax  int
-	refusals int
-	hint     string // advice for the first path failure that has one
-	jobsAuto bool
+	books    *books.Books
+	json     books.JSON
+	printers []books.Printer // the JSON events, the terminal line, the metrics file
+	enc      *event.Encoder
+	stderr   io.Writer
+	pool     *exec.Pool
+	throttle *throttle.Controller
 	bw       bwControl // the total bandwidth limit, or nil
-	metrics  *metrics  // --metrics-file, or nil
-	metErr   bool      // a metrics write failed (said once)
-	dryRun   bool      // -n: deletions are what would be deleted
-	crlfSaid bool      // the CRLF hint was given
-	phase    string    // "copy", or "delete" once the deletion pass runs
-	delDirs  int64     // directories the deletion pass checks
+	last     *sampleBox
+	t0       time.Time
+	every    time.Duration
+	inDone   func() bool // the input has ended
+	jobsAuto bool
+	dryRun   bool // -n: deletions are what would be deleted
+	crlfSaid bool // the CRLF hint was given
 
 	in chan any
 }
 
-func newReporter(enc *event.Encoder, stderr io.Writer, sep byte, failed io.WriteCloser) *reporter {
-	r := &reporter{enc: enc, stderr: stderr, sep: sep, in: make(chan any, 16), phase: "copy"}
-	if failed != nil {
-		r.list = bufio.NewWriter(failed)
-		r.closer = failed
-	}
-	return r
-}
-
-// loop handles messages until in is closed, and writes a progress event every interval.
+// loop handles messages until in is closed, and prints the books every interval.
 func (r *reporter) loop() {
 	tick := time.NewTicker(r.every)
 	defer tick.Stop()
@@ -112,38 +60,24 @@ func (r *reporter) loop() {
 
 func (r *reporter) handle(m any) {
 	switch m := m.(type) {
-	case *splitBatch:
-		r.c.Files += m.accepted + m.fresh + int64(len(m.settled))
-		r.c.Bytes += m.acceptedBytes + m.freshBytes
-		r.c.Queued += m.accepted
-		r.c.QueuedBytes += m.acceptedBytes
-		r.c.UpToDate += m.fresh
-		r.c.Empty += m.empty
-		for _, s := range m.settled {
-			r.path(s.input, rsync.Status(s.status), s.reason, 0)
-		}
-		r.flushList()
+	case *books.Input:
+		r.books.Read(m)
 	case exec.ChunkStarted:
-		if m.Attempt == 1 {
-			r.c.Queued -= int64(m.Chunk.Len())
-			r.c.QueuedBytes -= m.Chunk.Bytes
-		}
+		r.books.Started(m)
 		r.enc.Emit(&event.ChunkStart{Chunk: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes, PID: m.PID})
 	case exec.ChunkEnded:
-		r.chunkEnded(m)
+		r.chunkEnded(m, r.books.Ended(m))
 	case exec.ChunkDropped:
-		if !m.Started {
-			r.c.Queued -= int64(m.Chunk.Len())
-			r.c.QueuedBytes -= m.Chunk.Bytes
-		}
-		for _, in := range m.Chunk.Inputs {
-			r.path(in, m.Status, m.Reason, m.Chunk.ID)
-		}
-		r.flushList()
+		r.books.Dropped(m)
 	case exec.LimitChanged:
-		r.limitChanged(m)
+		r.books.LimitChanged(m)
+		s := r.snapshot()
+		r.json.Jobs(m, s)
+		if m.Reason == "refused" && s.Refusals == 1 {
+			cmdline.Warnf(r.stderr, "the far side refused a session (%s); running at most %d rsyncs at once", m.Detail, m.New)
+		}
 	case throttle.Event:
-		r.throttled(m)
+		r.json.Throttle(m)
 	case inputError:
 		r.enc.Emit(&event.Error{Error: m.err.Error()})
 	case statusRequest:
@@ -155,16 +89,18 @@ func (r *reporter) handle(m any) {
 	case exec.DeleteEnded:
 		r.deleteEnded(m)
 	case phaseChange:
-		r.phase, r.delDirs, r.prog.delDirs = m.phase, m.dirs, m.dirs
+		r.books.SetPhase(m.phase, m.dirs)
 		r.progress()
 	case countsRequest:
-		m.reply <- r.c
+		m.reply <- r.books.Counts()
 	default:
 		panic(fmt.Sprintf("reporter: unknown message %T", m))
 	}
 }
 
-func (r *reporter) chunkEnded(m exec.ChunkEnded) {
+// chunkEnded writes the chunk_end event of an rsync that ended; t is what its paths
+// came to, once the chunk is settled.
+func (r *reporter) chunkEnded(m exec.ChunkEnded, t books.ChunkTally) {
 	ev := &event.ChunkEnd{
 		Chunk: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes,
 		BytesTransferred: m.BytesLogged, Seconds: m.Seconds, ExitCode: m.ExitCode, Status: m.Status,
@@ -172,170 +108,61 @@ func (r *reporter) chunkEnded(m exec.ChunkEnded) {
 	}
 	if v := m.Verify; v != nil {
 		ev.VerifyPaths, ev.VerifyFailed, ev.VerifySeconds = v.Paths, v.Failed, v.Seconds
-		r.c.Verified += int64(v.Paths - v.Failed)
-		r.c.VerifyFailed += int64(v.Failed)
-		r.c.VerifySeconds += v.Seconds
 	}
 	if m.Confirm != nil {
 		ev.ConfirmedBy, ev.ConfirmPaths, ev.ConfirmLanded, ev.ConfirmSeconds = m.Confirm.Method, m.Confirm.Paths, m.Confirm.Landed, m.Confirm.Seconds
-		r.c.ConfirmSeconds += m.Confirm.Seconds
 	}
 	if m.Outcomes != nil {
-		ev.BytesTransferred = 0
-		for i, o := range m.Outcomes {
-			switch o.Status {
-			case rsync.Transferred:
-				ev.FilesTransferred++
-				ev.BytesTransferred += o.Bytes
-			case rsync.Failed:
-				ev.FilesFailed++
-			case rsync.Vanished:
-				ev.FilesVanished++
-			}
-			r.path(m.Chunk.Inputs[i], o.Status, o.Reason, m.Chunk.ID)
-			r.c.BytesTransferred += o.Bytes
-		}
-		if m.Unexplained != "" {
-			r.c.ChunkErrors++
-		}
+		ev.FilesTransferred, ev.FilesFailed, ev.FilesVanished = t.Transferred, t.Failed, t.Vanished
+		ev.BytesTransferred = t.BytesTransferred
 	}
 	r.enc.Emit(ev)
-	r.flushList()
 }
 
-func (r *reporter) limitChanged(m exec.LimitChanged) {
-	r.jobsMin, r.jobsMax = min(r.jobsMin, m.New), max(r.jobsMax, m.New)
-	rate := round1(m.RateBps)
-	if rate == 0 {
-		rate = r.rate()
-	}
-	r.enc.Emit(&event.Jobs{Old: m.Old, New: m.New, Reason: m.Reason, Detail: m.Detail, RateBps: rate})
-	if m.Reason == "refused" {
-		r.refusals++
-		if r.refusals == 1 {
-			cmdline.Warnf(r.stderr, "the far side refused a session (%s); running at most %d rsyncs at once", m.Detail, m.New)
-		}
-	}
-}
-
-func (r *reporter) throttled(e throttle.Event) {
-	s := e.Sample
-	r.enc.Emit(&event.Throttle{
-		Action: e.Action, Reason: e.Reason, CPUPercent: round1(s.CPU),
-		OwnCPUPercent:    optional(s.HasOwn, s.Own),
-		KernelCPUPercent: optional(s.HasOwn, s.Kernel),
-		Load:             optional(s.HasLoad, s.Load),
-		IOPressure:       optional(s.HasIO, s.IOPressure),
-		CPUPressure:      optional(s.HasCPUPressure, s.CPUPressure),
-		CgroupCPUPercent: optional(s.HasCgroup, s.CgroupCPU), CgroupOwnCPUPercent: optional(s.HasCgroup && s.HasOwn, s.CgroupOwn),
-		Chunk: e.Chunk, PID: e.PID, Running: e.Running, Suspended: e.Suspended,
-	})
-}
-
-// path records the outcome of one path: it counts it, and a path not done is listed
-// (--failed) and reported (path_failed).
-func (r *reporter) path(input []byte, status rsync.Status, reason string, chunk int) {
-	switch status {
-	case rsync.Transferred:
-		r.c.Transferred++
-		return
-	case rsync.UpToDate:
-		r.c.UpToDate++
-		return
-	case rsync.Vanished:
-		r.c.Vanished++
-		if !r.crlfSaid && len(input) > 1 && input[len(input)-1] == '\r' {
-			// a list written on Windows: every name ends in CR, and none exists
-			r.crlfSaid = true
-			cmdline.Hintf(r.stderr, `the input has CRLF line ends; convert it with tr -d '\r'`)
-		}
-	case rsync.Failed:
-		r.c.Failed++
-		if r.hint == "" {
-			r.hint = rsync.ReasonHint(reason)
-		}
-	case rsync.NotDone:
-		r.c.NotDone++
-	default:
-		panic("cli: unknown status " + string(status))
+// pathFailed reports a path that failed, vanished or was not done (path_failed), once
+// the books have counted and listed it.
+func (r *reporter) pathFailed(input []byte, status rsync.Status, reason string, chunk int) {
+	if status == rsync.Vanished && !r.crlfSaid && len(input) > 1 && input[len(input)-1] == '\r' {
+		// a list written on Windows: every name ends in CR, and none exists
+		r.crlfSaid = true
+		cmdline.Hintf(r.stderr, `the input has CRLF line ends; convert it with tr -d '\r'`)
 	}
 	p, b64 := event.PathFields(input)
 	r.enc.Emit(&event.PathFailed{Path: p, PathB64: b64, Status: string(status), Reason: reason, Chunk: chunk})
-	if r.list == nil || r.listErr != nil {
-		return
-	}
-	r.list.Write(input)
-	if err := r.list.WriteByte(r.sep); err != nil {
-		r.listErr = fmt.Errorf("write --failed list: %w", err)
-	}
 }
 
-// flushList writes out the buffered part of the --failed list, so that a crash still
-// leaves a usable list.
-func (r *reporter) flushList() {
-	if r.list != nil && r.listErr == nil {
-		if err := r.list.Flush(); err != nil {
-			r.listErr = fmt.Errorf("write --failed list: %w", err)
-		}
+// snapshot returns the books as they stand, with what the pool, the throttle, the
+// bandwidth limit and the clock say now.
+func (r *reporter) snapshot() books.Snapshot {
+	sample, _ := r.last.get()
+	running, paused := r.pool.Counts() // first: it readies the pool, and MaxJobs with it
+	l := books.Live{
+		PID: os.Getpid(), Elapsed: time.Since(r.t0).Seconds(), InFlight: r.pool.InFlight(),
+		Running: running, Suspended: paused, Jobs: r.pool.Limit(), MaxJobs: r.pool.MaxJobs, JobsAuto: r.jobsAuto,
+		Paused: r.pool.PausedAll(), InputDone: r.inDone(), BWLimit: "off", BWLimitNow: "off", Sample: sample,
 	}
+	if r.bw != nil {
+		l.BWLimit, l.BWLimitNow = r.bw.describe()
+		l.BWRate = r.bw.limit()
+	}
+	l.Suspensions, l.SecondsSuspended = r.throttle.Stats()
+	return r.books.Snapshot(l)
 }
 
-// closeList flushes and closes the --failed list.
-func (r *reporter) closeList() error {
-	r.flushList()
-	if r.closer != nil {
-		if err := r.closer.Close(); err != nil && r.listErr == nil {
-			r.listErr = fmt.Errorf("close --failed list: %w", err)
-		}
-	}
-	return r.listErr
-}
-
-func (r *reporter) rate() float64 {
-	el := time.Since(r.t0).Seconds()
-	if el <= 0 {
-		return 0
-	}
-	return round1(float64(r.c.BytesTransferred+r.pool.InFlight()) * 8 / el)
-}
-
-// progress writes a progress event and updates the terminal line.
+// progress hands a snapshot of the books to every printer.
 func (r *reporter) progress() {
-	s, _ := r.last.get()
-	running, paused := r.pool.Counts()
-	c := r.c
-	el := time.Since(r.t0).Seconds()
-	ev := &event.Progress{
-		FilesDone: c.Done(), BytesDone: c.BytesTransferred + r.pool.InFlight(), FilesQueued: c.Queued,
-		InputDone: r.inDone(), RateBps: r.rate(), CPUPercent: round1(s.CPU),
-		OwnCPUPercent: optional(s.HasOwn, s.Own), KernelCPUPercent: optional(s.HasOwn, s.Kernel), Running: running, Suspended: paused, Elapsed: round3(el),
-		CgroupCPUPercent: optional(s.HasCgroup, s.CgroupCPU), CgroupOwnCPUPercent: optional(s.HasCgroup && s.HasOwn, s.CgroupOwn),
-		Jobs: r.pool.Limit(), Phase: r.phase,
-		FilesVerified: c.Verified, FilesVerifyFailed: c.VerifyFailed, DirsChecked: c.DirsChecked, FilesDeleted: c.Deleted,
-	}
-	r.enc.Emit(ev)
-	r.prog.update(ev, c, s.CPU)
-	r.writeMetrics(el)
-}
-
-// writeMetrics updates the --metrics-file, and says once when it cannot.
-func (r *reporter) writeMetrics(elapsed float64) {
-	if r.metrics == nil {
-		return
-	}
-	if err := r.metrics.write(elapsed); err != nil && !r.metErr {
-		r.metErr = true
-		cmdline.Warnf(r.stderr, "--metrics-file: %v", err)
+	s := r.snapshot()
+	for _, p := range r.printers {
+		p.Update(s)
 	}
 }
 
-func timeSince(t time.Time) float64 { return time.Since(t).Seconds() }
-
-// optional is v, rounded, for an event field that is there only when has is true.
-func optional(has bool, v float64) *float64 {
-	if !has {
-		return nil
+// finish hands the last snapshot, with how the run ended, to every printer.
+func (r *reporter) finish(end books.End) books.Snapshot {
+	s := r.snapshot()
+	s.End = &end
+	for _, p := range r.printers {
+		p.Finish(s)
 	}
-	v = round1(v)
-	return &v
+	return s
 }

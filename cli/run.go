@@ -192,6 +192,3 @@ func cpuSeconds(who int) float64 {
 	}
 	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
-
-func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
-func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

@@ -137,25 +137,35 @@ type Jobs struct {
 // Throttle is written for each pause or resume of an rsync process group.
 type Throttle struct {
 	Header
-	Action     string  `json:"action"`
-	Reason     string  `json:"reason"`
+	Action string `json:"action"`
+	Reason string `json:"reason"`
+	CPU
+	Load        *float64 `json:"load,omitempty"`
+	IOPressure  *float64 `json:"io_pressure,omitempty"`
+	CPUPressure *float64 `json:"cpu_pressure,omitempty"`
+	CgroupCPU
+	Chunk     int `json:"chunk"`
+	PID       int `json:"pid"`
+	Running   int `json:"running"`
+	Suspended int `json:"suspended"`
+}
+
+// CPU is the machine's CPU use in a throttle or progress event. The two events embed
+// it, and CgroupCPU, where their fields stand, so their JSON keeps its order.
+type CPU struct {
 	CPUPercent float64 `json:"cpu_percent"`
 	// OwnCPUPercent is the part of CPUPercent used by prsync's own rsyncs (Linux only).
 	OwnCPUPercent *float64 `json:"own_cpu_percent,omitempty"`
 	// KernelCPUPercent is the part used by kernel threads, neither prsync's nor other
 	// load (Linux only).
 	KernelCPUPercent *float64 `json:"kernel_cpu_percent,omitempty"`
-	Load             *float64 `json:"load,omitempty"`
-	IOPressure       *float64 `json:"io_pressure,omitempty"`
-	CPUPressure      *float64 `json:"cpu_pressure,omitempty"`
-	// CgroupCPUPercent is the cgroup's CPU use in percent of its quota, and
-	// CgroupOwnCPUPercent the part of it prsync's own; only inside a cgroup with a quota.
+}
+
+// CgroupCPU is the cgroup's CPU use in percent of its quota, and CgroupOwnCPUPercent
+// the part of it prsync's own; only inside a cgroup with a quota.
+type CgroupCPU struct {
 	CgroupCPUPercent    *float64 `json:"cgroup_cpu_percent,omitempty"`
 	CgroupOwnCPUPercent *float64 `json:"cgroup_own_cpu_percent,omitempty"`
-	Chunk               int      `json:"chunk"`
-	PID                 int      `json:"pid"`
-	Running             int      `json:"running"`
-	Suspended           int      `json:"suspended"`
 }
 
 // Progress is written every throttle interval while prsync runs.
@@ -166,16 +176,11 @@ type Progress struct {
 	FilesQueued int64   `json:"files_queued"`
 	InputDone   bool    `json:"input_done"`
 	RateBps     float64 `json:"rate_bps"`
-	CPUPercent  float64 `json:"cpu_percent"`
-	// OwnCPUPercent is the part of CPUPercent used by prsync's own rsyncs (Linux only).
-	OwnCPUPercent *float64 `json:"own_cpu_percent,omitempty"`
-	// KernelCPUPercent is the part used by kernel threads (Linux only).
-	KernelCPUPercent    *float64 `json:"kernel_cpu_percent,omitempty"`
-	CgroupCPUPercent    *float64 `json:"cgroup_cpu_percent,omitempty"`
-	CgroupOwnCPUPercent *float64 `json:"cgroup_own_cpu_percent,omitempty"`
-	Running             int      `json:"running"`
-	Suspended           int      `json:"suspended"`
-	Elapsed             float64  `json:"elapsed"`
+	CPU
+	CgroupCPU
+	Running   int     `json:"running"`
+	Suspended int     `json:"suspended"`
+	Elapsed   float64 `json:"elapsed"`
 	// Jobs is the number of rsyncs allowed at once.
 	Jobs int `json:"jobs"`
 	// Phase is "copy", then "delete" during the deletion pass (--delete).

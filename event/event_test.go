@@ -2,6 +2,7 @@ package event
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -29,8 +30,8 @@ func TestGolden(t *testing.T) {
 		&ChunkEnd{Chunk: 3, Attempt: 1, Files: 2, Bytes: 10, FilesTransferred: 1, BytesTransferred: 5, FilesFailed: 1, Seconds: 0.25,
 			ExitCode: 23, Status: "partial", Error: "rsync: [receiver] mkstemp …", ConfirmedBy: "lstat", ConfirmPaths: 2, ConfirmLanded: 1, ConfirmSeconds: 0.001},
 		&Jobs{Old: 8, New: 2, Reason: "refused", Detail: "@ERROR: max connections (2) reached -- try again later", RateBps: 1e6},
-		&Throttle{Action: "suspend", Reason: "cpu", CPUPercent: 91.5, OwnCPUPercent: &own, Load: &load, IOPressure: &psi, Chunk: 2, PID: 1235, Running: 1, Suspended: 1},
-		&Progress{FilesDone: 10, BytesDone: 1000, FilesQueued: 5, InputDone: true, RateBps: 8000, CPUPercent: 50, Running: 2, Elapsed: 1.5, Jobs: 8, Phase: "copy"},
+		&Throttle{Action: "suspend", Reason: "cpu", CPU: CPU{CPUPercent: 91.5, OwnCPUPercent: &own}, Load: &load, IOPressure: &psi, Chunk: 2, PID: 1235, Running: 1, Suspended: 1},
+		&Progress{FilesDone: 10, BytesDone: 1000, FilesQueued: 5, InputDone: true, RateBps: 8000, CPU: CPU{CPUPercent: 50}, Running: 2, Elapsed: 1.5, Jobs: 8, Phase: "copy"},
 		&PathFailed{Path: p, PathB64: b64, Status: "failed", Reason: "lstat: permission denied", Chunk: 0},
 		&PathFailed{Path: "<html>&", Status: "vanished", Reason: "x", Chunk: 3},
 		&Error{Error: "read input: input/output error"},
@@ -85,5 +86,27 @@ func TestWriteErrorSticks(t *testing.T) {
 	enc.Emit(&Error{Error: "y"})
 	if enc.Err() == nil {
 		t.Fatal("no error after a failed write")
+	}
+}
+
+// TestCPUFieldOrder: the embedded CPU and CgroupCPU keep every field where it stood in
+// the throttle and progress events (the golden file leaves the cgroup ones out).
+func TestCPUFieldOrder(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	cpu, cg := CPU{1, f(2), f(3)}, CgroupCPU{f(7), f(8)}
+	tests := []struct {
+		ev   any
+		want string
+	}{
+		{&Throttle{Action: "suspend", Reason: "cpu", CPU: cpu, Load: f(4), IOPressure: f(5), CPUPressure: f(6), CgroupCPU: cg, Chunk: 9, PID: 10, Running: 11, Suspended: 12},
+			`{"type":"","time":"","action":"suspend","reason":"cpu","cpu_percent":1,"own_cpu_percent":2,"kernel_cpu_percent":3,"load":4,"io_pressure":5,"cpu_pressure":6,"cgroup_cpu_percent":7,"cgroup_own_cpu_percent":8,"chunk":9,"pid":10,"running":11,"suspended":12}`},
+		{&Progress{FilesDone: 1, RateBps: 4, CPU: cpu, CgroupCPU: cg, Running: 10, Elapsed: 12, Phase: "copy"},
+			`{"type":"","time":"","files_done":1,"bytes_done":0,"files_queued":0,"input_done":false,"rate_bps":4,"cpu_percent":1,"own_cpu_percent":2,"kernel_cpu_percent":3,"cgroup_cpu_percent":7,"cgroup_own_cpu_percent":8,"running":10,"suspended":0,"elapsed":12,"jobs":0,"phase":"copy"}`},
+	}
+	for _, tt := range tests {
+		got, err := json.Marshal(tt.ev)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%T:\ngot  %s (%v)\nwant %s", tt.ev, got, err, tt.want)
+		}
 	}
 }

@@ -88,9 +88,6 @@ type Pool struct {
 	killed  atomic.Bool
 	// killedChunks are chunks whose rsync was killed: their temp files may be left in DEST
 	killedChunks []*splitter.Chunk
-	chunks       atomic.Int64
-	failedC      atomic.Int64
-	retries      atomic.Int64
 	inflight     atomic.Int64 // bytes rsync logged in attempts still running
 	loggedBytes  atomic.Int64 // file bytes rsync logged, every attempt, cumulative
 	loggedFiles  atomic.Int64 // files rsync logged, every attempt, cumulative
@@ -148,14 +145,6 @@ type AbortError struct {
 
 func (e *AbortError) Error() string {
 	return fmt.Sprintf("chunk %d: rsync exited with code %d: %s", e.Chunk, e.ExitCode, e.Msg)
-}
-
-// Stats are the pool's chunk counts.
-type Stats struct{ Chunks, ChunksFailed, Retries int64 }
-
-// Stats returns a snapshot.
-func (p *Pool) Stats() Stats {
-	return Stats{p.chunks.Load(), p.failedC.Load(), p.retries.Load()}
 }
 
 // Aborted returns the error that stopped the run early, or nil.
@@ -402,7 +391,6 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 	p.mu.Lock()
 	p.queued--
 	p.mu.Unlock()
-	p.chunks.Add(1)
 	st := &chunkState{c: c, logged: make([]rsync.PathState, c.Len())}
 	free := 0 // see retryAfter
 	for attempt := 1; ; attempt++ {
@@ -411,7 +399,6 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 		class := rsync.Classify(res.code, res.cancelled, res.r)
 		retry, delay := p.retryAfter(class, attempt, &free, res.r.SessionLine)
 		if retry && ctx.Err() == nil {
-			p.retries.Add(1)
 			p.report(p.endReport(c, attempt, res, "retrying"))
 			if !p.wait(ctx, class, delay) {
 				p.drop(ctx, c, true)
@@ -511,9 +498,6 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, re
 		ver, held = p.verify(ctx, st.c, outcomes)
 	}
 	status := chunkStatus(class, outcomes, unexplained)
-	if status == "partial" || status == "failed" {
-		p.failedC.Add(1)
-	}
 	ev := p.endReport(st.c, attempt, res, status)
 	ev.Outcomes, ev.Unexplained, ev.Confirm, ev.Verify = outcomes, unexplained, conf, ver
 	p.report(ev)

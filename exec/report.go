@@ -18,6 +18,8 @@ type ChunkStarted struct {
 
 // ChunkEnded says an rsync on a chunk ended. Outcomes is set (one per path, in the order
 // of Chunk.Inputs) when the chunk is settled; it is nil for an attempt that is retried.
+// Every chunk the pool runs ends its first attempt with one, even when its rsync could
+// not start: the books count chunks and retries from these.
 type ChunkEnded struct {
 	Chunk    *splitter.Chunk
 	Attempt  int

@@ -1,0 +1,202 @@
+package books
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prsync/prsync/control"
+	"github.com/prsync/prsync/event"
+	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/throttle"
+)
+
+// sample is a snapshot with every figure set: a copy over half way, with the throttle
+// and the bandwidth limit at work.
+func sample() Snapshot {
+	return Snapshot{
+		Counts: Counts{Files: 1000, Bytes: 50e6, Transferred: 400, BytesTransferred: 20e6, UpToDate: 100,
+			Failed: 3, Vanished: 2, NotDone: 1, Empty: 4, Queued: 300, QueuedBytes: 15e6, ChunkErrors: 1,
+			ConfirmSeconds: 0.12345, Verified: 390, VerifyFailed: 10, VerifySeconds: 1.23456,
+			Chunks: 12, ChunksFailed: 2, Retries: 3},
+		Live: Live{PID: 4242, Elapsed: 12.3456, InFlight: 1e6, Running: 4, Suspended: 2, Jobs: 6, MaxJobs: 32,
+			JobsAuto: true, Paused: false, InputDone: true, BWLimit: "08:00,20M 19:00,off", BWLimitNow: "20M", BWRate: 20e6,
+			Sample: throttle.Sample{CPU: 91.25, Own: 40.04, Kernel: 1.56, HasOwn: true, Load: 3.5, HasLoad: true,
+				CgroupCPU: 99.99, CgroupOwn: 50, HasCgroup: true},
+			Suspensions: 5, SecondsSuspended: 7.00049},
+		JobsMin: 2, JobsMax: 8, Refusals: 1, Phase: "copy", Hint: "a hint",
+	}
+}
+
+// deleting is a run in its deletion pass, on a machine with no CPU figures but the total.
+func deleting() Snapshot {
+	return Snapshot{
+		Counts: Counts{Files: 13, Bytes: 4000, Transferred: 10, BytesTransferred: 3000, UpToDate: 3,
+			DirsChecked: 40, Deleted: 3},
+		Live:  Live{PID: 1, Elapsed: 3, Running: 1, Jobs: 8, MaxJobs: 8, InputDone: true, BWLimit: "off", BWLimitNow: "off"},
+		Phase: "delete", DeleteDirs: 90, JobsMin: 8, JobsMax: 8,
+	}
+}
+
+var end = End{ExitCode: 23, InputComplete: true, DeletePass: "ran", DeleteSeconds: 0.25, CPUSeconds: 0.0504,
+	RsyncCPUSeconds: 2.5, Shard: 1, Shards: 4}
+
+func ended(s Snapshot, e End) Snapshot {
+	s.End = &e
+	return s
+}
+
+func encoder(buf *bytes.Buffer) JSON {
+	enc := event.NewEncoder(buf)
+	enc.Now = func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) }
+	return JSON{enc}
+}
+
+// TestJSON pins the bytes of each event the JSON printer writes, given a snapshot.
+func TestJSON(t *testing.T) {
+	const at = `{"type":"%s","time":"2026-11-29T12:00:00Z",`
+	tests := []struct {
+		name  string
+		print func(JSON)
+		want  string
+	}{
+		{"progress", func(j JSON) { j.Update(sample()) }, fmt.Sprintf(at, "progress") +
+			`"files_done":506,"bytes_done":21000000,"files_queued":300,"input_done":true,"rate_bps":13608087.1,"cpu_percent":91.3,"own_cpu_percent":40,"kernel_cpu_percent":1.6,"cgroup_cpu_percent":100,"cgroup_own_cpu_percent":50,"running":4,"suspended":2,"elapsed":12.346,"jobs":6,"phase":"copy","files_verified":390,"files_verify_failed":10}`},
+		{"progress, deleting", func(j JSON) { j.Update(deleting()) }, fmt.Sprintf(at, "progress") +
+			`"files_done":13,"bytes_done":3000,"files_queued":0,"input_done":true,"rate_bps":8000,"cpu_percent":0,"running":1,"suspended":0,"elapsed":3,"jobs":8,"phase":"delete","dirs_checked":40,"files_deleted":3}`},
+		{"status", func(j JSON) { j.Status(sample(), "signal") }, fmt.Sprintf(at, "status") +
+			`"by":"signal","jobs":6,"running":4,"suspended":2,"paused":false,"bwlimit":"08:00,20M 19:00,off","bwlimit_now":"20M","files_done":506,"bytes_done":21000000,"files_queued":300,"files_not_ok":6,"input_done":true,"rate_bps":13608087.1,"elapsed":12.346}`},
+		{"summary", func(j JSON) { j.Finish(ended(sample(), end)) }, fmt.Sprintf(at, "summary") +
+			`"files":1000,"bytes":50000000,"files_transferred":400,"bytes_transferred":20000000,"files_up_to_date":100,"files_failed":3,"files_vanished":2,"files_not_done":1,"empty_records":4,"chunks":12,"chunks_failed":2,"retries":3,"suspensions":5,"seconds_suspended":7,"seconds":12.346,"rate_bps":12960082.9,"cpu_seconds":0.05,"rsync_cpu_seconds":2.5,"exit_code":23,"shard":1,"shards":4,"input_complete":true,"chunk_errors":1,"confirm_seconds":0.123,"jobs_min":2,"jobs_max":8,"files_verified":390,"files_verify_failed":10,"verify_seconds":1.235,"files_deleted":0,"delete_pass":"ran","delete_dirs":0,"delete_seconds":0.25}`},
+		{"summary, deleting", func(j JSON) { j.Finish(ended(deleting(), End{DeletePass: "ran", DeleteSeconds: 0.5, Shards: 1})) }, fmt.Sprintf(at, "summary") +
+			`"files":13,"bytes":4000,"files_transferred":10,"bytes_transferred":3000,"files_up_to_date":3,"files_failed":0,"files_vanished":0,"files_not_done":0,"empty_records":0,"chunks":0,"chunks_failed":0,"retries":0,"suspensions":0,"seconds_suspended":0,"seconds":3,"rate_bps":8000,"cpu_seconds":0,"rsync_cpu_seconds":0,"exit_code":0,"shard":0,"shards":1,"input_complete":false,"chunk_errors":0,"confirm_seconds":0,"jobs_min":8,"jobs_max":8,"files_verified":0,"files_verify_failed":0,"verify_seconds":0,"files_deleted":3,"delete_pass":"ran","delete_dirs":40,"delete_seconds":0.5}`},
+		{"jobs, refused: the rate so far", func(j JSON) { j.Jobs(exec.LimitChanged{Old: 8, New: 2, Reason: "refused", Detail: "max"}, sample()) },
+			fmt.Sprintf(at, "jobs") + `"old":8,"new":2,"reason":"refused","detail":"max","rate_bps":13608087.1}`},
+		{"jobs, tuned: the rate measured", func(j JSON) { j.Jobs(exec.LimitChanged{Old: 2, New: 3, Reason: "tune", RateBps: 1234.56}, sample()) },
+			fmt.Sprintf(at, "jobs") + `"old":2,"new":3,"reason":"tune","rate_bps":1234.6}`},
+		{"throttle", func(j JSON) {
+			j.Throttle(throttle.Event{Action: "suspend", Reason: "cgroup-cpu", Chunk: 2, PID: 7, Running: 1, Suspended: 1, Sample: sample().Sample})
+		}, fmt.Sprintf(at, "throttle") +
+			`"action":"suspend","reason":"cgroup-cpu","cpu_percent":91.3,"own_cpu_percent":40,"kernel_cpu_percent":1.6,"load":3.5,"cgroup_cpu_percent":100,"cgroup_own_cpu_percent":50,"chunk":2,"pid":7,"running":1,"suspended":1}`},
+		{"throttle, pressure but no own figures", func(j JSON) {
+			j.Throttle(throttle.Event{Action: "resume", Sample: throttle.Sample{CPU: 12.04, IOPressure: 2.25, HasIO: true, CPUPressure: 7, HasCPUPressure: true,
+				CgroupCPU: 10, CgroupOwn: 5, HasCgroup: true}})
+		}, fmt.Sprintf(at, "throttle") +
+			`"action":"resume","reason":"","cpu_percent":12,"io_pressure":2.3,"cpu_pressure":7,"cgroup_cpu_percent":10,"chunk":0,"pid":0,"running":0,"suspended":0}`},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		tt.print(encoder(&buf))
+		if got := strings.TrimSuffix(buf.String(), "\n"); got != tt.want {
+			t.Errorf("%s:\ngot  %s\nwant %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestLine(t *testing.T) {
+	mod := func(f func(*Snapshot)) Snapshot {
+		s := sample()
+		f(&s)
+		return s
+	}
+	tests := []struct {
+		name string
+		s    Snapshot
+		want string
+	}{
+		{"everything", sample(),
+			"prsync: 506/1000 files  21.00 MB  1.70 MB/s  running 4  queued 300  verified 390 (10 differ)  paused 2 (cpu 91%)  failed 5  0:12  ETA 0:18"},
+		{"a plain copy, input still coming", mod(func(s *Snapshot) {
+			s.Verified, s.VerifyFailed, s.Suspended, s.Failed, s.Vanished, s.InputDone = 0, 0, 0, 0, 0, false
+		}), "prsync: 501/1000 files  21.00 MB  1.70 MB/s  running 4  queued 300  0:12"},
+		{"verified, none differ; not-done paths are not failed ones", mod(func(s *Snapshot) {
+			s.VerifyFailed, s.Suspended, s.Failed, s.Vanished = 0, 0, 0, 0
+		}), "prsync: 501/1000 files  21.00 MB  1.70 MB/s  running 4  queued 300  verified 390  0:12  ETA 0:18"},
+		{"no rate yet: no ETA", mod(func(s *Snapshot) { s.Elapsed, s.Verified, s.VerifyFailed, s.Suspended = 0, 0, 0, 0 }),
+			"prsync: 506/1000 files  21.00 MB  0 B/s  running 4  queued 300  failed 5  0:00"},
+		{"more transferred than read: ETA 0", mod(func(s *Snapshot) { s.Bytes, s.Verified, s.VerifyFailed = 1, 0, 0 }),
+			"prsync: 506/1000 files  21.00 MB  1.70 MB/s  running 4  queued 300  paused 2 (cpu 91%)  failed 5  0:12  ETA 0:00"},
+		{"deleting", deleting(), "prsync: deleting: 40/90 dirs checked  3 deleted  running 1  0:03  ETA 0:01"},
+		{"an hour in", mod(func(s *Snapshot) {
+			s.Elapsed, s.Verified, s.VerifyFailed, s.Suspended, s.Failed, s.Vanished = 3725.4, 0, 0, 0, 0, 0
+		}),
+			"prsync: 501/1000 files  21.00 MB  5.64 kB/s  running 4  queued 300  1:02:05  ETA 1:28:42"},
+	}
+	for _, tt := range tests {
+		if got := Line(tt.s); got != tt.want {
+			t.Errorf("%s:\ngot  %q\nwant %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestSummaryLine(t *testing.T) {
+	clean := deleting()
+	clean.DirsChecked, clean.Deleted = 0, 0
+	tests := []struct {
+		name string
+		s    Snapshot
+		want string
+	}{
+		{"everything", sample(), "prsync: 1000 files, 20.00 MB, 13.0 Mbps, 12.3 s, 390 verified (3 failed, 2 vanished, 1 not done)"},
+		{"deleted", deleting(), "prsync: 13 files, 3.00 kB, 8 kbps, 3.0 s, 3 deleted in 40 dirs"},
+		{"clean", clean, "prsync: 13 files, 3.00 kB, 8 kbps, 3.0 s"},
+		{"fast", Snapshot{Counts: Counts{Files: 1, BytesTransferred: 5e9}, Live: Live{Elapsed: 10}}, "prsync: 1 files, 5.00 GB, 4.00 Gbps, 10.0 s"},
+	}
+	for _, tt := range tests {
+		if got := SummaryLine(tt.s); got != tt.want {
+			t.Errorf("%s:\ngot  %q\nwant %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestStatusLine(t *testing.T) {
+	if got, want := StatusLine(sample()), "prsync: status: 506 files done (6 not ok), 21.00 MB, 1.70 MB/s, running 4, paused 2, queued 300, jobs 6, bwlimit 20M, 0:12"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got, want := StatusLine(deleting()), "prsync: status: 13 files done (0 not ok), 3.00 kB, 1.00 kB/s, running 1, paused 0, queued 0, jobs 8, bwlimit off, 0:03"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// TestText: the terminal printer redraws one line in place, clears it for the summary,
+// and prints nothing when off.
+func TestText(t *testing.T) {
+	var buf bytes.Buffer
+	p := &Text{W: &buf}
+	p.Update(sample())
+	p.Finish(ended(sample(), end))
+	if buf.Len() != 0 {
+		t.Errorf("off, it printed %q", buf.String())
+	}
+	p.On = true
+	p.Finish(ended(deleting(), end))
+	if want := SummaryLine(deleting()) + "\n"; buf.String() != want {
+		t.Errorf("a summary with no line before:\ngot  %q\nwant %q", buf.String(), want)
+	}
+	buf.Reset()
+	p.Update(sample())
+	p.Update(deleting())
+	p.Finish(ended(deleting(), end))
+	want := "\r\033[K" + Line(sample()) + "\r\033[K" + Line(deleting()) + "\r\033[K" + SummaryLine(deleting()) + "\n"
+	if buf.String() != want {
+		t.Errorf("got  %q\nwant %q", buf.String(), want)
+	}
+}
+
+func TestControlStatus(t *testing.T) {
+	want := control.Status{PID: 4242, Jobs: 6, MaxJobs: 32, JobsAuto: true, Running: 4, Suspended: 2,
+		BWLimit: "08:00,20M 19:00,off", BWLimitNow: "20M", FilesDone: 506, BytesDone: 21000000, FilesQueued: 300,
+		FilesFailed: 6, InputDone: true, RateBps: 13608087.1, Elapsed: 12.346}
+	if got := ControlStatus(sample()); got != want {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+	s := deleting()
+	s.Paused = true
+	want = control.Status{PID: 1, Jobs: 8, MaxJobs: 8, Running: 1, Paused: true, BWLimit: "off", BWLimitNow: "off",
+		FilesDone: 13, BytesDone: 3000, InputDone: true, RateBps: 8000, Elapsed: 3}
+	if got := ControlStatus(s); got != want {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
