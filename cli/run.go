@@ -25,7 +25,7 @@ import (
 // tunes its Go runtime (tuneRuntime). It returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if PipeHelper(args) {
-		return exec.PipeHelper(args[1:], stderr) // the -e program of the pipe transport
+		return cmdline.Fail(stderr, exec.PipeHelper(args[1:]), 1) // the -e program of the pipe transport
 	}
 	if len(args) > 0 && args[0] == "ctl" {
 		return control.Main(args[1:], stdout, stderr) // live control of a running prsync

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -35,21 +34,29 @@ const pipeRsyncEnv = "PRSYNC_PIPE_RSYNC"
 // PipeHelper is prsync in its helper role. It execs the rsync server that the client
 // asked for, and nothing else: args must be "localhost", then the rsync binary prsync
 // named in the environment, then "--server" and "--sender". It returns only on a refusal
-// or a failed exec, with the exit code.
-func PipeHelper(args []string, stderr io.Writer) int {
+// (exit code 1) or a failed exec (127), with an error that carries its exit code.
+func PipeHelper(args []string) error {
 	want := os.Getenv(pipeRsyncEnv)
 	switch {
 	case want == "":
-		fmt.Fprintln(stderr, "prsync: error: the rsync pipe helper runs only under prsync's own rsyncs")
-		return 1
+		return &HelperError{"the rsync pipe helper runs only under prsync's own rsyncs", 1}
 	case len(args) < 4 || args[0] != "localhost" || args[1] != want || args[2] != "--server" || !contains(args[3:], "--sender"):
-		fmt.Fprintf(stderr, "prsync: error: the rsync pipe helper runs only the rsync server for %s, not %q\n", want, args)
-		return 1
+		return &HelperError{fmt.Sprintf("the rsync pipe helper runs only the rsync server for %s, not %q", want, args), 1}
 	}
 	err := syscall.Exec(want, args[1:], os.Environ())
-	fmt.Fprintf(stderr, "prsync: error: pipe helper: exec %s: %v\n", want, err)
-	return 127
+	return &HelperError{fmt.Sprintf("pipe helper: exec %s: %v", want, err), 127}
 }
+
+// HelperError is why the pipe helper did not become rsync, and its exit code.
+type HelperError struct {
+	Msg  string
+	Code int
+}
+
+func (e *HelperError) Error() string { return e.Msg }
+
+// ExitCode is the helper's exit code: 1 for a refusal, 127 for a failed exec.
+func (e *HelperError) ExitCode() int { return e.Code }
 
 func contains(ss []string, s string) bool {
 	for _, x := range ss {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/prsync/prsync/internal/cmdline"
 )
 
 func TestPipeHelperRefuses(t *testing.T) {
@@ -19,13 +21,13 @@ func TestPipeHelperRefuses(t *testing.T) {
 	}
 	for _, args := range tests {
 		var errb bytes.Buffer
-		if code := PipeHelper(args, &errb); code != 1 || !strings.HasPrefix(errb.String(), "prsync: error: ") {
+		if code := cmdline.Fail(&errb, PipeHelper(args), 0); code != 1 || !strings.HasPrefix(errb.String(), "prsync: error: ") {
 			t.Errorf("PipeHelper(%q) = %d, %q; want a refusal", args, code, errb.String())
 		}
 	}
 	t.Setenv(pipeRsyncEnv, "")
 	var errb bytes.Buffer
-	if code := PipeHelper([]string{"localhost", "", "--server", "--sender"}, &errb); code != 1 {
+	if code := cmdline.Fail(&errb, PipeHelper([]string{"localhost", "", "--server", "--sender"}), 0); code != 1 {
 		t.Errorf("without prsync's environment: exit %d, %q", code, errb.String())
 	}
 }
