@@ -26,7 +26,7 @@ func (r *runner) probeDelete() error {
 	if strings.Contains(ab.Msg, "refuse") && strings.Contains(ab.Msg, "--delete") {
 		hint = "the rsync daemon refuses --delete for this module (refuse options in rsyncd.conf): allow it there, or run without --delete"
 	}
-	return &runError{code: max(ab.ExitCode, 1), msg: "DEST cannot take the deletion pass: " + ab.Msg, hint: hint}
+	return &cmdline.Error{Code: max(ab.ExitCode, 1), Msg: "DEST cannot take the deletion pass: " + ab.Msg, Hint: hint}
 }
 
 // deletion is what became of the deletion pass, for the summary.

@@ -48,7 +48,7 @@ func (r *runner) Open() error {
 	if f.From != "" && f.From != "-" {
 		fh, err := os.Open(f.From)
 		if err != nil {
-			return &runError{code: ExitInput, msg: fmt.Sprintf("--from: %v", err)}
+			return &cmdline.Error{Code: ExitInput, Msg: fmt.Sprintf("--from: %v", err)}
 		}
 		r.input = fh
 	}
@@ -97,11 +97,11 @@ func (r *runner) probeRsync() (rsync.Version, error) {
 		if errors.As(err, &ee) && ee.ExitCode() == 1 {
 			return rsync.Version{}, usage("rsync rejected the options: "+firstLine(out), "check the options after --")
 		}
-		return rsync.Version{}, &runError{code: ExitNoRsync, msg: fmt.Sprintf("run %s --version: %v: %s", r.rsync, err, firstLine(out))}
+		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("run %s --version: %v: %s", r.rsync, err, firstLine(out))}
 	}
 	ver, ok := rsync.ParseVersion(out)
 	if !ok {
-		return rsync.Version{}, &runError{code: ExitNoRsync, msg: fmt.Sprintf("%s does not look like rsync: %s", r.rsync, firstLine(out))}
+		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("%s does not look like rsync: %s", r.rsync, firstLine(out))}
 	}
 	r.rsyncVersion = ver
 	if !ver.AtLeast(3, 1, 0) {
@@ -125,20 +125,20 @@ func (r *runner) checkDest(ver rsync.Version) error {
 	fi, err := os.Stat(dest)
 	switch {
 	case err == nil && !fi.IsDir():
-		return &runError{code: ExitDest, msg: fmt.Sprintf("destination %s is not a directory", dest), hint: "DEST must be a directory (it is created when missing)"}
+		return &cmdline.Error{Code: ExitDest, Msg: fmt.Sprintf("destination %s is not a directory", dest), Hint: "DEST must be a directory (it is created when missing)"}
 	case err == nil:
 		if syscall.Access(dest, 2|1) != nil { // W_OK|X_OK
-			return &runError{code: ExitDest, msg: fmt.Sprintf("destination %s is not writable", dest)}
+			return &cmdline.Error{Code: ExitDest, Msg: fmt.Sprintf("destination %s is not writable", dest)}
 		}
 	case errors.Is(err, os.ErrNotExist):
 		if r.f.DryRun {
 			return nil
 		}
 		if err := os.MkdirAll(dest, 0o755); err != nil {
-			return &runError{code: ExitDest, msg: fmt.Sprintf("create destination: %v", err)}
+			return &cmdline.Error{Code: ExitDest, Msg: fmt.Sprintf("create destination: %v", err)}
 		}
 	default:
-		return &runError{code: ExitDest, msg: fmt.Sprintf("destination: %v", err)}
+		return &cmdline.Error{Code: ExitDest, Msg: fmt.Sprintf("destination: %v", err)}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prsync/prsync/bw"
 	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
@@ -96,14 +97,14 @@ func (r *runner) Validate() error {
 		return usage(err.Error(), "")
 	}
 	if r.cwd, err = os.Getwd(); err != nil {
-		return &runError{code: ExitInput, msg: fmt.Sprintf("working directory: %v", err)}
+		return &cmdline.Error{Code: ExitInput, Msg: fmt.Sprintf("working directory: %v", err)}
 	}
 	if err := r.validateRoot(); err != nil {
 		return err
 	}
 	path, err := osexec.LookPath(f.Rsync)
 	if err != nil {
-		return &runError{code: ExitNoRsync, msg: fmt.Sprintf("rsync not found: %v", err), hint: "install rsync 3.1 or newer (apt-get install rsync, brew install rsync), or pass --rsync PATH"}
+		return &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("rsync not found: %v", err), Hint: "install rsync 3.1 or newer (apt-get install rsync, brew install rsync), or pass --rsync PATH"}
 	}
 	r.rsync = path
 	if !f.NoArchive {

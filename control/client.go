@@ -69,16 +69,6 @@ type bwlimitCmd struct {
 	Spec []string `arg:"" name:"RATE|TIMETABLE|off" help:"A rate, a timetable of TIME,RATE pairs, or off."`
 }
 
-// ctlError ends prsync ctl with an exit code, a message and a hint.
-type ctlError struct {
-	code      int
-	msg, hint string
-}
-
-func (e *ctlError) Error() string    { return e.msg }
-func (e *ctlError) ExitCode() int    { return e.code }
-func (e *ctlError) HintText() string { return e.hint }
-
 // client is prsync ctl with its surroundings given.
 type client struct {
 	stdout, stderr io.Writer
@@ -118,7 +108,7 @@ func (c client) main(args []string) int {
 		return code // after --help, or kong's own usage error
 	}
 	if err != nil {
-		return c.fail(&ctlError{code: exitUsage, msg: err.Error(), hint: "see prsync ctl --help"})
+		return c.fail(&cmdline.Error{Code: exitUsage, Msg: err.Error(), Hint: "see prsync ctl --help"})
 	}
 	req, err := request(kctx.Command(), &f)
 	if err != nil {
@@ -136,7 +126,7 @@ func (c client) main(args []string) int {
 		fmt.Fprintf(c.stdout, "%s\n", raw)
 	}
 	if !rep.OK {
-		return c.fail(&ctlError{code: exitUsage, msg: rep.Error, hint: rep.Hint})
+		return c.fail(&cmdline.Error{Code: exitUsage, Msg: rep.Error, Hint: rep.Hint})
 	}
 	if !f.JSON {
 		fmt.Fprintln(c.stdout, summary(req, rep))
@@ -144,7 +134,7 @@ func (c client) main(args []string) int {
 	return exitOK
 }
 
-// fail writes err and its hint, and returns its exit code: that of a ctlError, else 2.
+// fail writes err and its hint, and returns its exit code: that of a cmdline.Error, else 2.
 func (c client) fail(err error) int { return cmdline.Fail(c.stderr, err, exitNoReach) }
 
 // request builds the request of the command kong picked.
@@ -154,18 +144,18 @@ func request(cmd string, f *ctlFlags) (Request, error) {
 	switch name {
 	case CmdJobs:
 		if f.Jobs.N < 1 {
-			return req, &ctlError{code: exitUsage, msg: fmt.Sprintf("bad jobs %d: want a number of rsyncs, at least 1", f.Jobs.N), hint: "as in: prsync ctl jobs 4"}
+			return req, &cmdline.Error{Code: exitUsage, Msg: fmt.Sprintf("bad jobs %d: want a number of rsyncs, at least 1", f.Jobs.N), Hint: "as in: prsync ctl jobs 4"}
 		}
 		req.Arg = strconv.Itoa(f.Jobs.N)
 	case CmdBWLimit:
 		// a timetable may come as one quoted word or as several
 		req.Arg = strings.Join(strings.Fields(strings.Join(f.Bwlimit.Spec, " ")), " ")
 		if req.Arg == "" {
-			return req, &ctlError{code: exitUsage, msg: "bwlimit needs a rate, a timetable or off", hint: `as in: prsync ctl bwlimit 20M, or prsync ctl bwlimit "08:00,20M 19:00,200M 23:00,off"`}
+			return req, &cmdline.Error{Code: exitUsage, Msg: "bwlimit needs a rate, a timetable or off", Hint: `as in: prsync ctl bwlimit 20M, or prsync ctl bwlimit "08:00,20M 19:00,200M 23:00,off"`}
 		}
 	}
 	if f.PID < 0 {
-		return req, &ctlError{code: exitUsage, msg: fmt.Sprintf("bad --pid %d", f.PID), hint: "prsync ctl status shows the PID of the one running"}
+		return req, &cmdline.Error{Code: exitUsage, Msg: fmt.Sprintf("bad --pid %d", f.PID), Hint: "prsync ctl status shows the PID of the one running"}
 	}
 	return req, nil
 }
@@ -179,22 +169,22 @@ func (c client) target(f *ctlFlags) (string, error) {
 	}
 	dir, err := c.dir()
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", &ctlError{code: exitNoReach, msg: err.Error(), hint: hintOf(err)}
+		return "", &cmdline.Error{Code: exitNoReach, Msg: err.Error(), Hint: hintOf(err)}
 	}
 	if f.PID > 0 {
 		path := SocketPath(dir, f.PID)
 		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-			return "", &ctlError{code: exitNoReach, msg: fmt.Sprintf("no prsync with pid %d found in %s", f.PID, dir), hint: elsewhereHint}
+			return "", &cmdline.Error{Code: exitNoReach, Msg: fmt.Sprintf("no prsync with pid %d found in %s", f.PID, dir), Hint: elsewhereHint}
 		}
 		return path, nil
 	}
 	pids, err := discover(dir)
 	if err != nil {
-		return "", &ctlError{code: exitNoReach, msg: err.Error()}
+		return "", &cmdline.Error{Code: exitNoReach, Msg: err.Error()}
 	}
 	switch len(pids) {
 	case 0:
-		return "", &ctlError{code: exitNoReach, msg: "no running prsync found in " + dir, hint: "prsync ctl controls a prsync that is copying now; " + elsewhereHint}
+		return "", &cmdline.Error{Code: exitNoReach, Msg: "no running prsync found in " + dir, Hint: "prsync ctl controls a prsync that is copying now; " + elsewhereHint}
 	case 1:
 		return SocketPath(dir, pids[0]), nil
 	}
@@ -202,9 +192,9 @@ func (c client) target(f *ctlFlags) (string, error) {
 	for i, p := range pids {
 		list[i] = strconv.Itoa(p)
 	}
-	return "", &ctlError{code: exitUsage,
-		msg:  fmt.Sprintf("%d prsyncs are running, pids %s", len(pids), strings.Join(list, ", ")),
-		hint: fmt.Sprintf("pick one with --pid, as in: prsync ctl --pid %d status", pids[0])}
+	return "", &cmdline.Error{Code: exitUsage,
+		Msg:  fmt.Sprintf("%d prsyncs are running, pids %s", len(pids), strings.Join(list, ", ")),
+		Hint: fmt.Sprintf("pick one with --pid, as in: prsync ctl --pid %d status", pids[0])}
 }
 
 // discover returns the process IDs of the prsyncs with a live socket in dir, in order.
@@ -259,39 +249,39 @@ func exchange(path string, req Request) ([]byte, Reply, error) {
 	case rerr == nil:
 	case len(line) > 0 && errors.Is(rerr, io.EOF):
 	case errors.Is(rerr, os.ErrDeadlineExceeded):
-		return nil, Reply{}, &ctlError{code: exitNoReach, msg: fmt.Sprintf("prsync did not answer within %v on %s", replyTimeout, path)}
+		return nil, Reply{}, &cmdline.Error{Code: exitNoReach, Msg: fmt.Sprintf("prsync did not answer within %v on %s", replyTimeout, path)}
 	case errors.Is(rerr, io.EOF) || errors.Is(rerr, syscall.ECONNRESET):
-		return nil, Reply{}, &ctlError{code: exitNoReach, msg: fmt.Sprintf("prsync closed %s without a reply", path)}
+		return nil, Reply{}, &cmdline.Error{Code: exitNoReach, Msg: fmt.Sprintf("prsync closed %s without a reply", path)}
 	case werr != nil:
-		return nil, Reply{}, &ctlError{code: exitNoReach, msg: fmt.Sprintf("send to %s: %v", path, unwrapOp(werr))}
+		return nil, Reply{}, &cmdline.Error{Code: exitNoReach, Msg: fmt.Sprintf("send to %s: %v", path, unwrapOp(werr))}
 	default:
-		return nil, Reply{}, &ctlError{code: exitNoReach, msg: fmt.Sprintf("read the reply on %s: %v", path, unwrapOp(rerr))}
+		return nil, Reply{}, &cmdline.Error{Code: exitNoReach, Msg: fmt.Sprintf("read the reply on %s: %v", path, unwrapOp(rerr))}
 	}
 	line = bytes.TrimRight(line, "\r\n")
 	var rep Reply
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
 	if err := dec.Decode(&rep); err != nil {
-		return nil, Reply{}, &ctlError{code: exitNoReach, msg: fmt.Sprintf("bad reply on %s: %v", path, err), hint: "is a prsync of the same version listening there?"}
+		return nil, Reply{}, &cmdline.Error{Code: exitNoReach, Msg: fmt.Sprintf("bad reply on %s: %v", path, err), Hint: "is a prsync of the same version listening there?"}
 	}
 	return line, rep, nil
 }
 
 // dialError explains a failed connection.
 func dialError(path string, err error) error {
-	e := &ctlError{code: exitNoReach, msg: fmt.Sprintf("cannot connect to %s: %v", path, unwrapOp(err))}
+	e := &cmdline.Error{Code: exitNoReach, Msg: fmt.Sprintf("cannot connect to %s: %v", path, unwrapOp(err))}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		e.msg = "no prsync socket at " + path
-		e.hint = "is prsync running? without --socket, prsync ctl finds the run itself"
+		e.Msg = "no prsync socket at " + path
+		e.Hint = "is prsync running? without --socket, prsync ctl finds the run itself"
 	case errors.Is(err, syscall.ECONNREFUSED):
-		e.msg = "no prsync answers on " + path
+		e.Msg = "no prsync answers on " + path
 		if pid, ok := socketPID(filepath.Base(path)); ok && processGone(pid) {
-			e.msg = fmt.Sprintf("prsync %d is not running: no one answers on %s", pid, path)
+			e.Msg = fmt.Sprintf("prsync %d is not running: no one answers on %s", pid, path)
 		}
-		e.hint = "it has ended, or died and left its socket behind"
+		e.Hint = "it has ended, or died and left its socket behind"
 	case errors.Is(err, fs.ErrPermission):
-		e.hint = "only the user who started prsync, or root, may control it"
+		e.Hint = "only the user who started prsync, or root, may control it"
 	}
 	return e
 }

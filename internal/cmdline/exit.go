@@ -64,3 +64,18 @@ func (e exited) ExitCode() int {
 	}
 	return 1
 }
+
+// Error ends a command with an exit code, a message and a hint ("" for none): what prsync
+// and prsync ctl fail with before or outside a run.
+type Error struct {
+	Code      int
+	Msg, Hint string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// ExitCode is the code the command ends with.
+func (e *Error) ExitCode() int { return e.Code }
+
+// HintText is the next step that helps, or "".
+func (e *Error) HintText() string { return e.Hint }
