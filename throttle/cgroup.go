@@ -414,11 +414,8 @@ func tightestLimit(root string, d cgroupDir, version int) (cgroupDir, float64, e
 func readCPULimit(dir string, version int) (float64, bool, error) {
 	if version == 2 {
 		name := filepath.Join(dir, "cpu.max")
-		b, err := os.ReadFile(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			return 0, false, nil
-		}
-		if err != nil {
+		b, ok, err := readIfExists(name)
+		if !ok {
 			return 0, false, err
 		}
 		cpus, ok, err := parseCPUMax(b)
@@ -428,11 +425,8 @@ func readCPULimit(dir string, version int) (float64, bool, error) {
 		return cpus, ok, nil
 	}
 	qname := filepath.Join(dir, "cpu.cfs_quota_us")
-	q, err := os.ReadFile(qname)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, false, nil
-	}
-	if err != nil {
+	q, ok, err := readIfExists(qname)
+	if !ok {
 		return 0, false, err
 	}
 	quota, err := strconv.ParseInt(strings.TrimSpace(string(q)), 10, 64)
@@ -452,6 +446,16 @@ func readCPULimit(dir string, version int) (float64, bool, error) {
 		return 0, false, fmt.Errorf("read %s: %w value %q", pname, errMalformed, bytes.TrimSpace(p))
 	}
 	return float64(quota) / float64(period), true, nil
+}
+
+// readIfExists reads the file name, and reports whether it was there: a missing file is
+// no error.
+func readIfExists(name string) ([]byte, bool, error) {
+	b, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return b, err == nil, err
 }
 
 // readBandwidthSlice returns the slice of quota each CPU takes at a time
