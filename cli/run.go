@@ -355,8 +355,8 @@ func (r *runner) prepare() error {
 	if r.cwd, err = os.Getwd(); err != nil {
 		return &exitError{code: ExitInput, msg: fmt.Sprintf("working directory: %v", err)}
 	}
-	if f.Root != "" && exec.IsRemote(f.Root) {
-		if exec.IsRemote(f.Dest) {
+	if f.Root != "" && rsync.IsRemote(f.Root) {
+		if rsync.IsRemote(f.Dest) {
 			return usageError{msg: fmt.Sprintf("a remote --root %s and a remote DEST %s", f.Root, f.Dest),
 				hint: "rsync copies from one host to another only through a local side: run prsync on one of them"}
 		}
@@ -417,7 +417,7 @@ func (r *runner) prepare() error {
 		if ok && !ver.AtLeast(3, 1, 0) {
 			ok, why = false, "rsync "+ver.String()+" (it needs 3.1 or later)"
 		}
-		if ok && exec.IsRemote(f.Dest) {
+		if ok && rsync.IsRemote(f.Dest) {
 			ok, why = false, "a remote DEST"
 		}
 		if ok && r.srcRemote != "" {
@@ -435,7 +435,7 @@ func (r *runner) prepare() error {
 			fmt.Fprintf(r.stderr, "prsync: warning: --transport pipe cannot be used with %s; using direct\n", why)
 		}
 	}
-	if (exec.IsDaemon(f.Dest) || exec.IsDaemon(r.srcRemote)) && !passwordGiven(f.RsyncArgs) {
+	if (rsync.IsDaemon(f.Dest) || rsync.IsDaemon(r.srcRemote)) && !passwordGiven(f.RsyncArgs) {
 		// Without a password, rsync asks for one on stdin, which holds the chunk's list:
 		// an empty RSYNC_PASSWORD makes a module that wants one fail its login instead.
 		r.env = append(os.Environ(), "RSYNC_PASSWORD=")
@@ -448,7 +448,7 @@ func (r *runner) prepare() error {
 		// those (exec.Pool.LeftOut), which a user who meant to leave them out may not expect
 		fmt.Fprintf(r.stderr, "prsync: warning: with %s after --, rsync may leave listed paths out; prsync counts those as failed unless DEST already holds them; filter the list instead (find ... ! -name PATTERN)\n", o)
 	}
-	if f.Delete && exec.IsRemote(f.Dest) {
+	if f.Delete && rsync.IsRemote(f.Dest) {
 		if err := r.probeDelete(); err != nil {
 			return err
 		}
@@ -456,7 +456,7 @@ func (r *runner) prepare() error {
 	switch {
 	case f.DryRun:
 		r.confirm = exec.ConfirmNothing
-	case !exec.IsRemote(f.Dest) && r.srcRemote == "" && rsync.StatConfirmable(!f.NoArchive, f.RsyncArgs):
+	case !rsync.IsRemote(f.Dest) && r.srcRemote == "" && rsync.StatConfirmable(!f.NoArchive, f.RsyncArgs):
 		r.confirm = exec.ConfirmStat
 	default:
 		r.confirm = exec.ConfirmDryRun
@@ -487,7 +487,7 @@ func (r *runner) checkDest(ver rsync.Version) error {
 	if dest == "" {
 		return usageError{msg: "DEST is empty"}
 	}
-	if exec.IsRemote(dest) {
+	if rsync.IsRemote(dest) {
 		if ver.AtLeast(3, 2, 3) {
 			r.args = append(r.args, "--mkpath")
 		}

@@ -192,7 +192,7 @@ func (p *Pool) init() {
 		if p.MaxJobs < p.limit {
 			p.MaxJobs = p.limit
 		}
-		if !IsRemote(p.Dest) {
+		if !rsync.IsRemote(p.Dest) {
 			if d, err := filepath.Abs(p.Dest); err == nil {
 				p.localDest = d
 			}
@@ -626,7 +626,7 @@ func (p *Pool) endReport(c *splitter.Chunk, attempt int, res result, status stri
 func (p *Pool) hint(code int, r *rsync.Result) string {
 	h := rsync.Hint(code, r)
 	_, rest, _ := strings.Cut(p.Dest, ":")
-	hostLike := IsRemote(p.Dest) && !IsDaemon(p.Dest) && !strings.HasPrefix(rest, "/")
+	hostLike := rsync.IsRemote(p.Dest) && !rsync.IsDaemon(p.Dest) && !strings.HasPrefix(rest, "/")
 	sshFailed := code == 255 || r.Session == rsync.HostUnknown || r.Session == rsync.ConnectFailed || r.Session == rsync.SSHAuth
 	if hostLike && sshFailed {
 		local := fmt.Sprintf("if %s is a local directory, write ./%s", p.Dest, p.Dest)
