@@ -55,6 +55,19 @@ func Classify(code int, cancelled bool, r *Result) Class {
 	return ChunkFailed
 }
 
+// NoTransfer reports an rsync that failed before or outside any transfer, from its exit
+// code and what its output said: nothing it could have copied is worth a verification pass.
+func NoTransfer(code int, r *Result) bool {
+	if r.Session != NoSession {
+		return true
+	}
+	switch code {
+	case 1, 2, 3, 4, 5, 10, 12, 14, 30, 35, 127, 255:
+		return true
+	}
+	return code < 0
+}
+
 // Hint returns advice for an rsync exit, from its code and what its output said, or "".
 func Hint(code int, r *Result) string {
 	switch r.Session {
