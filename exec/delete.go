@@ -224,7 +224,7 @@ func (p *Pool) deleteFailure(res result, c *splitter.Chunk) string {
 			return fmt.Sprintf("directory %s: %s", c.Entries[i], ps.Reason)
 		}
 	}
-	if (len(unexplained(r.Unattributed)) > 0 && !senderGone(r)) || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
+	if len(r.DeleteErrors()) > 0 || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
 		msg := lastLine(res)
 		if h := p.hint(res.code, r); h != "" {
 			msg += " (" + h + ")"
@@ -232,36 +232,6 @@ func (p *Pool) deleteFailure(res result, c *splitter.Chunk) string {
 		return fmt.Sprintf("rsync exited with code %d: %s", res.code, msg)
 	}
 	return ""
-}
-
-// unexplained drops the lines that say an entry vanished while rsync listed a directory.
-// In a pass that transfers nothing and only deletes what the source lacks, a source entry
-// that vanished is one the source lacks, and a DEST entry that vanished is already gone:
-// another shard's pass over the same directory removed it first (rsync then exits 24).
-func unexplained(lines []string) []string {
-	var out []string
-	for _, l := range lines {
-		if rsync.ParseMessage([]byte(l)).Kind != rsync.KindVanished {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// senderGone reports a pull whose every directory is missing from the source: the
-// sender, with nothing to send, exits first, and the receiver's last write to it fails.
-func senderGone(r *rsync.Result) bool {
-	for _, ps := range r.Paths {
-		if ps.Kind != rsync.KindVanished {
-			return false
-		}
-	}
-	for _, l := range unexplained(r.Unattributed) {
-		if !strings.Contains(l, "write error: Broken pipe (32)") {
-			return false
-		}
-	}
-	return true
 }
 
 // kinds returns the type of each entry that would be deleted, as DEST holds it now: by
