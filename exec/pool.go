@@ -551,7 +551,7 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, re
 	if class == rsync.Fatal {
 		p.mu.Lock()
 		if p.abort == nil {
-			p.abort = &AbortError{Chunk: st.c.ID, ExitCode: res.code, Msg: lastLine(res), Hint: p.hint(res.code, r)}
+			p.abort = &AbortError{Chunk: st.c.ID, ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: p.hint(res.code, r)}
 			p.cond.Broadcast()
 		}
 		p.mu.Unlock()
@@ -636,19 +636,6 @@ func (p *Pool) hint(code int, r *rsync.Result) string {
 		return h + "; " + local
 	}
 	return h
-}
-
-func lastLine(res result) string {
-	if res.r.SessionLine != "" {
-		return res.r.SessionLine
-	}
-	if res.r.Last != "" {
-		return res.r.Last
-	}
-	if res.stderr != "" {
-		return res.stderr
-	}
-	return "no error output"
 }
 
 func backoff(base time.Duration, attempt int) time.Duration {

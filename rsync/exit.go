@@ -68,6 +68,22 @@ func NoTransfer(code int, r *Result) bool {
 	return code < 0
 }
 
+// LastLine returns the line that says best why rsync failed: the session failure's, else
+// its last stderr line that is not its closing summary, else stderr (its standard error as
+// written, which then holds only that summary), else "no error output".
+func (r *Result) LastLine(stderr string) string {
+	if r.SessionLine != "" {
+		return r.SessionLine
+	}
+	if r.Last != "" {
+		return r.Last
+	}
+	if stderr != "" {
+		return stderr
+	}
+	return "no error output"
+}
+
 // Hint returns advice for an rsync exit, from its code and what its output said, or "".
 func Hint(code int, r *Result) string {
 	switch r.Session {

@@ -131,3 +131,55 @@ func Differences(r *Result, code int) []Verdict {
 	}
 	return vs
 }
+
+// Check is what the checksum pass found for one path that had settled as transferred or
+// up to date: it is still OK, or it takes Status for Reason.
+type Check struct {
+	OK     bool
+	Status Status
+	Reason string
+}
+
+// Checks reads the output of a checksum pass (the same rsync with --checksum --dry-run
+// over the paths to check) into a Check per path: a path rsync would still transfer or
+// create differs. code is the pass's exit, cancelled says prsync stopped it, and stderr is
+// its standard error as written (see LastLine).
+func Checks(r *Result, code int, cancelled bool, stderr string) []Check {
+	out := make([]Check, len(r.Paths))
+	// an error that names no path leaves every path not named unchecked
+	unchecked := ""
+	switch {
+	case cancelled:
+		unchecked = "interrupted"
+	case code != 0 && (len(r.Unattributed) > 0 || r.Session != NoSession || (code != 23 && code != 24)):
+		unchecked = r.LastLine(stderr)
+	}
+	for i, ps := range r.Paths {
+		switch {
+		case cancelled:
+			out[i] = Check{Status: NotDone, Reason: "verify: interrupted"}
+		case ps.Kind == KindVanished:
+			out[i] = Check{Status: Vanished, Reason: "verify: " + ps.Reason}
+		case ps.Kind == KindFailed:
+			out[i] = Check{Status: Failed, Reason: "verify: not checked: " + ps.Reason}
+		case ps.Logged && differs(ps.Change):
+			reason := "verify: content differs (" + ps.Change + ")"
+			if len(ps.Change) >= 3 && ps.Change[2] == '+' {
+				reason = "verify: missing from DEST (" + ps.Change + ")"
+			}
+			out[i] = Check{Status: Failed, Reason: reason}
+		case unchecked != "":
+			out[i] = Check{Status: Failed, Reason: "verify: not checked: " + unchecked}
+		default:
+			out[i] = Check{OK: true}
+		}
+	}
+	return out
+}
+
+// differs reports whether an itemized change of a checksum dry run means DEST's copy is
+// not the source's: rsync would transfer it, create it or link it (an attribute alone,
+// such as a directory's mtime, is no difference of content).
+func differs(change string) bool {
+	return change != "" && (change[0] == '<' || change[0] == '>' || change[0] == 'c' || change[0] == 'h')
+}

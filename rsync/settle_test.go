@@ -201,3 +201,116 @@ func TestDifferences(t *testing.T) {
 		}
 	}
 }
+
+func TestChecks(t *testing.T) {
+	entries := [][]byte{[]byte("same"), []byte("content"), []byte("new"), []byte("dir"), []byte("gone"), []byte("locked")}
+	const summary = "rsync error: error in rsync protocol data stream (code 12) at io.c(232) [sender=3.5.0]\n"
+	ok := Check{OK: true}
+	tests := []struct {
+		name      string
+		stdout    []string
+		stderr    []string
+		raw       string // stderr as written, when it differs from the lines
+		code      int
+		cancelled bool
+		want      []Check
+	}{
+		{"nothing differs", []string{".d..t......|4096|0|dir"}, nil, "", 0, false,
+			[]Check{ok, ok, ok, ok, ok, ok}},
+		{"content differs, a file is missing", []string{">fc........|3|0|content", ">f+++++++++|5|0|new"}, nil, "", 0, false,
+			[]Check{ok, {Status: Failed, Reason: "verify: content differs (>fc........)"},
+				{Status: Failed, Reason: "verify: missing from DEST (>f+++++++++)"}, ok, ok, ok}},
+		{"a source vanished, another is unreadable", nil, []string{
+			`rsync: [sender] link_stat "/s/gone" failed: No such file or directory (2)`,
+			`rsync: [sender] send_files failed to open "/s/locked": Permission denied (13)`,
+		}, "", 23, false,
+			[]Check{ok, ok, ok, ok,
+				{Status: Vanished, Reason: `verify: rsync: [sender] link_stat "/s/gone" failed: No such file or directory (2)`},
+				{Status: Failed, Reason: `verify: not checked: rsync: [sender] send_files failed to open "/s/locked": Permission denied (13)`}}},
+		{"an error that names no path", []string{">fc........|3|0|content"}, []string{
+			`rsync: [receiver] write error: Broken pipe (32)`,
+		}, "", 23, false,
+			[]Check{{Status: Failed, Reason: "verify: not checked: rsync: [receiver] write error: Broken pipe (32)"},
+				{Status: Failed, Reason: "verify: content differs (>fc........)"},
+				{Status: Failed, Reason: "verify: not checked: rsync: [receiver] write error: Broken pipe (32)"},
+				{Status: Failed, Reason: "verify: not checked: rsync: [receiver] write error: Broken pipe (32)"},
+				{Status: Failed, Reason: "verify: not checked: rsync: [receiver] write error: Broken pipe (32)"},
+				{Status: Failed, Reason: "verify: not checked: rsync: [receiver] write error: Broken pipe (32)"}}},
+		{"only the closing summary", nil, []string{summary}, summary, 12, false,
+			[]Check{{Status: Failed, Reason: "verify: not checked: " + summary}, {Status: Failed, Reason: "verify: not checked: " + summary},
+				{Status: Failed, Reason: "verify: not checked: " + summary}, {Status: Failed, Reason: "verify: not checked: " + summary},
+				{Status: Failed, Reason: "verify: not checked: " + summary}, {Status: Failed, Reason: "verify: not checked: " + summary}}},
+		{"a session failure", nil, []string{"@ERROR: max connections (2) reached -- try again later"}, "", 5, false,
+			[]Check{{Status: Failed, Reason: "verify: not checked: @ERROR: max connections (2) reached -- try again later"},
+				{Status: Failed, Reason: "verify: not checked: @ERROR: max connections (2) reached -- try again later"},
+				{Status: Failed, Reason: "verify: not checked: @ERROR: max connections (2) reached -- try again later"},
+				{Status: Failed, Reason: "verify: not checked: @ERROR: max connections (2) reached -- try again later"},
+				{Status: Failed, Reason: "verify: not checked: @ERROR: max connections (2) reached -- try again later"},
+				{Status: Failed, Reason: "verify: not checked: @ERROR: max connections (2) reached -- try again later"}}},
+		{"killed, no output", nil, nil, "", -1, false,
+			[]Check{{Status: Failed, Reason: "verify: not checked: no error output"}, {Status: Failed, Reason: "verify: not checked: no error output"},
+				{Status: Failed, Reason: "verify: not checked: no error output"}, {Status: Failed, Reason: "verify: not checked: no error output"},
+				{Status: Failed, Reason: "verify: not checked: no error output"}, {Status: Failed, Reason: "verify: not checked: no error output"}}},
+		{"interrupted", []string{">fc........|3|0|content"}, nil, "", 20, true,
+			[]Check{{Status: NotDone, Reason: "verify: interrupted"}, {Status: NotDone, Reason: "verify: interrupted"},
+				{Status: NotDone, Reason: "verify: interrupted"}, {Status: NotDone, Reason: "verify: interrupted"},
+				{Status: NotDone, Reason: "verify: interrupted"}, {Status: NotDone, Reason: "verify: interrupted"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := NewAttributor(entries, "/s/", "/d/", "/d")
+			for _, l := range tt.stdout {
+				a.Stdout([]byte(l))
+			}
+			raw := tt.raw
+			for _, l := range tt.stderr {
+				a.Stderr([]byte(l))
+				if tt.raw == "" {
+					raw += l + "\n"
+				}
+			}
+			got := Checks(a.Result(), tt.code, tt.cancelled, raw)
+			if len(got) != len(tt.want) {
+				t.Fatalf("%d checks, want %d", len(got), len(tt.want))
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("%s: %+v, want %+v", entries[i], got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestLastLine(t *testing.T) {
+	tests := []struct {
+		name   string
+		stderr []string
+		raw    string
+		want   string
+	}{
+		{"a session failure wins", []string{
+			`rsync: [sender] link_stat "/s/x" failed: Permission denied (13)`,
+			"@ERROR: max connections (2) reached -- try again later",
+			`rsync: [receiver] write error: Broken pipe (32)`,
+		}, "", "@ERROR: max connections (2) reached -- try again later"},
+		{"the last line but the summary", []string{
+			`rsync: [sender] link_stat "/s/x" failed: Permission denied (13)`,
+			`rsync: [receiver] write error: Broken pipe (32)`,
+			"rsync error: some files/attrs were not transferred (see previous errors) (code 23) at main.c(1394) [sender=3.5.0]",
+		}, "", `rsync: [receiver] write error: Broken pipe (32)`},
+		{"only the summary", []string{"rsync error: error in rsync protocol data stream (code 12) at io.c(232) [sender=3.5.0]"},
+			"rsync error: error in rsync protocol data stream (code 12) at io.c(232) [sender=3.5.0]\n",
+			"rsync error: error in rsync protocol data stream (code 12) at io.c(232) [sender=3.5.0]\n"},
+		{"nothing", nil, "", "no error output"},
+	}
+	for _, tt := range tests {
+		a := NewAttributor([][]byte{[]byte("x")}, "/s/", "/d/", "/d")
+		for _, l := range tt.stderr {
+			a.Stderr([]byte(l))
+		}
+		if got := a.Result().LastLine(tt.raw); got != tt.want {
+			t.Errorf("%s: LastLine = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
