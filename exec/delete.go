@@ -226,7 +226,7 @@ func (p *Pool) deleteFailure(res result, c *splitter.Chunk) string {
 	}
 	if len(r.DeleteErrors()) > 0 || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
 		msg := res.r.LastLine(res.stderr)
-		if h := p.hint(res.code, r); h != "" {
+		if h := rsync.Hint(res.code, r, p.Dest); h != "" {
 			msg += " (" + h + ")"
 		}
 		return fmt.Sprintf("rsync exited with code %d: %s", res.code, msg)
@@ -312,7 +312,7 @@ func (p *Pool) Probe(ctx context.Context, extra []string) *AbortError {
 	if res.code == 0 || res.cancelled {
 		return nil
 	}
-	return &AbortError{ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: p.hint(res.code, res.r)}
+	return &AbortError{ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, p.Dest)}
 }
 
 // protectEntry puts "./" before a name rsync would read as a comment.

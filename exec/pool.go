@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -551,7 +550,7 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, re
 	if class == rsync.Fatal {
 		p.mu.Lock()
 		if p.abort == nil {
-			p.abort = &AbortError{Chunk: st.c.ID, ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: p.hint(res.code, r)}
+			p.abort = &AbortError{Chunk: st.c.ID, ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, r, p.Dest)}
 			p.cond.Broadcast()
 		}
 		p.mu.Unlock()
@@ -616,26 +615,9 @@ func (p *Pool) endReport(c *splitter.Chunk, attempt int, res result, status stri
 		BytesLogged: res.logged, Error: res.stderr,
 	}
 	if res.code != 0 && res.code != 24 || status == "partial" {
-		ev.Hint = p.hint(res.code, res.r)
+		ev.Hint = rsync.Hint(res.code, res.r, p.Dest)
 	}
 	return ev
-}
-
-// hint is rsync.Hint for an rsync of this pool, with a word for a DEST that rsync took for
-// a host because its name holds a colon: it may have been meant as a local directory.
-func (p *Pool) hint(code int, r *rsync.Result) string {
-	h := rsync.Hint(code, r)
-	_, rest, _ := strings.Cut(p.Dest, ":")
-	hostLike := rsync.IsRemote(p.Dest) && !rsync.IsDaemon(p.Dest) && !strings.HasPrefix(rest, "/")
-	sshFailed := code == 255 || r.Session == rsync.HostUnknown || r.Session == rsync.ConnectFailed || r.Session == rsync.SSHAuth
-	if hostLike && sshFailed {
-		local := fmt.Sprintf("if %s is a local directory, write ./%s", p.Dest, p.Dest)
-		if h == "" {
-			return local
-		}
-		return h + "; " + local
-	}
-	return h
 }
 
 func backoff(base time.Duration, attempt int) time.Duration {

@@ -100,7 +100,7 @@ func TestHints(t *testing.T) {
 		if tt.stderr != "" {
 			a.Stderr([]byte(tt.stderr))
 		}
-		if got := Hint(tt.code, a.Result()); !strings.Contains(got, tt.want) {
+		if got := Hint(tt.code, a.Result(), "rsync://h/m/"); !strings.Contains(got, tt.want) {
 			t.Errorf("Hint(%d, %q) = %q, want it to say %q", tt.code, tt.stderr, got, tt.want)
 		}
 	}

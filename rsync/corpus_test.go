@@ -96,7 +96,7 @@ func TestCorpus(t *testing.T) {
 		if unexplained != "" {
 			fmt.Fprintf(&golden, "\tunexplained: %s\n", unexplained)
 		}
-		if h := Hint(c.Exit, r); c.Exit != 0 && h != "" {
+		if h := Hint(c.Exit, r, dest); c.Exit != 0 && h != "" {
 			fmt.Fprintf(&golden, "\thint: %s\n", h)
 		}
 	}

@@ -1,6 +1,9 @@
 package rsync
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Class is what prsync does about an rsync exit.
 type Class int
@@ -85,7 +88,25 @@ func (r *Result) LastLine(stderr string) string {
 }
 
 // Hint returns advice for an rsync exit, from its code and what its output said, or "".
-func Hint(code int, r *Result) string {
+// dest is rsync's destination argument: a DEST that rsync took for a host because its name
+// holds a colon may have been meant as a local directory, and the advice says so.
+func Hint(code int, r *Result, dest string) string {
+	h := exitHint(code, r)
+	_, rest, _ := strings.Cut(dest, ":")
+	hostLike := IsRemote(dest) && !IsDaemon(dest) && !strings.HasPrefix(rest, "/")
+	sshFailed := code == 255 || r.Session == HostUnknown || r.Session == ConnectFailed || r.Session == SSHAuth
+	if hostLike && sshFailed {
+		local := fmt.Sprintf("if %s is a local directory, write ./%s", dest, dest)
+		if h == "" {
+			return local
+		}
+		return h + "; " + local
+	}
+	return h
+}
+
+// exitHint is Hint without the word on DEST.
+func exitHint(code int, r *Result) string {
 	switch r.Session {
 	case MaxConnections:
 		return "the rsync daemon limits its sessions (max connections in rsyncd.conf): prsync retries with fewer rsyncs at once; pin -j to that number to avoid the retries"
