@@ -555,18 +555,21 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, re
 		}
 		p.mu.Unlock()
 	}
+	s := rsync.Settle(r, res.code, class == rsync.Cancelled, p.LeftOut != "")
 	var conf *Confirmation
-	outcomes, unexplained := rsync.Decide(r, res.code, class == rsync.Cancelled, p.LeftOut != "", func(idx []int) []rsync.Verdict {
+	var vs []rsync.Verdict
+	if len(s.Unproven) > 0 {
 		t0 := time.Now()
-		vs, method := p.confirm(ctx, st.c, idx, res, class)
-		conf = &Confirmation{Method: method, Paths: len(idx), Seconds: round3(time.Since(t0).Seconds())}
+		var method string
+		vs, method = p.confirm(ctx, st.c, s.Unproven, res, class)
+		conf = &Confirmation{Method: method, Paths: len(s.Unproven), Seconds: round3(time.Since(t0).Seconds())}
 		for _, v := range vs {
 			if v.Landed {
 				conf.Landed++
 			}
 		}
-		return vs
-	})
+	}
+	outcomes, unexplained := s.Fold(vs)
 	var ver *Verification
 	held := true
 	if p.Verify != VerifyOff && p.Confirm != ConfirmNothing && class != rsync.Cancelled && class != rsync.Fatal && ctx.Err() == nil {

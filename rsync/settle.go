@@ -15,47 +15,65 @@ type Outcome struct {
 	Bytes  int64 // file bytes transferred, for a transferred regular file
 }
 
-// Decide settles every path of a chunk from what rsync said and how it exited. A path is
-// transferred or up to date only when it is proven: rsync exited 0 and said nothing
-// against it, or confirm (called once, with the indexes of every path that rsync did not
-// fail itself, after any non-zero exit or a cancel) found that it landed. Everything else
-// is failed (or vanished, when rsync said so), with the most specific reason at hand;
-// after a cancel, a path not proven is not done. An out-format line proves nothing: in
-// push form rsync's sender logs a file before its receiver writes it.
+// Settlement is what rsync's output and exit prove about the paths of a chunk, before
+// the paths left unproven are confirmed. The caller runs the confirming pass over
+// Unproven (a local DEST's lstat, a dry run) and hands its verdicts to Fold.
+type Settlement struct {
+	// Unproven are the indexes of the paths that need a verdict, in order.
+	Unproven []int
+
+	out       []Outcome
+	r         *Result
+	code      int
+	cancelled bool
+}
+
+// Settle is the first step of settling every path of a chunk from what rsync said and how
+// it exited. A path is transferred or up to date only when it is proven: rsync exited 0
+// and said nothing against it, or a confirming pass (over Unproven: every path that rsync
+// did not fail itself, after any non-zero exit or a cancel) finds that it landed.
+// Everything else is failed (or vanished, when rsync said so), with the most specific
+// reason at hand; after a cancel, a path not proven is not done. An out-format line
+// proves nothing: in push form rsync's sender logs a file before its receiver writes it.
 //
 // leftOut says that rsync ran with an option that may leave listed paths out and still
 // exit 0 (SkipOption), and with -ii, so that it named every path it considered: then exit
-// 0 proves only the paths it named, and the others go to confirm too.
-//
-// The second result is an error rsync reported that no path carries (it exited non-zero,
-// named no path, and every path was confirmed): the caller must not call that run a success.
-func Decide(r *Result, code int, cancelled, leftOut bool, confirm func(idx []int) []Verdict) ([]Outcome, string) {
-	out := make([]Outcome, len(r.Paths))
-	var need []int
+// 0 proves only the paths it named, and the others are unproven too.
+func Settle(r *Result, code int, cancelled, leftOut bool) *Settlement {
+	s := &Settlement{out: make([]Outcome, len(r.Paths)), r: r, code: code, cancelled: cancelled}
 	for i, ps := range r.Paths {
 		switch {
 		case cancelled:
-			need = append(need, i)
+			s.Unproven = append(s.Unproven, i)
 		case ps.Kind == KindFailed:
-			out[i] = Outcome{Status: Failed, Reason: ps.Reason}
+			s.out[i] = Outcome{Status: Failed, Reason: ps.Reason}
 		case ps.Kind == KindVanished:
-			out[i] = Outcome{Status: Vanished, Reason: ps.Reason}
+			s.out[i] = Outcome{Status: Vanished, Reason: ps.Reason}
 		case code == 0 && (!leftOut || ps.Logged || ps.Seen):
-			out[i] = proven(ps)
+			s.out[i] = proven(ps)
 		default:
-			need = append(need, i)
+			s.Unproven = append(s.Unproven, i)
 		}
 	}
-	if len(need) == 0 {
+	return s
+}
+
+// Fold is the second step: it takes the verdicts of the confirming pass, one for each
+// of Unproven in order (none when Unproven is empty), and returns every path's outcome.
+// The second result is an error rsync reported that no path carries (it exited non-zero,
+// named no path, and every path was confirmed): the caller must not call that run a
+// success.
+func (s *Settlement) Fold(vs []Verdict) ([]Outcome, string) {
+	out, r, code, cancelled := s.out, s.r, s.code, s.cancelled
+	if len(s.Unproven) == 0 {
 		return out, ""
 	}
-	vs := confirm(need)
 	fallback := ""
 	if code != 0 {
 		fallback = r.failReason(code)
 	}
 	bad := 0
-	for k, i := range need {
+	for k, i := range s.Unproven {
 		v := vs[k]
 		switch {
 		case v.Landed:

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// TestDecide drives the whole language with hand-written rsync output: (stdout, stderr,
+// TestSettle drives the whole language with hand-written rsync output: (stdout, stderr,
 // exit code, the chunk's entries, what DEST holds) -> each path's outcome. The recorded
 // runs of the real rsync are in TestCorpus.
-func TestDecide(t *testing.T) {
+func TestSettle(t *testing.T) {
 	tests := []struct {
 		name        string
 		src, dest   string
@@ -162,16 +162,15 @@ func TestDecide(t *testing.T) {
 			for _, l := range tt.stderr {
 				a.Stderr([]byte(l))
 			}
-			out, unexplained := Decide(a.Result(), tt.code, tt.cancelled, tt.leftOut, func(idx []int) []Verdict {
-				if tt.code == 0 && !tt.cancelled && !tt.leftOut {
-					t.Errorf("confirm called after exit 0")
-				}
-				vs := make([]Verdict, len(idx))
-				for k, i := range idx {
-					vs[k] = Verdict{Landed: tt.landed[LandsAt(entries[i])], Reason: "not in DEST"}
-				}
-				return vs
-			})
+			s := Settle(a.Result(), tt.code, tt.cancelled, tt.leftOut)
+			if len(s.Unproven) > 0 && tt.code == 0 && !tt.cancelled && !tt.leftOut {
+				t.Errorf("paths left to confirm after exit 0")
+			}
+			vs := make([]Verdict, len(s.Unproven))
+			for k, i := range s.Unproven {
+				vs[k] = Verdict{Landed: tt.landed[LandsAt(entries[i])], Reason: "not in DEST"}
+			}
+			out, unexplained := s.Fold(vs)
 			for i, w := range tt.want {
 				status, sub, _ := strings.Cut(w, ":")
 				if string(out[i].Status) != status || !strings.Contains(out[i].Reason, sub) {
