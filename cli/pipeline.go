@@ -399,7 +399,7 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	}
 	if del.failed() { // a skipped pass was said when it was skipped
 		fmt.Fprintf(r.stderr, "prsync: error: %v\n", delErr)
-		if h := rsync.ReasonHint(del.state); h != "" {
+		if h := del.stats.Hint; h != "" {
 			fmt.Fprintf(r.stderr, "prsync: hint: %s\n", h)
 		}
 	}

@@ -119,7 +119,7 @@ func (r *reporter) handle(m any) {
 		r.c.UpToDate += m.fresh
 		r.c.Empty += m.empty
 		for _, s := range m.settled {
-			r.path(s.input, rsync.Status(s.status), s.reason, 0)
+			r.path(s.input, rsync.Status(s.status), s.reason, "", 0)
 		}
 		r.flushList()
 	case exec.ChunkStarted:
@@ -136,7 +136,7 @@ func (r *reporter) handle(m any) {
 			r.c.QueuedBytes -= m.Chunk.Bytes
 		}
 		for _, in := range m.Chunk.Inputs {
-			r.path(in, m.Status, m.Reason, m.Chunk.ID)
+			r.path(in, m.Status, m.Reason, "", m.Chunk.ID)
 		}
 		r.flushList()
 	case exec.LimitChanged:
@@ -191,7 +191,7 @@ func (r *reporter) chunkEnded(m exec.ChunkEnded) {
 			case rsync.Vanished:
 				ev.FilesVanished++
 			}
-			r.path(m.Chunk.Inputs[i], o.Status, o.Reason, m.Chunk.ID)
+			r.path(m.Chunk.Inputs[i], o.Status, o.Reason, o.Hint, m.Chunk.ID)
 			r.c.BytesTransferred += o.Bytes
 		}
 		if m.Unexplained != "" {
@@ -232,8 +232,8 @@ func (r *reporter) throttled(e throttle.Event) {
 }
 
 // path records the outcome of one path: it counts it, and a path not done is listed
-// (--failed) and reported (path_failed).
-func (r *reporter) path(input []byte, status rsync.Status, reason string, chunk int) {
+// (--failed) and reported (path_failed). hint is advice for a failed path, or "".
+func (r *reporter) path(input []byte, status rsync.Status, reason, hint string, chunk int) {
 	switch status {
 	case rsync.Transferred:
 		r.c.Transferred++
@@ -251,7 +251,7 @@ func (r *reporter) path(input []byte, status rsync.Status, reason string, chunk 
 	case rsync.Failed:
 		r.c.Failed++
 		if r.hint == "" {
-			r.hint = rsync.ReasonHint(reason)
+			r.hint = hint
 		}
 	case rsync.NotDone:
 		r.c.NotDone++

@@ -542,9 +542,9 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, re
 	r := res.r
 	for i := range r.Paths {
 		if !r.Paths[i].Logged && !r.Paths[i].Seen && (st.logged[i].Logged || st.logged[i].Seen) {
-			kind, reason := r.Paths[i].Kind, r.Paths[i].Reason
+			kind, reason, advice := r.Paths[i].Kind, r.Paths[i].Reason, r.Paths[i].Advice
 			r.Paths[i] = st.logged[i]
-			r.Paths[i].Kind, r.Paths[i].Reason = kind, reason
+			r.Paths[i].Kind, r.Paths[i].Reason, r.Paths[i].Advice = kind, reason, advice
 		}
 	}
 	if class == rsync.Fatal {

@@ -58,7 +58,7 @@ func (p *Pool) verify(ctx context.Context, c *splitter.Chunk, outcomes []rsync.O
 		}
 		v.Failed++
 		bytes := outcomes[i].Bytes
-		outcomes[i] = rsync.Outcome{Status: cs[k].Status, Reason: cs[k].Reason, Bytes: bytes}
+		outcomes[i] = rsync.Outcome{Status: cs[k].Status, Reason: cs[k].Reason, Bytes: bytes, Hint: cs[k].Hint}
 	}
 	v.Seconds = round3(time.Since(t0).Seconds())
 	return v, held

@@ -27,6 +27,7 @@ type PathState struct {
 	File   bool   // that line is for a regular file
 	Kind   Kind   // what a stderr line said against it, if any
 	Reason string // that line
+	Advice Advice // what that line advises
 }
 
 // Result is what rsync's output said about a chunk.
@@ -258,7 +259,7 @@ func (a *Attributor) apply(m Message, line []byte) bool {
 		if ps.Kind == KindFailed || (ps.Kind == KindVanished && m.Kind == KindVanished) {
 			continue // keep the first reason; a failure outranks a vanish
 		}
-		ps.Kind, ps.Reason = m.Kind, string(line)
+		ps.Kind, ps.Reason, ps.Advice = m.Kind, string(line), m.Advice()
 	}
 	return len(idx) > 0
 }
@@ -274,7 +275,7 @@ func (a *Attributor) resolve(m Message) []int {
 		return nil
 	}
 	name := string(m.Name)
-	if idx := a.sources()[path.Clean(name)]; len(idx) > 0 && m.Side != "receiver" {
+	if idx := a.sources()[path.Clean(name)]; len(idx) > 0 && !strings.EqualFold(m.Side, "receiver") {
 		return idx
 	}
 	cands := []string{name}

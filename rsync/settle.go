@@ -6,13 +6,15 @@ import "fmt"
 type Verdict struct {
 	Landed bool   // the destination holds it as the source has it
 	Reason string // why not, when it did not land
+	Advice Advice // what the rsync message in Reason advises, if it holds one
 }
 
 // Outcome is the settled outcome of one path.
 type Outcome struct {
 	Status Status
 	Reason string
-	Bytes  int64 // file bytes transferred, for a transferred regular file
+	Bytes  int64  // file bytes transferred, for a transferred regular file
+	Hint   string // advice for a failed path, from the messages behind Reason, or ""
 }
 
 // Settlement is what rsync's output and exit prove about the paths of a chunk, before
@@ -46,7 +48,7 @@ func Settle(r *Result, code int, cancelled, leftOut bool) *Settlement {
 		case cancelled:
 			s.Unproven = append(s.Unproven, i)
 		case ps.Kind == KindFailed:
-			s.out[i] = Outcome{Status: Failed, Reason: ps.Reason}
+			s.out[i] = Outcome{Status: Failed, Reason: ps.Reason, Hint: ps.Advice.String()}
 		case ps.Kind == KindVanished:
 			s.out[i] = Outcome{Status: Vanished, Reason: ps.Reason}
 		case code == 0 && (!leftOut || ps.Logged || ps.Seen):
@@ -68,9 +70,9 @@ func (s *Settlement) Fold(vs []Verdict) ([]Outcome, string) {
 	if len(s.Unproven) == 0 {
 		return out, ""
 	}
-	fallback := ""
+	fallback, advice := "", NoAdvice
 	if code != 0 {
-		fallback = r.failReason(code)
+		fallback, advice = r.failReason(code), AdviceOf(r.failLine())
 	}
 	bad := 0
 	for k, i := range s.Unproven {
@@ -82,7 +84,7 @@ func (s *Settlement) Fold(vs []Verdict) ([]Outcome, string) {
 			out[i] = Outcome{Status: NotDone, Reason: "interrupted"}
 		default:
 			bad++
-			out[i] = Outcome{Status: Failed, Reason: join(fallback, v.Reason)}
+			out[i] = Outcome{Status: Failed, Reason: join(fallback, v.Reason), Hint: advice.or(v.Advice).String()}
 		}
 	}
 	if cancelled || bad > 0 {
@@ -121,13 +123,19 @@ func proven(ps PathState) Outcome {
 // failReason is the reason for a path rsync did not name, after a non-zero exit: the
 // first error line that named no path, or the exit code.
 func (r *Result) failReason(code int) string {
-	if len(r.Unattributed) > 0 {
-		return fmt.Sprintf("rsync exit %d: %s", code, r.Unattributed[0])
-	}
-	if r.Last != "" {
-		return fmt.Sprintf("rsync exit %d: %s", code, r.Last)
+	if l := r.failLine(); l != "" {
+		return fmt.Sprintf("rsync exit %d: %s", code, l)
 	}
 	return fmt.Sprintf("rsync exit %d", code)
+}
+
+// failLine is the line of failReason: the first error line that named no path, or the
+// last line, or "".
+func (r *Result) failLine() string {
+	if len(r.Unattributed) > 0 {
+		return r.Unattributed[0]
+	}
+	return r.Last
 }
 
 // Differences reads the output of a verification pass (the same rsync with --dry-run
@@ -138,11 +146,11 @@ func Differences(r *Result, code int) []Verdict {
 	for i, ps := range r.Paths {
 		switch {
 		case ps.Kind != KindOther:
-			vs[i] = Verdict{Reason: "not in DEST after rsync: " + ps.Reason}
+			vs[i] = Verdict{Reason: "not in DEST after rsync: " + ps.Reason, Advice: ps.Advice}
 		case ps.Logged:
 			vs[i] = Verdict{Reason: fmt.Sprintf("DEST still differs after rsync (%s)", ps.Change)}
 		case code != 0:
-			vs[i] = Verdict{Reason: "could not be confirmed: " + r.failReason(code)}
+			vs[i] = Verdict{Reason: "could not be confirmed: " + r.failReason(code), Advice: AdviceOf(r.failLine())}
 		default:
 			vs[i] = Verdict{Landed: true}
 		}
@@ -156,6 +164,7 @@ type Check struct {
 	OK     bool
 	Status Status
 	Reason string
+	Hint   string // advice for a failed path
 }
 
 // Checks reads the output of a checksum pass (the same rsync with --checksum --dry-run
@@ -179,15 +188,15 @@ func Checks(r *Result, code int, cancelled bool, stderr string) []Check {
 		case ps.Kind == KindVanished:
 			out[i] = Check{Status: Vanished, Reason: "verify: " + ps.Reason}
 		case ps.Kind == KindFailed:
-			out[i] = Check{Status: Failed, Reason: "verify: not checked: " + ps.Reason}
+			out[i] = Check{Status: Failed, Reason: "verify: not checked: " + ps.Reason, Hint: ps.Advice.String()}
 		case ps.Logged && differs(ps.Change):
-			reason := "verify: content differs (" + ps.Change + ")"
+			c := Check{Status: Failed, Reason: "verify: content differs (" + ps.Change + ")", Hint: ContentDiffers.String()}
 			if len(ps.Change) >= 3 && ps.Change[2] == '+' {
-				reason = "verify: missing from DEST (" + ps.Change + ")"
+				c = Check{Status: Failed, Reason: "verify: missing from DEST (" + ps.Change + ")"}
 			}
-			out[i] = Check{Status: Failed, Reason: reason}
+			out[i] = c
 		case unchecked != "":
-			out[i] = Check{Status: Failed, Reason: "verify: not checked: " + unchecked}
+			out[i] = Check{Status: Failed, Reason: "verify: not checked: " + unchecked, Hint: AdviceOf(unchecked).String()}
 		default:
 			out[i] = Check{OK: true}
 		}

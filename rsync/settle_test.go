@@ -217,7 +217,7 @@ func TestChecks(t *testing.T) {
 		{"nothing differs", []string{".d..t......|4096|0|dir"}, nil, "", 0, false,
 			[]Check{ok, ok, ok, ok, ok, ok}},
 		{"content differs, a file is missing", []string{">fc........|3|0|content", ">f+++++++++|5|0|new"}, nil, "", 0, false,
-			[]Check{ok, {Status: Failed, Reason: "verify: content differs (>fc........)"},
+			[]Check{ok, {Status: Failed, Reason: "verify: content differs (>fc........)", Hint: ContentDiffers.String()},
 				{Status: Failed, Reason: "verify: missing from DEST (>f+++++++++)"}, ok, ok, ok}},
 		{"a source vanished, another is unreadable", nil, []string{
 			`rsync: [sender] link_stat "/s/gone" failed: No such file or directory (2)`,
@@ -225,12 +225,12 @@ func TestChecks(t *testing.T) {
 		}, "", 23, false,
 			[]Check{ok, ok, ok, ok,
 				{Status: Vanished, Reason: `verify: rsync: [sender] link_stat "/s/gone" failed: No such file or directory (2)`},
-				{Status: Failed, Reason: `verify: not checked: rsync: [sender] send_files failed to open "/s/locked": Permission denied (13)`}}},
+				{Status: Failed, Reason: `verify: not checked: rsync: [sender] send_files failed to open "/s/locked": Permission denied (13)`, Hint: SourceNotReadable.String()}}},
 		{"an error that names no path", []string{">fc........|3|0|content"}, []string{
 			`rsync: [receiver] write error: Broken pipe (32)`,
 		}, "", 23, false,
 			[]Check{{Status: Failed, Reason: "verify: not checked: rsync: [receiver] write error: Broken pipe (32)"},
-				{Status: Failed, Reason: "verify: content differs (>fc........)"},
+				{Status: Failed, Reason: "verify: content differs (>fc........)", Hint: ContentDiffers.String()},
 				{Status: Failed, Reason: "verify: not checked: rsync: [receiver] write error: Broken pipe (32)"},
 				{Status: Failed, Reason: "verify: not checked: rsync: [receiver] write error: Broken pipe (32)"},
 				{Status: Failed, Reason: "verify: not checked: rsync: [receiver] write error: Broken pipe (32)"},
