@@ -85,7 +85,7 @@ func (b *Books) Read(in *Input) {
 	b.c.UpToDate += in.Fresh
 	b.c.Empty += in.Empty
 	for _, s := range in.Settled {
-		b.path(s.Input, s.Status, s.Reason, 0)
+		b.path(s.Input, s.Status, s.Reason, "", 0)
 	}
 	b.list.Flush()
 }
@@ -139,7 +139,7 @@ func (b *Books) Ended(m exec.ChunkEnded) ChunkTally {
 		case rsync.Vanished:
 			t.Vanished++
 		}
-		b.path(m.Chunk.Inputs[i], o.Status, o.Reason, m.Chunk.ID)
+		b.path(m.Chunk.Inputs[i], o.Status, o.Reason, o.Hint, m.Chunk.ID)
 		b.c.BytesTransferred += o.Bytes
 	}
 	if m.Unexplained != "" {
@@ -155,7 +155,7 @@ func (b *Books) Dropped(m exec.ChunkDropped) {
 		b.dequeue(m.Chunk.Len(), m.Chunk.Bytes)
 	}
 	for _, in := range m.Chunk.Inputs {
-		b.path(in, m.Status, m.Reason, m.Chunk.ID)
+		b.path(in, m.Status, m.Reason, "", m.Chunk.ID)
 	}
 	b.list.Flush()
 }
@@ -189,8 +189,8 @@ func (b *Books) Counts() Counts { return b.c }
 func (b *Books) CloseList() error { return b.list.Close() }
 
 // path records the outcome of one path: it counts it, and a path not done is listed
-// (--failed) and passed to Failed.
-func (b *Books) path(input []byte, status rsync.Status, reason string, chunk int) {
+// (--failed) and passed to Failed. hint is rsync's advice for a failed path, or "".
+func (b *Books) path(input []byte, status rsync.Status, reason, hint string, chunk int) {
 	switch status {
 	case rsync.Transferred:
 		b.c.Transferred++
@@ -203,7 +203,7 @@ func (b *Books) path(input []byte, status rsync.Status, reason string, chunk int
 	case rsync.Failed:
 		b.c.Failed++
 		if b.hint == "" {
-			b.hint = rsync.ReasonHint(reason)
+			b.hint = hint
 		}
 	case rsync.NotDone:
 		b.c.NotDone++

@@ -44,8 +44,9 @@ func ok(bytes int64) rsync.Outcome { return rsync.Outcome{Status: rsync.Transfer
 
 var (
 	fresh = rsync.Outcome{Status: rsync.UpToDate}
-	lost  = rsync.Outcome{Status: rsync.Failed, Reason: "rsync exit 23: open: Permission denied (13) [sender]"}
-	gone  = rsync.Outcome{Status: rsync.Vanished, Reason: "file has vanished"}
+	lost  = rsync.Outcome{Status: rsync.Failed, Reason: "rsync exit 23: open: Permission denied (13) [sender]",
+		Hint: "the source is not readable for the user prsync runs as"}
+	gone = rsync.Outcome{Status: rsync.Vanished, Reason: "file has vanished"}
 )
 
 // TestBooks applies a run's reports in order and checks the snapshot they come to: its

@@ -38,7 +38,7 @@ func (r *runner) Open() error {
 		// those (exec.Pool.LeftOut), which a user who meant to leave them out may not expect
 		cmdline.Warnf(r.stderr, "with %s after --, rsync may leave listed paths out; prsync counts those as failed unless DEST already holds them; filter the list instead (find ... ! -name PATTERN)", o)
 	}
-	if f.Delete && exec.IsRemote(f.Dest) {
+	if f.Delete && rsync.IsRemote(f.Dest) {
 		if err := r.probeDelete(); err != nil {
 			return err
 		}
@@ -116,7 +116,7 @@ func (r *runner) checkDest(ver rsync.Version) error {
 	if dest == "" {
 		return usage("DEST is empty", "")
 	}
-	if exec.IsRemote(dest) {
+	if rsync.IsRemote(dest) {
 		if ver.AtLeast(3, 2, 3) {
 			r.args = append(r.args, "--mkpath")
 		}
@@ -155,7 +155,7 @@ func (r *runner) pickTransport(ver rsync.Version) {
 	if ok && !ver.AtLeast(3, 1, 0) {
 		ok, why = false, "rsync "+ver.String()+" (it needs 3.1 or later)"
 	}
-	if ok && exec.IsRemote(f.Dest) {
+	if ok && rsync.IsRemote(f.Dest) {
 		ok, why = false, "a remote DEST"
 	}
 	if ok && r.srcRemote != "" {

@@ -376,7 +376,7 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	}
 	if del.failed() { // a skipped pass was said when it was skipped
 		cmdline.Errorf(r.stderr, "%v", delErr)
-		if h := rsync.ReasonHint(del.state); h != "" {
+		if h := del.stats.Hint; h != "" {
 			cmdline.Hintf(r.stderr, "%s", h)
 		}
 	}

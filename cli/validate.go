@@ -118,13 +118,13 @@ func (r *runner) Validate() error {
 	}
 	r.args = append(r.args, f.RsyncArgs...)
 
-	local := f.Dest != "" && !exec.IsRemote(f.Dest)
+	local := f.Dest != "" && !rsync.IsRemote(f.Dest)
 	if local && !f.NoQuickCheck && f.Verify != "all" && !f.NoArchive && !f.Sizes && r.srcRemote == "" && rsync.QuickCheckSafe(f.RsyncArgs) {
 		if abs, err := filepath.Abs(f.Dest); err == nil {
 			r.quick = &splitter.QuickCheck{Dest: abs, Owner: os.Geteuid() == 0}
 		}
 	}
-	if (exec.IsDaemon(f.Dest) || exec.IsDaemon(r.srcRemote)) && !passwordGiven(f.RsyncArgs) {
+	if (rsync.IsDaemon(f.Dest) || rsync.IsDaemon(r.srcRemote)) && !passwordGiven(f.RsyncArgs) {
 		// Without a password, rsync asks for one on stdin, which holds the chunk's list:
 		// an empty RSYNC_PASSWORD makes a module that wants one fail its login instead.
 		r.env = append(os.Environ(), "RSYNC_PASSWORD=")
@@ -132,7 +132,7 @@ func (r *runner) Validate() error {
 	switch {
 	case f.DryRun:
 		r.confirm = exec.ConfirmNothing
-	case !exec.IsRemote(f.Dest) && r.srcRemote == "" && rsync.StatConfirmable(!f.NoArchive, f.RsyncArgs):
+	case !rsync.IsRemote(f.Dest) && r.srcRemote == "" && rsync.StatConfirmable(!f.NoArchive, f.RsyncArgs):
 		r.confirm = exec.ConfirmStat
 	default:
 		r.confirm = exec.ConfirmDryRun
@@ -146,8 +146,8 @@ func (r *runner) validateRoot() error {
 	f := &r.f
 	switch {
 	case f.Root == "":
-	case exec.IsRemote(f.Root):
-		if exec.IsRemote(f.Dest) {
+	case rsync.IsRemote(f.Root):
+		if rsync.IsRemote(f.Dest) {
 			return usage(fmt.Sprintf("a remote --root %s and a remote DEST %s", f.Root, f.Dest),
 				"rsync copies from one host to another only through a local side: run prsync on one of them")
 		}

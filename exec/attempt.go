@@ -99,7 +99,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		dest = ps.dest
 	}
 	from, env, tr := src, p.Env, []string(nil)
-	if p.Transport == Pipe && !IsRemote(src) {
+	if p.Transport == Pipe && !rsync.IsRemote(src) {
 		tr, from, env = p.pipeArgs(src)
 	}
 	var bwCap float64
@@ -122,7 +122,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	localDest := p.localDest
 	if ps.dest != "" {
 		localDest = ""
-		if !IsRemote(dest) {
+		if !rsync.IsRemote(dest) {
 			localDest = dest
 		}
 	}

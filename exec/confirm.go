@@ -38,7 +38,7 @@ func (p *Pool) confirmLanded(ctx context.Context, c *splitter.Chunk, idx []int, 
 			vs[k] = statLanded(c.Src, c.Entries[i], p.localDest)
 		}
 		return vs, "lstat"
-	case class == rsync.Cancelled || ctx.Err() != nil || noSession(res):
+	case class == rsync.Cancelled || ctx.Err() != nil || rsync.NoTransfer(res.code, res.r):
 		reason := "not confirmed: the rsync session failed"
 		if class == rsync.Cancelled || ctx.Err() != nil {
 			reason = "interrupted"
@@ -113,19 +113,6 @@ func (p *Pool) confirmLeftOut(ctx context.Context, c *splitter.Chunk, idx []int,
 		method = m
 	}
 	return vs, method
-}
-
-// noSession reports an rsync that failed before or outside any transfer: nothing it
-// could have copied is worth a verification pass.
-func noSession(res result) bool {
-	if res.r.Session != rsync.NoSession {
-		return true
-	}
-	switch res.code {
-	case 1, 2, 3, 4, 5, 10, 12, 14, 30, 35, 127, 255:
-		return true
-	}
-	return res.code < 0
 }
 
 // statLanded reports whether a local DEST holds an entry of a chunk as its source has it:

@@ -53,6 +53,7 @@ type DeleteEnded struct {
 	Dirs    int
 	Deleted []Deleted
 	Err     string // why this part of the pass did not complete, or ""
+	Hint    string // advice for Err, or ""
 	Seconds float64
 }
 
@@ -61,8 +62,9 @@ func (DeleteEnded) isReport() {}
 // DeleteStats sum up a deletion pass.
 type DeleteStats struct {
 	Dirs, Deleted int64
-	// Err is the first failure, or ""; Interrupted says ctx ended first.
-	Err         string
+	// Err is the first failure, or "", and Hint advice for it; Interrupted says ctx
+	// ended first.
+	Err, Hint   string
 	Interrupted bool
 	Seconds     float64
 }
@@ -98,7 +100,7 @@ func (p *Pool) Delete(ctx, kill context.Context, lists []splitter.DirList, opts 
 			stats.Dirs += int64(c.Len())
 			stats.Deleted += int64(len(ev.Deleted))
 			if ev.Err != "" && stats.Err == "" && ctx.Err() == nil {
-				stats.Err = ev.Err
+				stats.Err, stats.Hint = ev.Err, ev.Hint
 			}
 			mu.Unlock()
 			p.report(ev)
@@ -155,8 +157,8 @@ func (p *Pool) deleteChunk(ctx context.Context, c *splitter.Chunk, opts DeleteOp
 			would = append(would, it)
 		}
 	}})
-	if err := p.deleteFailure(res, c); err != "" || !held {
-		ev.Err = err
+	if err, hint := p.deleteFailure(res, c); err != "" || !held {
+		ev.Err, ev.Hint = err, hint
 		return done()
 	}
 	if len(would) == 0 {
@@ -197,63 +199,35 @@ func (p *Pool) deleteChunk(ctx context.Context, c *splitter.Chunk, opts DeleteOp
 			mu.Unlock()
 		}
 	}})
-	ev.Err = p.deleteFailure(res, c)
+	ev.Err, ev.Hint = p.deleteFailure(res, c)
 	return done()
 }
 
-// deleteFailure says why a deletion rsync did not complete, or "". A listed directory
-// that the source no longer has is no failure: its parent's pass removes it from DEST.
-func (p *Pool) deleteFailure(res result, c *splitter.Chunk) string {
+// deleteFailure says why a deletion rsync did not complete, or "", with advice. A listed
+// directory that the source no longer has is no failure: its parent's pass removes it
+// from DEST.
+func (p *Pool) deleteFailure(res result, c *splitter.Chunk) (string, string) {
 	if res.cancelled {
-		return "interrupted"
+		return "interrupted", ""
 	}
 	if res.code == 0 {
-		return ""
+		return "", ""
 	}
 	r := res.r
 	for i, ps := range r.Paths {
 		if ps.Kind == rsync.KindFailed {
-			return fmt.Sprintf("directory %s: %s", c.Entries[i], ps.Reason)
+			return fmt.Sprintf("directory %s: %s", c.Entries[i], ps.Reason), ps.Advice.String()
 		}
 	}
-	if (len(unexplained(r.Unattributed)) > 0 && !senderGone(r)) || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
-		msg := lastLine(res)
-		if h := p.hint(res.code, r); h != "" {
+	if len(r.DeleteErrors()) > 0 || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
+		line := res.r.LastLine(res.stderr)
+		msg := line
+		if h := rsync.Hint(res.code, r, p.Dest); h != "" {
 			msg += " (" + h + ")"
 		}
-		return fmt.Sprintf("rsync exited with code %d: %s", res.code, msg)
+		return fmt.Sprintf("rsync exited with code %d: %s", res.code, msg), rsync.AdviceOf(line).String()
 	}
-	return ""
-}
-
-// unexplained drops the lines that say an entry vanished while rsync listed a directory.
-// In a pass that transfers nothing and only deletes what the source lacks, a source entry
-// that vanished is one the source lacks, and a DEST entry that vanished is already gone:
-// another shard's pass over the same directory removed it first (rsync then exits 24).
-func unexplained(lines []string) []string {
-	var out []string
-	for _, l := range lines {
-		if rsync.ParseMessage([]byte(l)).Kind != rsync.KindVanished {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// senderGone reports a pull whose every directory is missing from the source: the
-// sender, with nothing to send, exits first, and the receiver's last write to it fails.
-func senderGone(r *rsync.Result) bool {
-	for _, ps := range r.Paths {
-		if ps.Kind != rsync.KindVanished {
-			return false
-		}
-	}
-	for _, l := range unexplained(r.Unattributed) {
-		if !strings.Contains(l, "write error: Broken pipe (32)") {
-			return false
-		}
-	}
-	return true
+	return "", ""
 }
 
 // kinds returns the type of each entry that would be deleted, as DEST holds it now: by
@@ -334,7 +308,7 @@ func (p *Pool) Probe(ctx context.Context, extra []string) *AbortError {
 	if res.code == 0 || res.cancelled {
 		return nil
 	}
-	return &AbortError{ExitCode: res.code, Msg: lastLine(res), Hint: p.hint(res.code, res.r)}
+	return &AbortError{ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, p.Dest)}
 }
 
 // protectEntry puts "./" before a name rsync would read as a comment.

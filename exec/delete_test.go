@@ -52,7 +52,7 @@ func TestDeleteFailure(t *testing.T) {
 				res.stderr = strings.Join(tt.stderr, "\n") + "\n"
 			}
 			p := &Pool{Dest: dst}
-			got := p.deleteFailure(res, &splitter.Chunk{Entries: entries})
+			got, _ := p.deleteFailure(res, &splitter.Chunk{Entries: entries})
 			switch {
 			case tt.want == "" && got != "":
 				t.Errorf("failure %q, want none", got)

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,7 +163,7 @@ func (p *Pool) init() {
 		if p.MaxJobs < p.limit {
 			p.MaxJobs = p.limit
 		}
-		if !IsRemote(p.Dest) {
+		if !rsync.IsRemote(p.Dest) {
 			if d, err := filepath.Abs(p.Dest); err == nil {
 				p.localDest = d
 			}
@@ -467,31 +466,34 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, re
 	r := res.r
 	for i := range r.Paths {
 		if !r.Paths[i].Logged && !r.Paths[i].Seen && (st.logged[i].Logged || st.logged[i].Seen) {
-			kind, reason := r.Paths[i].Kind, r.Paths[i].Reason
+			kind, reason, advice := r.Paths[i].Kind, r.Paths[i].Reason, r.Paths[i].Advice
 			r.Paths[i] = st.logged[i]
-			r.Paths[i].Kind, r.Paths[i].Reason = kind, reason
+			r.Paths[i].Kind, r.Paths[i].Reason, r.Paths[i].Advice = kind, reason, advice
 		}
 	}
 	if class == rsync.Fatal {
 		p.mu.Lock()
 		if p.abort == nil {
-			p.abort = &AbortError{Chunk: st.c.ID, ExitCode: res.code, Msg: lastLine(res), Hint: p.hint(res.code, r)}
+			p.abort = &AbortError{Chunk: st.c.ID, ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, r, p.Dest)}
 			p.cond.Broadcast()
 		}
 		p.mu.Unlock()
 	}
+	s := rsync.Settle(r, res.code, class == rsync.Cancelled, p.LeftOut != "")
 	var conf *Confirmation
-	outcomes, unexplained := rsync.Decide(r, res.code, class == rsync.Cancelled, p.LeftOut != "", func(idx []int) []rsync.Verdict {
+	var vs []rsync.Verdict
+	if len(s.Unproven) > 0 {
 		t0 := time.Now()
-		vs, method := p.confirm(ctx, st.c, idx, res, class)
-		conf = &Confirmation{Method: method, Paths: len(idx), Seconds: round3(time.Since(t0).Seconds())}
+		var method string
+		vs, method = p.confirm(ctx, st.c, s.Unproven, res, class)
+		conf = &Confirmation{Method: method, Paths: len(s.Unproven), Seconds: round3(time.Since(t0).Seconds())}
 		for _, v := range vs {
 			if v.Landed {
 				conf.Landed++
 			}
 		}
-		return vs
-	})
+	}
+	outcomes, unexplained := s.Fold(vs)
 	var ver *Verification
 	held := true
 	if p.Verify != VerifyOff && p.Confirm != ConfirmNothing && class != rsync.Cancelled && class != rsync.Fatal && ctx.Err() == nil {
@@ -537,39 +539,9 @@ func (p *Pool) endReport(c *splitter.Chunk, attempt int, res result, status stri
 		BytesLogged: res.logged, Error: res.stderr,
 	}
 	if res.code != 0 && res.code != 24 || status == "partial" {
-		ev.Hint = p.hint(res.code, res.r)
+		ev.Hint = rsync.Hint(res.code, res.r, p.Dest)
 	}
 	return ev
-}
-
-// hint is rsync.Hint for an rsync of this pool, with a word for a DEST that rsync took for
-// a host because its name holds a colon: it may have been meant as a local directory.
-func (p *Pool) hint(code int, r *rsync.Result) string {
-	h := rsync.Hint(code, r)
-	_, rest, _ := strings.Cut(p.Dest, ":")
-	hostLike := IsRemote(p.Dest) && !IsDaemon(p.Dest) && !strings.HasPrefix(rest, "/")
-	sshFailed := code == 255 || r.Session == rsync.HostUnknown || r.Session == rsync.ConnectFailed || r.Session == rsync.SSHAuth
-	if hostLike && sshFailed {
-		local := fmt.Sprintf("if %s is a local directory, write ./%s", p.Dest, p.Dest)
-		if h == "" {
-			return local
-		}
-		return h + "; " + local
-	}
-	return h
-}
-
-func lastLine(res result) string {
-	if res.r.SessionLine != "" {
-		return res.r.SessionLine
-	}
-	if res.r.Last != "" {
-		return res.r.Last
-	}
-	if res.stderr != "" {
-		return res.stderr
-	}
-	return "no error output"
 }
 
 func backoff(base time.Duration, attempt int) time.Duration {

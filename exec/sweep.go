@@ -14,7 +14,7 @@ import (
 // wrote the data but before its rename has already given the temp file the source's mode
 // and mtime. It returns how many files it removed.
 func (p *Pool) SweepTemp() int {
-	if IsRemote(p.Dest) {
+	if rsync.IsRemote(p.Dest) {
 		return 0
 	}
 	dest, err := filepath.Abs(p.Dest)

@@ -2,7 +2,6 @@ package rsync
 
 import (
 	"bytes"
-	"fmt"
 	"path"
 	"strings"
 )
@@ -28,6 +27,7 @@ type PathState struct {
 	File   bool   // that line is for a regular file
 	Kind   Kind   // what a stderr line said against it, if any
 	Reason string // that line
+	Advice Advice // what that line advises
 }
 
 // Result is what rsync's output said about a chunk.
@@ -259,7 +259,7 @@ func (a *Attributor) apply(m Message, line []byte) bool {
 		if ps.Kind == KindFailed || (ps.Kind == KindVanished && m.Kind == KindVanished) {
 			continue // keep the first reason; a failure outranks a vanish
 		}
-		ps.Kind, ps.Reason = m.Kind, string(line)
+		ps.Kind, ps.Reason, ps.Advice = m.Kind, string(line), m.Advice()
 	}
 	return len(idx) > 0
 }
@@ -275,7 +275,7 @@ func (a *Attributor) resolve(m Message) []int {
 		return nil
 	}
 	name := string(m.Name)
-	if idx := a.sources()[path.Clean(name)]; len(idx) > 0 && m.Side != "receiver" {
+	if idx := a.sources()[path.Clean(name)]; len(idx) > 0 && !strings.EqualFold(m.Side, "receiver") {
 		return idx
 	}
 	cands := []string{name}
@@ -359,133 +359,3 @@ func (a *Attributor) bySuffix(name string) []int {
 
 // Result returns what the output said so far.
 func (a *Attributor) Result() *Result { return &a.res }
-
-// Verdict is what confirming one path after a failed rsync found.
-type Verdict struct {
-	Landed bool   // the destination holds it as the source has it
-	Reason string // why not, when it did not land
-}
-
-// Outcome is the settled outcome of one path.
-type Outcome struct {
-	Status Status
-	Reason string
-	Bytes  int64 // file bytes transferred, for a transferred regular file
-}
-
-// Decide settles every path of a chunk from what rsync said and how it exited. A path is
-// transferred or up to date only when it is proven: rsync exited 0 and said nothing
-// against it, or confirm (called once, with the indexes of every path that rsync did not
-// fail itself, after any non-zero exit or a cancel) found that it landed. Everything else
-// is failed (or vanished, when rsync said so), with the most specific reason at hand;
-// after a cancel, a path not proven is not done. An out-format line proves nothing: in
-// push form rsync's sender logs a file before its receiver writes it.
-//
-// leftOut says that rsync ran with an option that may leave listed paths out and still
-// exit 0 (SkipOption), and with -ii, so that it named every path it considered: then exit
-// 0 proves only the paths it named, and the others go to confirm too.
-//
-// The second result is an error rsync reported that no path carries (it exited non-zero,
-// named no path, and every path was confirmed): the caller must not call that run a success.
-func Decide(r *Result, code int, cancelled, leftOut bool, confirm func(idx []int) []Verdict) ([]Outcome, string) {
-	out := make([]Outcome, len(r.Paths))
-	var need []int
-	for i, ps := range r.Paths {
-		switch {
-		case cancelled:
-			need = append(need, i)
-		case ps.Kind == KindFailed:
-			out[i] = Outcome{Status: Failed, Reason: ps.Reason}
-		case ps.Kind == KindVanished:
-			out[i] = Outcome{Status: Vanished, Reason: ps.Reason}
-		case code == 0 && (!leftOut || ps.Logged || ps.Seen):
-			out[i] = proven(ps)
-		default:
-			need = append(need, i)
-		}
-	}
-	if len(need) == 0 {
-		return out, ""
-	}
-	vs := confirm(need)
-	fallback := ""
-	if code != 0 {
-		fallback = r.failReason(code)
-	}
-	bad := 0
-	for k, i := range need {
-		v := vs[k]
-		switch {
-		case v.Landed:
-			out[i] = proven(r.Paths[i])
-		case cancelled:
-			out[i] = Outcome{Status: NotDone, Reason: "interrupted"}
-		default:
-			bad++
-			out[i] = Outcome{Status: Failed, Reason: join(fallback, v.Reason)}
-		}
-	}
-	if cancelled || bad > 0 {
-		return out, ""
-	}
-	for _, o := range out {
-		if o.Status == Failed || o.Status == Vanished {
-			return out, ""
-		}
-	}
-	return out, fallback
-}
-
-func join(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "; " + b
-}
-
-// proven is the outcome of a path that rsync's exit, or a confirmation, proved.
-func proven(ps PathState) Outcome {
-	if ps.Logged {
-		o := Outcome{Status: Transferred}
-		if ps.File {
-			o.Bytes = ps.Size
-		}
-		return o
-	}
-	return Outcome{Status: UpToDate}
-}
-
-// failReason is the reason for a path rsync did not name, after a non-zero exit: the
-// first error line that named no path, or the exit code.
-func (r *Result) failReason(code int) string {
-	if len(r.Unattributed) > 0 {
-		return fmt.Sprintf("rsync exit %d: %s", code, r.Unattributed[0])
-	}
-	if r.Last != "" {
-		return fmt.Sprintf("rsync exit %d: %s", code, r.Last)
-	}
-	return fmt.Sprintf("rsync exit %d", code)
-}
-
-// Differences reads the output of a verification pass (the same rsync with --dry-run
-// over the paths to confirm) into a Verdict per path: a path landed when the pass exited
-// 0 and neither logged a change for it nor named it in an error.
-func Differences(r *Result, code int) []Verdict {
-	vs := make([]Verdict, len(r.Paths))
-	for i, ps := range r.Paths {
-		switch {
-		case ps.Kind != KindOther:
-			vs[i] = Verdict{Reason: "not in DEST after rsync: " + ps.Reason}
-		case ps.Logged:
-			vs[i] = Verdict{Reason: fmt.Sprintf("DEST still differs after rsync (%s)", ps.Change)}
-		case code != 0:
-			vs[i] = Verdict{Reason: "could not be confirmed: " + r.failReason(code)}
-		default:
-			vs[i] = Verdict{Landed: true}
-		}
-	}
-	return vs
-}

@@ -19,6 +19,6 @@ func BenchmarkAttributor(b *testing.B) {
 		for _, l := range lines {
 			a.Stdout(l)
 		}
-		Decide(a.Result(), 0, false, false, nil)
+		Settle(a.Result(), 0, false, false).Fold(nil)
 	}
 }

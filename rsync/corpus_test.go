@@ -63,14 +63,13 @@ func TestCorpus(t *testing.T) {
 			a.Stderr([]byte(l))
 		}
 		r := a.Result()
-		out, unexplained := Decide(r, c.Exit, false, false, func(idx []int) []Verdict {
-			vs := make([]Verdict, len(idx))
-			for k, i := range idx {
-				tr, _ := c.TruthOf(c.List[i])
-				vs[k] = Verdict{Landed: tr.State == corpus.Landed, Reason: "not in DEST"}
-			}
-			return vs
-		})
+		s := Settle(r, c.Exit, false, false)
+		vs := make([]Verdict, len(s.Unproven))
+		for k, i := range s.Unproven {
+			tr, _ := c.TruthOf(c.List[i])
+			vs[k] = Verdict{Landed: tr.State == corpus.Landed, Reason: "not in DEST"}
+		}
+		out, unexplained := s.Fold(vs)
 		class := Classify(c.Exit, false, r)
 		fmt.Fprintf(&golden, "%s (%s, exit %d, %s)\n", c.Name, c.Form, c.Exit, class)
 		for i, o := range out {
@@ -96,7 +95,7 @@ func TestCorpus(t *testing.T) {
 		if unexplained != "" {
 			fmt.Fprintf(&golden, "\tunexplained: %s\n", unexplained)
 		}
-		if h := Hint(c.Exit, r); c.Exit != 0 && h != "" {
+		if h := Hint(c.Exit, r, dest); c.Exit != 0 && h != "" {
 			fmt.Fprintf(&golden, "\thint: %s\n", h)
 		}
 	}

@@ -1,6 +1,9 @@
 package rsync
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Class is what prsync does about an rsync exit.
 type Class int
@@ -55,8 +58,55 @@ func Classify(code int, cancelled bool, r *Result) Class {
 	return ChunkFailed
 }
 
+// NoTransfer reports an rsync that failed before or outside any transfer, from its exit
+// code and what its output said: nothing it could have copied is worth a verification pass.
+func NoTransfer(code int, r *Result) bool {
+	if r.Session != NoSession {
+		return true
+	}
+	switch code {
+	case 1, 2, 3, 4, 5, 10, 12, 14, 30, 35, 127, 255:
+		return true
+	}
+	return code < 0
+}
+
+// LastLine returns the line that says best why rsync failed: the session failure's, else
+// its last stderr line that is not its closing summary, else stderr (its standard error as
+// written, which then holds only that summary), else "no error output".
+func (r *Result) LastLine(stderr string) string {
+	if r.SessionLine != "" {
+		return r.SessionLine
+	}
+	if r.Last != "" {
+		return r.Last
+	}
+	if stderr != "" {
+		return stderr
+	}
+	return "no error output"
+}
+
 // Hint returns advice for an rsync exit, from its code and what its output said, or "".
-func Hint(code int, r *Result) string {
+// dest is rsync's destination argument: a DEST that rsync took for a host because its name
+// holds a colon may have been meant as a local directory, and the advice says so.
+func Hint(code int, r *Result, dest string) string {
+	h := exitHint(code, r)
+	_, rest, _ := strings.Cut(dest, ":")
+	hostLike := IsRemote(dest) && !IsDaemon(dest) && !strings.HasPrefix(rest, "/")
+	sshFailed := code == 255 || r.Session == HostUnknown || r.Session == ConnectFailed || r.Session == SSHAuth
+	if hostLike && sshFailed {
+		local := fmt.Sprintf("if %s is a local directory, write ./%s", dest, dest)
+		if h == "" {
+			return local
+		}
+		return h + "; " + local
+	}
+	return h
+}
+
+// exitHint is Hint without the word on DEST.
+func exitHint(code int, r *Result) string {
 	switch r.Session {
 	case MaxConnections:
 		return "the rsync daemon limits its sessions (max connections in rsyncd.conf): prsync retries with fewer rsyncs at once; pin -j to that number to avoid the retries"
@@ -116,52 +166,14 @@ func failureHint(r *Result) string {
 		if ps.Kind != KindFailed {
 			continue
 		}
-		if h := ReasonHint(ps.Reason); h != "" {
-			return h
+		if ps.Advice != NoAdvice {
+			return ps.Advice.String()
 		}
 	}
 	for _, l := range r.Unattributed {
-		if h := ReasonHint(l); h != "" {
-			return h
+		if a := AdviceOf(l); a != NoAdvice {
+			return a.String()
 		}
-	}
-	return ""
-}
-
-// ReasonHint returns advice for one path's failure reason, or "".
-func ReasonHint(reason string) string {
-	switch {
-	case strings.HasPrefix(reason, "verify: content differs"):
-		return "DEST holds other content with the source's size and mtime, which rsync's quick check cannot see: copy those paths again with the --failed list and `-- --checksum`"
-	case strings.Contains(reason, "Read-only file system (30)"):
-		return "the destination file system is mounted read-only"
-	case strings.Contains(reason, "delete_file:") && strings.Contains(reason, "Operation not permitted (1)"):
-		return "DEST does not let rsync remove an entry: an immutable or append-only file or directory (lsattr shows it)"
-	case strings.Contains(reason, "IO error encountered -- skipping file deletion"):
-		return "rsync could not read all of a source directory, and so deleted nothing there: fix the source error it reported, then run again"
-	case strings.Contains(reason, "Operation not permitted (1)") && (strings.Contains(reason, "mkstemp") || strings.Contains(reason, "rename")):
-		return "the destination refuses new files there: an immutable or append-only directory or file (lsattr shows it), or a file system that does not allow it"
-	case strings.Contains(reason, "Permission denied (13)") && strings.Contains(reason, "(in ") &&
-		(strings.Contains(reason, "[receiver]") || strings.Contains(reason, "[generator]")):
-		return "the rsync daemon cannot write into its module: it runs as `uid = nobody` unless rsyncd.conf says otherwise; set uid and gid for the module, or make its path writable for that user"
-	case strings.Contains(reason, "Permission denied (13)") && (strings.Contains(reason, "[receiver]") || strings.Contains(reason, "[generator]")):
-		return "the destination directory is not writable for the user rsync runs as"
-	case strings.Contains(reason, "Permission denied (13)") && strings.Contains(reason, "[sender]"):
-		return "the source is not readable for the user prsync runs as"
-	case strings.Contains(reason, "daemon-excluded") || strings.Contains(reason, "daemon refused to receive"):
-		return "the rsync daemon excludes these paths (exclude or filter in rsyncd.conf)"
-	case strings.Contains(reason, "could not make way") || strings.Contains(reason, "cannot delete non-empty directory"):
-		return "DEST has a directory where the source has a file (or the other way round): move it away, then re-run with the --failed list"
-	case strings.Contains(reason, "[sender] change_dir"):
-		return "the source directory is missing or cannot be entered"
-	case strings.Contains(reason, "Operation not supported (95)") && (strings.Contains(reason, "xattr") || strings.Contains(reason, "xal_")):
-		return "the destination file system does not support extended attributes (-X)"
-	case strings.Contains(reason, "Operation not supported (95)") && strings.Contains(reason, "acl"):
-		return "the destination file system does not support ACLs (-A)"
-	case strings.Contains(reason, "sender failed to remove"):
-		return "the copy landed, but --remove-source-files could not remove the source"
-	case strings.Contains(reason, "untrusted user"):
-		return "rsync refuses a symlink in the path owned by another user; run as its owner, or pass -- --insecure-links deliberately"
 	}
 	return ""
 }

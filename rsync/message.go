@@ -31,8 +31,12 @@ const (
 
 // Message is one rsync stderr line, parsed.
 type Message struct {
-	Side   string // "sender", "receiver", "generator", "" when rsync does not say
-	Op     string // the operation, such as "link_stat", "mkstemp", "rename", "vanished"
+	// Side is "sender", "receiver", "generator", as rsync writes it ("Receiver" is the
+	// receiver before it forks), or "" when rsync does not say.
+	Side string
+	// Op is the operation, such as "link_stat", "mkstemp", "rename", "vanished"; for a
+	// line that names no path it knows, the function of "function: ...", or "".
+	Op     string
 	Name   []byte // the path it names, decoded; nil when it names none
 	Module string // the daemon module of "(in MODULE)", or ""
 	Errno  int    // the errno in "(N)" at the end, or 0
@@ -177,14 +181,14 @@ var verbs = []struct {
 	{"link ", "link", ThePath},
 	{"mknod ", "mknod", ThePath},
 	{"set_acl: ", "acl", ThePath},
-	{"delete_file: ", "unlink", Below},
+	{"delete_file: ", "delete", Below},
 	{"rsync_xal_set: ", "xattr", ThePath},
 	{"rsync_xal_get: ", "xattr", ThePath},
 	{"get_xattr_data: ", "xattr", ThePath},
 	{"recv_generator: mkdir ", "mkdir", Below},
 	{"recv_generator: failed to stat ", "stat", ThePath},
 	{"mkdir ", "mkdir", Below},
-	{"change_dir ", "chdir", Below},
+	{"change_dir ", "change_dir", Below},
 	{"opendir ", "opendir", Below},
 	{"stat ", "stat", ThePath},
 	{"lstat ", "stat", ThePath},
@@ -209,10 +213,10 @@ var bareNames = []struct {
 	{"could not make way for new directory: ", "make way", Below},
 	{"could not make way for new ", "make way", ThePath}, // regular file, symlink, device, special, hard link
 	{"skipping non-regular file ", "skip", ThePath},
-	{"skipping daemon-excluded file ", "skip", ThePath},
-	{"skipping daemon-excluded directory ", "skip", Below},
-	{"ERROR: daemon refused to receive file ", "skip", ThePath},
-	{"ERROR: daemon refused to receive directory ", "skip", Below},
+	{"skipping daemon-excluded file ", "daemon exclude", ThePath},
+	{"skipping daemon-excluded directory ", "daemon exclude", Below},
+	{"ERROR: daemon refused to receive file ", "daemon exclude", ThePath},
+	{"ERROR: daemon refused to receive directory ", "daemon exclude", Below},
 	{"skipping directory ", "skip", ThePath},
 	{"skipping unsafe symlink ", "skip", ThePath},
 	{"ignoring unsafe symlink ", "skip", ThePath},
@@ -236,7 +240,7 @@ func ParseMessage(line []byte) Message {
 	s, _ = bytes.CutPrefix(s, []byte("rsync: "))
 	if bytes.HasPrefix(s, []byte("[")) {
 		if i := bytes.IndexByte(s, ']'); i > 0 {
-			m.Side = string(bytes.ToLower(s[1:i]))
+			m.Side = string(s[1:i])
 			s = bytes.TrimPrefix(s[i+1:], []byte(" "))
 		}
 	}
@@ -274,9 +278,10 @@ func ParseMessage(line []byte) Message {
 		if !ok {
 			continue
 		}
+		m.Op = v.op
 		name, mod := nameAt(rest)
 		if name == nil {
-			break
+			return m
 		}
 		m.Op, m.Scope, m.Name, m.Module, m.Kind = v.op, v.scope, name, mod, KindFailed
 		if v.op == "link_stat" && (m.Errno == 2 || m.Errno == 20) {
@@ -296,7 +301,36 @@ func ParseMessage(line []byte) Message {
 		}
 		return m
 	}
+	for _, o := range opLines {
+		if bytes.HasPrefix(s, []byte(o.prefix)) {
+			m.Op = o.op
+			return m
+		}
+	}
+	if i := bytes.Index(s, []byte(": ")); i > 0 && isWord(s[:i]) {
+		m.Op = string(s[:i]) // "get_xattr_names: llistxattr(...) failed"
+	}
 	return m
+}
+
+// opLines are messages that name an operation but no path prsync attributes.
+var opLines = []struct {
+	prefix string
+	op     string
+}{
+	{"IO error encountered -- skipping file deletion", "skip deletion"},
+	{"refusing to follow a symlink owned by an untrusted user", "untrusted link"},
+	{"change_dir#", "change_dir"}, // main.c's, on the whole source or DEST
+}
+
+// isWord reports whether s is a C identifier in lower case, as rsync's function names are.
+func isWord(s []byte) bool {
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return len(s) > 0
 }
 
 // nameAt reads the name at the start of a message's rest: "NAME" (full_fname), or a

@@ -1,0 +1,71 @@
+package rsync
+
+import "testing"
+
+func TestNoTransfer(t *testing.T) {
+	tests := []struct {
+		code   int
+		stderr string
+		want   bool
+	}{
+		{0, "", false},
+		{23, `rsync: [sender] link_stat "/s/x" failed: Permission denied (13)`, false},
+		{24, "", false},
+		{11, "", false},
+		{20, "", false},
+		{1, "", true},
+		{2, "", true},
+		{3, "", true},
+		{4, "", true},
+		{5, "", true},
+		{10, "", true},
+		{12, "", true},
+		{14, "", true},
+		{30, "", true},
+		{35, "", true},
+		{127, "", true},
+		{255, "", true},
+		{-1, "", true},
+		{23, "@ERROR: max connections (2) reached -- try again later", true},
+	}
+	for _, tt := range tests {
+		a := NewAttributor([][]byte{[]byte("x")}, "/s/", "/d/", "/d")
+		if tt.stderr != "" {
+			a.Stderr([]byte(tt.stderr))
+		}
+		if got := NoTransfer(tt.code, a.Result()); got != tt.want {
+			t.Errorf("NoTransfer(%d, %q) = %v, want %v", tt.code, tt.stderr, got, tt.want)
+		}
+	}
+}
+
+// TestHintDest: a DEST that rsync took for a host because its name holds a colon gets a
+// word on how to write it as a local directory, when ssh failed.
+func TestHintDest(t *testing.T) {
+	const unresolved = "ssh: Could not resolve hostname back: Name or service not known"
+	tests := []struct {
+		dest   string
+		code   int
+		stderr string
+		want   string
+	}{
+		{"back:up/", 255, unresolved, "the host name does not resolve; if back:up/ is a local directory, write ./back:up/"},
+		{"back:up", 255, "", "ssh failed: check that `ssh HOST true` works without a prompt; if back:up is a local directory, write ./back:up"},
+		{"back:up/", 12, "", "the connection to the destination broke or timed out: re-run with the --failed list"},
+		{"host:/abs/dir", 255, unresolved, "the host name does not resolve"},
+		{"host::mod/dir", 255, unresolved, "the host name does not resolve"},
+		{"./back:up/", 255, "", "ssh failed: check that `ssh HOST true` works without a prompt"},
+		{"back:up/", 10, "rsync: failed to connect to back (1.2.3.4): Connection refused (111)",
+			"rsync could not reach the destination: check that the host or daemon is up, then re-run with the --failed list; if back:up/ is a local directory, write ./back:up/"},
+		{"back:up/", 23, `rsync: [sender] link_stat "/s/x" failed: Permission denied (13)`, "the source is not readable for the user prsync runs as"},
+	}
+	for _, tt := range tests {
+		a := NewAttributor([][]byte{[]byte("x")}, "/s/", tt.dest, "")
+		if tt.stderr != "" {
+			a.Stderr([]byte(tt.stderr))
+		}
+		if got := Hint(tt.code, a.Result(), tt.dest); got != tt.want {
+			t.Errorf("Hint(%d, %q, %q) = %q, want %q", tt.code, tt.stderr, tt.dest, got, tt.want)
+		}
+	}
+}
