@@ -154,15 +154,19 @@ var sessionLines = []struct {
 	{"Host key verification failed", SSHAuth},
 }
 
+// messageForm is one form of rsync message: its text's prefix, the operation it names,
+// and what a failure of it means for the named path.
+type messageForm struct {
+	prefix string
+	op     string
+	scope  Scope
+}
+
 // verbs maps the operation words of rsync's per-file messages (after "rsync: [side] ")
 // to what a failure of that operation means for the named path. Every one of them names
 // the path with full_fname(): quoted, relative to the module in a daemon, followed by
 // " (in MODULE)". Names are matched by prefix of the message text.
-var verbs = []struct {
-	prefix string
-	op     string
-	scope  Scope
-}{
+var verbs = []messageForm{
 	{"link_stat ", "link_stat", ThePath},
 	{"send_files failed to open ", "open", ThePath},
 	{"read errors mapping ", "read", ThePath},
@@ -204,11 +208,7 @@ var verbs = []struct {
 
 // bareNames are messages that print a name raw, without quotes (or quoted, but not by
 // full_fname), up to ": ERROR (N)" or the end of the line.
-var bareNames = []struct {
-	prefix string
-	op     string
-	scope  Scope
-}{
+var bareNames = []messageForm{
 	{"cannot delete non-empty directory: ", "make way", ThePath},
 	{"could not make way for new directory: ", "make way", Below},
 	{"could not make way for new ", "make way", ThePath}, // regular file, symlink, device, special, hard link
