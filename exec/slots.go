@@ -1,0 +1,131 @@
+package exec
+
+import (
+	"context"
+	"time"
+
+	"github.com/prsync/prsync/refusal"
+)
+
+// The pool's slots: the live limit of rsyncs at once, and the gate a new one waits at.
+
+// open reports whether a new rsync may start now; the caller holds p.mu.
+func (p *Pool) open() bool {
+	return p.gate && !p.held && !p.ctlHeld && p.active < p.limit && !p.far.HeldBack(time.Now())
+}
+
+// wakeAfter wakes the goroutines waiting for a slot after d.
+func (p *Pool) wakeAfter(d time.Duration) {
+	time.AfterFunc(d, func() {
+		p.mu.Lock()
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	})
+}
+
+// sessionEnded notes that an rsync ended, and wakes the waiters once its slot has
+// settled; the caller holds p.mu.
+func (p *Pool) sessionEnded(now time.Time) {
+	if d := p.far.Ended(now); d > 0 {
+		p.wakeAfter(d)
+	}
+}
+
+// sessionAccepted notes that the far side took a session.
+func (p *Pool) sessionAccepted() {
+	p.mu.Lock()
+	p.far.Accepted()
+	p.mu.Unlock()
+}
+
+// waitFree blocks until a slot is free, ctx has ended or the run was aborted.
+func (p *Pool) waitFree(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waiting = true
+	for !p.open() && ctx.Err() == nil && p.abort == nil {
+		p.cond.Wait()
+	}
+	p.waiting = false
+}
+
+// acquire takes a slot. It returns false when ctx ended or the run was aborted.
+func (p *Pool) acquire(ctx context.Context) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.open() && ctx.Err() == nil && p.abort == nil {
+		p.cond.Wait()
+	}
+	if ctx.Err() != nil || p.abort != nil {
+		return false
+	}
+	p.active++
+	return true
+}
+
+func (p *Pool) release() {
+	p.mu.Lock()
+	p.active--
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// Limit returns the number of rsyncs allowed at once.
+func (p *Pool) Limit() int {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limit
+}
+
+// SetLimit changes the number of rsyncs allowed at once, within 1 and MaxJobs. Lowering
+// it lets running rsyncs finish; it never stops one. It reports the change, with the rate
+// measured behind it (bits per second; 0 when there is none).
+func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
+	p.init()
+	p.mu.Lock()
+	n = max(1, min(n, p.MaxJobs))
+	old := p.limit
+	p.limit = n
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	if n != old {
+		p.report(LimitChanged{Old: old, New: n, Reason: reason, Detail: detail, RateBps: rateBps})
+	}
+}
+
+// lowerForRefusal tells the far side's refusal of one more session to p.far, holds new
+// sessions back as it decides, and brings the limit down to what the far side accepts.
+func (p *Pool) lowerForRefusal(detail string) refusal.Decision {
+	p.mu.Lock()
+	now := time.Now()
+	d := p.far.Refused(now, p.limit, p.active, p.acceptedNow(now))
+	p.wakeAfter(d.Hold)
+	old := p.limit
+	if d.Limit >= old {
+		p.mu.Unlock()
+		return d
+	}
+	p.limit = d.Limit
+	p.mu.Unlock()
+	p.report(LimitChanged{Old: old, New: d.Limit, Reason: "refused", Detail: detail})
+	return d
+}
+
+// acceptedNow counts the rsyncs running that the far side has accepted; the caller
+// holds p.mu.
+func (p *Pool) acceptedNow(now time.Time) int {
+	n := 0
+	for _, pr := range p.procs {
+		if refusal.Admitted(pr.started, pr.spoke != nil && pr.spoke.Load(), now) {
+			n++
+		}
+	}
+	return n
+}
+
+// peakAccepted returns the most sessions that ran together, accepted, in the last
+// minute, counting those running now; the caller holds p.mu.
+func (p *Pool) peakAccepted(now time.Time) int {
+	return p.far.Peak(p.acceptedNow(now), now)
+}
