@@ -32,7 +32,8 @@ var verifyArgs = []string{"--checksum", "--dry-run"}
 
 // verify checks, after a chunk has settled, that DEST holds what the source has for the
 // paths the mode selects, by rsync's checksum comparison in a dry run: a path rsync would
-// still transfer or create differs. It changes those outcomes to failed (or not done,
+// still transfer or create differs, and the stamp each was copied with (from rsync's
+// out-format line) tells whether the source or DEST changed since. It changes those outcomes to failed (or not done,
 // when interrupted) and reports whether it still holds the chunk's slot.
 func (p *Pool) verify(ctx context.Context, c *splitter.Chunk, outcomes []rsync.Outcome) (*Verification, bool) {
 	var idx []int
@@ -46,12 +47,13 @@ func (p *Pool) verify(ctx context.Context, c *splitter.Chunk, outcomes []rsync.O
 	}
 	t0 := time.Now()
 	entries := make([][]byte, len(idx))
+	listed := make([]rsync.Stamp, len(idx))
 	for k, i := range idx {
-		entries[k] = c.Entries[i]
+		entries[k], listed[k] = c.Entries[i], outcomes[i].Listed
 	}
 	res, held := p.runRetried(ctx, c, entries, pass{extra: verifyArgs})
 	v := &Verification{Paths: len(idx)}
-	cs := rsync.Checks(res.r, res.code, res.cancelled, res.stderr)
+	cs := rsync.Checks(res.r, res.code, res.cancelled, res.stderr, listed)
 	for k, i := range idx {
 		if cs[k].OK {
 			continue

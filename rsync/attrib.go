@@ -24,6 +24,7 @@ type PathState struct {
 	Seen   bool   // an out-format line named it unchanged (rsync ran with -ii): rsync considered it
 	Change string // that line's %i
 	Size   int64  // that line's %l, for a regular file
+	MTime  string // that line's %M, for a regular file
 	File   bool   // that line is for a regular file
 	Kind   Kind   // what a stderr line said against it, if any
 	Reason string // that line
@@ -212,7 +213,7 @@ func (a *Attributor) Stdout(line []byte) (int64, bool) {
 		first := !ps.Logged
 		ps.Logged, ps.Change, ps.File = true, it.Change, it.IsFile()
 		if ps.File && k == 0 { // a path listed twice is copied once
-			ps.Size = it.Size
+			ps.Size, ps.MTime = it.Size, it.MTime
 			if first {
 				n += it.Size
 				file = true

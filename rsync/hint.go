@@ -3,7 +3,7 @@ package rsync
 import "strings"
 
 // Advice is a hint for failed paths that share a cause, told from a parsed message (or,
-// for ContentDiffers, from the verification pass). The advices are ranked: where a
+// for ContentDiffers to StampDiffers, from the verification pass). The advices are ranked: where a
 // path's reason joins two messages, the first in this list wins.
 type Advice uint8
 
@@ -12,6 +12,14 @@ const (
 	NoAdvice Advice = iota
 	// ContentDiffers: the checksum pass found other content behind the same size and mtime.
 	ContentDiffers
+	// SourceChanged: the checksum pass lists the source with another size or mtime than
+	// it was copied with.
+	SourceChanged
+	// DestChanged: the source is as it was copied, DEST's size or mtime is not.
+	DestChanged
+	// StampDiffers: the source's and DEST's size or mtime differ, and nothing says what
+	// was copied (the path was up to date).
+	StampDiffers
 	// ReadOnlyFS: EROFS.
 	ReadOnlyFS
 	// ImmutableEntry: delete_file could not remove an entry (EPERM).
@@ -45,6 +53,9 @@ const (
 var advice = [...]string{
 	NoAdvice:          "",
 	ContentDiffers:    "DEST holds other content with the source's size and mtime, which rsync's quick check cannot see: copy those paths again with the --failed list and `-- --checksum`",
+	SourceChanged:     "the source changed after rsync copied it (its size or mtime is not what was copied): copy those paths again with the --failed list once nothing writes to them",
+	DestChanged:       "DEST's copy changed after rsync wrote it (the source's size and mtime are as copied, DEST's are not): something else writes into DEST; copy those paths again with the --failed list",
+	StampDiffers:      "the source's and DEST's size or mtime differ, and this run holds no record of what was copied (the path was up to date): one of them changed after the quick check; copy those paths again with the --failed list",
 	ReadOnlyFS:        "the destination file system is mounted read-only",
 	ImmutableEntry:    "DEST does not let rsync remove an entry: an immutable or append-only file or directory (lsattr shows it)",
 	DeletionSkipped:   "rsync could not read all of a source directory, and so deleted nothing there: fix the source error it reported, then run again",

@@ -107,7 +107,7 @@ func TestAdviceAsBefore(t *testing.T) {
 				t.Errorf("%s: %q failed for %q, advised %q, want %q", c.Name, c.List[i], o.Reason, o.Hint, want)
 			}
 		}
-		for i, ch := range Checks(r, c.Exit, false, c.Stderr) {
+		for i, ch := range Checks(r, c.Exit, false, c.Stderr, nil) {
 			if ch.Status == Failed && ch.Hint != textHint(ch.Reason) {
 				t.Errorf("%s: %q verify %q, advised %q, want %q", c.Name, c.List[i], ch.Reason, ch.Hint, textHint(ch.Reason))
 			}
@@ -121,6 +121,12 @@ func TestAdviceAsBefore(t *testing.T) {
 // textHint is the rule before Advice: the hint of a reason by the substrings it holds.
 func textHint(reason string) string {
 	switch {
+	case strings.HasPrefix(reason, "verify: source changed since it was copied"):
+		return SourceChanged.String()
+	case strings.HasPrefix(reason, "verify: content differs, DEST changed"):
+		return DestChanged.String()
+	case strings.HasPrefix(reason, "verify: content differs (") && (reason[28] == 's' || reason[29] == 't'):
+		return StampDiffers.String()
 	case strings.HasPrefix(reason, "verify: content differs"):
 		return "DEST holds other content with the source's size and mtime, which rsync's quick check cannot see: copy those paths again with the --failed list and `-- --checksum`"
 	case strings.Contains(reason, "Read-only file system (30)"):

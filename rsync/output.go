@@ -7,13 +7,15 @@ import (
 )
 
 // OutFormat is the --out-format prsync passes to every rsync: itemized changes, file
-// size, wire bytes and name. With %b in it, rsync prints a line when a file is done.
-const OutFormat = "%i|%l|%b|%n"
+// size, mtime as the sender listed it, wire bytes and name. With %b in it, rsync prints
+// a line when a file is done.
+const OutFormat = "%i|%l|%M|%b|%n"
 
 // Item is one parsed --out-format line.
 type Item struct {
 	Change string // rsync's %i, such as ">f+++++++++"
 	Size   int64  // %l
+	MTime  string // %M, in rsync's "2006/01/02-15:04:05" (local time, whole seconds), or ""
 	Name   []byte // %n, decoded, without a trailing "/"
 	Dir    bool   // %n ended in "/": rsync names a directory so
 }
@@ -43,9 +45,11 @@ func (it Item) IsFile() bool {
 }
 
 // ParseItem parses a line written with OutFormat. ok is false for other lines
-// (such as "created directory X", or -v and --stats output).
+// (such as "created directory X", or -v and --stats output). A line of the earlier
+// format, "%i|%l|%b|%n" (without %M, as the recorded corpus holds), parses too, with no
+// MTime: the field after %l is then a number, which %M never is.
 func ParseItem(line []byte) (it Item, ok bool) {
-	// %i is 11 bytes; then "|%l|%b|" and the name, which may itself hold '|'
+	// %i is 11 bytes; then "|%l|%M|%b|" and the name, which may itself hold '|'
 	if len(line) < 16 || line[11] != '|' || !isChangeKind(line[0]) || bytes.IndexByte(line[:11], '|') >= 0 {
 		return Item{}, false
 	}
@@ -53,15 +57,25 @@ func ParseItem(line []byte) (it Item, ok bool) {
 	if !ok {
 		return Item{}, false
 	}
-	if _, rest, ok = parseField(rest); !ok {
-		return Item{}, false
+	mtime := ""
+	if _, after, isNum := parseField(rest); isNum {
+		rest = after // the earlier format: that was %b
+	} else {
+		i := bytes.IndexByte(rest, '|')
+		if i <= 0 {
+			return Item{}, false
+		}
+		mtime, rest = string(rest[:i]), rest[i+1:]
+		if _, rest, ok = parseField(rest); !ok {
+			return Item{}, false
+		}
 	}
 	name := Unescape(rest)
 	dir := false
 	if len(name) > 1 && name[len(name)-1] == '/' {
 		name, dir = name[:len(name)-1], true
 	}
-	return Item{Change: change(line[:11]), Size: size, Name: name, Dir: dir}, true
+	return Item{Change: change(line[:11]), Size: size, MTime: mtime, Name: name, Dir: dir}, true
 }
 
 func isChangeKind(c byte) bool {

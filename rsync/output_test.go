@@ -29,24 +29,30 @@ func TestUnescape(t *testing.T) {
 
 func TestParseItem(t *testing.T) {
 	tests := []struct {
-		line string
-		ok   bool
-		file bool
-		size int64
-		name string
+		line  string
+		ok    bool
+		file  bool
+		size  int64
+		name  string
+		mtime string
 	}{
-		{">f+++++++++|3000|3043|ks/t1/a.db", true, true, 3000, "ks/t1/a.db"},
-		{"<f..t......|59|59|x", true, true, 59, "x"},
-		{"cd+++++++++|4096|0|ks/", true, false, 4096, "ks"},
-		{"cL+++++++++|8|0|link", true, false, 8, "link"},
-		{">f+++++++++|3|46|a/new\\#012line", true, true, 3, "a/new\nline"},
-		{">f+++++++++|3|46|pipe|in|name", true, true, 3, "pipe|in|name"},
-		{"created directory dst", false, false, 0, ""},
-		{"sent 137 bytes  received 66 bytes  406.00 bytes/sec", false, false, 0, ""},
-		{">f+++|3|46|short", false, false, 0, ""},
-		{">f+++++++++|x|46|a", false, false, 0, ""},
-		{"*deleting  |0|0|gone/dir/", true, false, 0, "gone/dir"},
-		{"*deleting  |0|0|-lead\\#012nl", true, false, 0, "-lead\nnl"},
+		{">f+++++++++|3000|2024/05/06-07:08:09|3043|ks/t1/a.db", true, true, 3000, "ks/t1/a.db", "2024/05/06-07:08:09"},
+		{">f.st......|12|2024/05/06-07:08:09|0|1|2|3", true, true, 12, "1|2|3", "2024/05/06-07:08:09"},
+		{"cL+++++++++|8|(time-out-of-range)|0|link", true, false, 8, "link", "(time-out-of-range)"},
+		{">f+++++++++|3|2024/05/06-07:08:09|x|n", false, false, 0, "", ""},
+		// the earlier format, without %M
+		{">f+++++++++|3000|3043|ks/t1/a.db", true, true, 3000, "ks/t1/a.db", ""},
+		{"<f..t......|59|59|x", true, true, 59, "x", ""},
+		{"cd+++++++++|4096|0|ks/", true, false, 4096, "ks", ""},
+		{"cL+++++++++|8|0|link", true, false, 8, "link", ""},
+		{">f+++++++++|3|46|a/new\\#012line", true, true, 3, "a/new\nline", ""},
+		{">f+++++++++|3|46|pipe|in|name", true, true, 3, "pipe|in|name", ""},
+		{"created directory dst", false, false, 0, "", ""},
+		{"sent 137 bytes  received 66 bytes  406.00 bytes/sec", false, false, 0, "", ""},
+		{">f+++|3|46|short", false, false, 0, "", ""},
+		{">f+++++++++|x|46|a", false, false, 0, "", ""},
+		{"*deleting  |0|0|gone/dir/", true, false, 0, "gone/dir", ""},
+		{"*deleting  |0|0|-lead\\#012nl", true, false, 0, "-lead\nnl", ""},
 	}
 	for _, tt := range tests {
 		it, ok := ParseItem([]byte(tt.line))
@@ -57,7 +63,7 @@ func TestParseItem(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if it.IsFile() != tt.file || it.Size != tt.size || string(it.Name) != tt.name {
+		if it.IsFile() != tt.file || it.Size != tt.size || string(it.Name) != tt.name || it.MTime != tt.mtime {
 			t.Errorf("ParseItem(%q) = %+v (file %v)", tt.line, it, it.IsFile())
 		}
 		if dir := tt.line[len(tt.line)-1] == '/'; it.Dir != dir {
@@ -127,15 +133,24 @@ func parseItemReference(line []byte) (it Item, ok bool) {
 	if err != nil {
 		return Item{}, false
 	}
+	mtime := ""
 	if _, err := strconv.ParseInt(string(f[2]), 10, 64); err != nil {
-		return Item{}, false
+		// not the earlier format's %b: %M, then %b
+		g := bytes.SplitN(f[3], []byte{'|'}, 2)
+		if len(f[2]) == 0 || len(g) != 2 {
+			return Item{}, false
+		}
+		if _, err := strconv.ParseInt(string(g[0]), 10, 64); err != nil {
+			return Item{}, false
+		}
+		mtime, f[3] = string(f[2]), g[1]
 	}
 	name := Unescape(f[3])
 	dir := false
 	if len(name) > 1 && name[len(name)-1] == '/' {
 		name, dir = name[:len(name)-1], true
 	}
-	return Item{Change: string(f[0]), Size: size, Name: name, Dir: dir}, true
+	return Item{Change: string(f[0]), Size: size, MTime: mtime, Name: name, Dir: dir}, true
 }
 
 // FuzzParseItem: ParseItem agrees with its reference form on every line.
@@ -144,13 +159,15 @@ func FuzzParseItem(f *testing.F) {
 		">f+++++++++|3000|3043|ks/t1/a\\#012.db", "cd+++++++++|0|0|d/", "*deleting  |0|0|x|y",
 		">f.st......|-1|+2|n", ">f+++++++++||0|n", ">f+++++++++|99999999999999999999|0|n",
 		">f+++++++++|9223372036854775807|0|n", ">f+++++++++|1|2|", "xf+++++++++|1|2|n", "created directory d",
+		">f+++++++++|3|2024/05/06-07:08:09|46|a|b", ">f+++++++++|3|(time-out-of-range)|0|n", ">f+++++++++|3|x||n",
+		">f+++++++++|3|x|y|n", ">f+++++++++|3||9|n",
 	} {
 		f.Add([]byte(l))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		got, gok := ParseItem(line)
 		want, wok := parseItemReference(line)
-		if gok != wok || got.Change != want.Change || got.Size != want.Size || !bytes.Equal(got.Name, want.Name) || got.Dir != want.Dir {
+		if gok != wok || got.Change != want.Change || got.Size != want.Size || got.MTime != want.MTime || !bytes.Equal(got.Name, want.Name) || got.Dir != want.Dir {
 			t.Fatalf("ParseItem(%q) = %+v %v, reference %+v %v", line, got, gok, want, wok)
 		}
 	})

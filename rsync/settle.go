@@ -15,7 +15,20 @@ type Outcome struct {
 	Reason string
 	Bytes  int64  // file bytes transferred, for a transferred regular file
 	Hint   string // advice for a failed path, from the messages behind Reason, or ""
+	// Listed is the regular file as rsync's sender listed it when it transferred it: the
+	// source's size and mtime that DEST was given. Zero when no line said (up to date).
+	Listed Stamp
 }
+
+// Stamp is a regular file's size and mtime as an out-format line gave them (%l and %M).
+// MTime is "" when the line did not carry one: then nothing is known.
+type Stamp struct {
+	Size  int64
+	MTime string
+}
+
+// Known reports whether the stamp was read from a line.
+func (s Stamp) Known() bool { return s.MTime != "" }
 
 // Settlement is what rsync's output and exit prove about the paths of a chunk, before
 // the paths left unproven are confirmed. The caller runs the confirming pass over
@@ -114,6 +127,7 @@ func proven(ps PathState) Outcome {
 		o := Outcome{Status: Transferred}
 		if ps.File {
 			o.Bytes = ps.Size
+			o.Listed = Stamp{Size: ps.Size, MTime: ps.MTime}
 		}
 		return o
 	}
@@ -170,8 +184,11 @@ type Check struct {
 // Checks reads the output of a checksum pass (the same rsync with --checksum --dry-run
 // over the paths to check) into a Check per path: a path rsync would still transfer or
 // create differs. code is the pass's exit, cancelled says prsync stopped it, and stderr is
-// its standard error as written (see LastLine).
-func Checks(r *Result, code int, cancelled bool, stderr string) []Check {
+// its standard error as written (see LastLine). listed holds, for each path, the stamp it
+// was transferred with (Outcome.Listed; the zero Stamp when not known), to name the
+// culprit of a difference: the source, when its size or mtime (as this pass lists them)
+// are not those it was copied with; else DEST.
+func Checks(r *Result, code int, cancelled bool, stderr string, listed []Stamp) []Check {
 	out := make([]Check, len(r.Paths))
 	// an error that names no path leaves every path not named unchecked
 	unchecked := ""
@@ -190,11 +207,11 @@ func Checks(r *Result, code int, cancelled bool, stderr string) []Check {
 		case ps.Kind == KindFailed:
 			out[i] = Check{Status: Failed, Reason: "verify: not checked: " + ps.Reason, Hint: ps.Advice.String()}
 		case ps.Logged && differs(ps.Change):
-			c := Check{Status: Failed, Reason: "verify: content differs (" + ps.Change + ")", Hint: ContentDiffers.String()}
-			if len(ps.Change) >= 3 && ps.Change[2] == '+' {
-				c = Check{Status: Failed, Reason: "verify: missing from DEST (" + ps.Change + ")"}
+			var was Stamp
+			if i < len(listed) {
+				was = listed[i]
 			}
-			out[i] = c
+			out[i] = contentCheck(ps, was)
 		case unchecked != "":
 			out[i] = Check{Status: Failed, Reason: "verify: not checked: " + unchecked, Hint: AdviceOf(unchecked).String()}
 		default:
@@ -202,6 +219,34 @@ func Checks(r *Result, code int, cancelled bool, stderr string) []Check {
 		}
 	}
 	return out
+}
+
+// contentCheck names a difference the checksum pass found in a path, and its culprit.
+// ps is the pass's line for it (%l and %M: the source as it is now), was the stamp it
+// was copied with. rsync compares mtimes in whole seconds (--modify-window 0), as %M
+// gives them: a source rewritten within the second, to the same size, looks unchanged.
+func contentCheck(ps PathState, was Stamp) Check {
+	ch := ps.Change
+	switch {
+	case len(ch) >= 3 && ch[2] == '+':
+		return Check{Status: Failed, Reason: "verify: missing from DEST (" + ch + ")"}
+	case ps.File && was.Known() && ps.MTime != "" && (ps.Size != was.Size || ps.MTime != was.MTime):
+		return Check{Status: Failed, Reason: fmt.Sprintf("verify: source changed since it was copied (%s): copied at size %d, mtime %s; now size %d, mtime %s",
+			ch, was.Size, was.MTime, ps.Size, ps.MTime), Hint: SourceChanged.String()}
+	case !stampDiffers(ch):
+		// DEST and the source agree in size and mtime: only the content tells them apart
+		return Check{Status: Failed, Reason: "verify: content differs (" + ch + ")", Hint: ContentDiffers.String()}
+	case ps.File && was.Known() && ps.MTime != "":
+		return Check{Status: Failed, Reason: "verify: content differs, DEST changed since it was copied (" + ch + ")", Hint: DestChanged.String()}
+	}
+	// size or mtime differ, and there is no record of what was copied (found up to date)
+	return Check{Status: Failed, Reason: "verify: content differs (" + ch + ")", Hint: StampDiffers.String()}
+}
+
+// stampDiffers reports whether an itemized change says the size or the mtime of the
+// source and DEST differ (%i's 's' and 't').
+func stampDiffers(change string) bool {
+	return len(change) >= 5 && (change[3] == 's' || change[4] == 't')
 }
 
 // differs reports whether an itemized change of a checksum dry run means DEST's copy is

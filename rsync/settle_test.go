@@ -201,6 +201,38 @@ func TestDifferences(t *testing.T) {
 	}
 }
 
+// TestChecksCulprit: a difference the checksum pass finds is blamed on the source when
+// it is listed with another size or mtime than it was copied with, else on DEST: under
+// the source's size and mtime, or under its own; with no record of the copy, on neither.
+func TestChecksCulprit(t *testing.T) {
+	entries := [][]byte{[]byte("src"), []byte("dst"), []byte("dststamp"), []byte("uptodate"), []byte("touched"), []byte("fine"), []byte("oldline")}
+	a := NewAttributor(entries, "/s/", "/d/", "/d")
+	for _, l := range []string{
+		">fcst......|9|2024/05/06-07:08:10|0|src", ">fc........|3|2024/05/06-07:08:09|0|dst",
+		">fc.t......|5|2024/05/06-07:08:09|0|dststamp", ">fc.t......|5|2024/05/06-07:08:09|0|uptodate",
+		">fc........|2|2024/05/06-07:08:11|0|touched", ">fc.t......|2|0|oldline",
+	} {
+		a.Stdout([]byte(l))
+	}
+	listed := []Stamp{{3, "2024/05/06-07:08:09"}, {3, "2024/05/06-07:08:09"}, {5, "2024/05/06-07:08:09"}, {},
+		{2, "2024/05/06-07:08:09"}, {1, "2024/05/06-07:08:09"}, {2, "2024/05/06-07:08:09"}}
+	want := []Check{
+		{Status: Failed, Reason: "verify: source changed since it was copied (>fcst......): copied at size 3, mtime 2024/05/06-07:08:09; now size 9, mtime 2024/05/06-07:08:10", Hint: SourceChanged.String()},
+		{Status: Failed, Reason: "verify: content differs (>fc........)", Hint: ContentDiffers.String()},
+		{Status: Failed, Reason: "verify: content differs, DEST changed since it was copied (>fc.t......)", Hint: DestChanged.String()},
+		{Status: Failed, Reason: "verify: content differs (>fc.t......)", Hint: StampDiffers.String()},
+		{Status: Failed, Reason: "verify: source changed since it was copied (>fc........): copied at size 2, mtime 2024/05/06-07:08:09; now size 2, mtime 2024/05/06-07:08:11", Hint: SourceChanged.String()},
+		{OK: true},
+		{Status: Failed, Reason: "verify: content differs (>fc.t......)", Hint: StampDiffers.String()}, // a line without %M tells nothing
+	}
+	got := Checks(a.Result(), 0, false, "", listed)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s: %+v, want %+v", entries[i], got[i], want[i])
+		}
+	}
+}
+
 func TestChecks(t *testing.T) {
 	entries := [][]byte{[]byte("same"), []byte("content"), []byte("new"), []byte("dir"), []byte("gone"), []byte("locked")}
 	const summary = "rsync error: error in rsync protocol data stream (code 12) at io.c(232) [sender=3.5.0]\n"
@@ -268,7 +300,7 @@ func TestChecks(t *testing.T) {
 					raw += l + "\n"
 				}
 			}
-			got := Checks(a.Result(), tt.code, tt.cancelled, raw)
+			got := Checks(a.Result(), tt.code, tt.cancelled, raw, nil)
 			if len(got) != len(tt.want) {
 				t.Fatalf("%d checks, want %d", len(got), len(tt.want))
 			}
