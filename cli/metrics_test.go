@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,14 +87,96 @@ prsync_up 1
 	}
 }
 
-// TestMetricsWriteFails: a file that cannot be written is said once, on stderr.
+// TestMetricsWriteFails: a file that cannot be written is said once, on stderr, with the
+// path the user gave and not the temp file's.
 func TestMetricsWriteFails(t *testing.T) {
 	var stderr bytes.Buffer
-	m := newMetrics(filepath.Join(t.TempDir(), "no", "such", "dir", "prsync.prom"), &stderr)
+	dir := filepath.Join(t.TempDir(), "no", "such", "dir")
+	path := filepath.Join(dir, "prsync.prom")
+	m := newMetrics(path, &stderr)
+	if err := m.open(); err == nil || err.Error() != "cannot create a file in "+dir+": no such file or directory" {
+		t.Errorf("open: %v", err)
+	}
 	m.Update(books.Snapshot{})
 	m.Update(books.Snapshot{})
 	m.Finish(books.Snapshot{End: &books.End{}})
-	if n := strings.Count(stderr.String(), "prsync: warning: --metrics-file: "); n != 1 || !strings.HasSuffix(stderr.String(), "\n") {
+	want := "prsync: warning: --metrics-file " + path + ": cannot create a file in " + dir + ": no such file or directory; it keeps the figures of its last write until a write succeeds\n"
+	if stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+}
+
+// TestMetricsWriteRecovers: a directory that goes away mid-run is said once; once it is
+// back, the file is written again and its last write says the run ended.
+func TestMetricsWriteRecovers(t *testing.T) {
+	var stderr bytes.Buffer
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "prsync.prom")
+	m := newMetrics(path, &stderr)
+	if err := m.open(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	m.Update(books.Snapshot{Live: books.Live{Elapsed: 1}})
+	m.Update(books.Snapshot{Live: books.Live{Elapsed: 2}})
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.Finish(books.Snapshot{Live: books.Live{Elapsed: 3}, End: &books.End{ExitCode: 23}})
+	if n := strings.Count(stderr.String(), "prsync: warning: --metrics-file "+path+": "); n != 1 {
 		t.Errorf("stderr %q, want one warning", stderr.String())
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"prsync_up 0", "prsync_exit_code 23"} {
+		if !strings.Contains(string(got), "\n"+line+"\n") {
+			t.Errorf("no line %q in\n%s", line, got)
+		}
+	}
+}
+
+// TestMetricsLastWriteInPlace: when the temp file cannot be renamed over the path (here
+// the path is a mount point, for root; or a directory that takes no new file, for
+// others), the last write writes the path itself, so that it says the run ended.
+func TestMetricsLastWriteInPlace(t *testing.T) {
+	var stderr bytes.Buffer
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "prsync.prom")
+	m := newMetrics(path, &stderr)
+	if err := m.open(); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if out, err := osexec.Command("mount", "--bind", path, path).CombinedOutput(); err != nil {
+			t.Skipf("mount --bind: %v: %s", err, out)
+		}
+		defer osexec.Command("umount", path).Run()
+	} else {
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Chmod(dir, 0o755)
+	}
+	m.Update(books.Snapshot{Live: books.Live{Elapsed: 1}})
+	m.Finish(books.Snapshot{Live: books.Live{Elapsed: 2}, End: &books.End{ExitCode: 0}})
+	if n := strings.Count(stderr.String(), "prsync: warning: --metrics-file "+path+": "); n != 1 {
+		t.Errorf("stderr %q, want one warning", stderr.String())
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "\nprsync_up 0\n") {
+		t.Errorf("the last write did not land:\n%s", got)
 	}
 }

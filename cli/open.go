@@ -17,8 +17,8 @@ import (
 // Open does what must be done before the first rsync starts, once Validate has passed,
 // in this order: it asks rsync to check the options (rsync OPTIONS --version), checks DEST
 // and creates a missing local one, picks the transport, asks a remote DEST whether it takes
-// the deletion pass, opens --from and --failed, then builds the pipeline, opens the control
-// socket and routes the signals to the run. Its warnings are written as they arise. An
+// the deletion pass, opens --from and --failed, writes the --metrics-file a first time,
+// then builds the pipeline, opens the control socket and routes the signals to the run. Its warnings are written as they arise. An
 // error ends the run before it starts; either way, Close releases what Open opened.
 func (r *runner) Open() error {
 	f := &r.f
@@ -58,6 +58,12 @@ func (r *runner) Open() error {
 			return usage(fmt.Sprintf("--failed: %v", err), "")
 		}
 		r.failed = fh // the reporter closes it with its list
+	}
+	if f.MetricsFile != "" {
+		r.metrics = newMetrics(f.MetricsFile, r.stderr)
+		if err := r.metrics.open(); err != nil {
+			return usage(fmt.Sprintf("--metrics-file %s: %v", f.MetricsFile, err), "")
+		}
 	}
 
 	r.p = r.newPipeline()

@@ -87,8 +87,8 @@ func (r *runner) newPipeline() *pipeline {
 	p.rep.books.Failed = p.rep.pathFailed
 	// the printers of the books, in the order they print each snapshot
 	p.rep.printers = []books.Printer{p.rep.json, &books.Text{W: r.stderr, On: r.showProgress()}}
-	if f.MetricsFile != "" {
-		p.rep.printers = append(p.rep.printers, newMetrics(f.MetricsFile, r.stderr))
+	if r.metrics != nil {
+		p.rep.printers = append(p.rep.printers, r.metrics)
 	}
 	return p
 }

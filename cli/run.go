@@ -89,6 +89,7 @@ type runner struct {
 	root, cwd    string
 	input        io.ReadCloser
 	failed       *os.File
+	metrics      *metrics // --metrics-file, written once by Open
 	policy       throttle.Policy
 	quick        *splitter.QuickCheck
 	confirm      exec.ConfirmMode

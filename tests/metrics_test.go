@@ -1,0 +1,114 @@
+package tests
+
+// The --metrics-file when its directory stops taking writes mid-run: one warning naming
+// the path, and the file says the run ended once it can be written again. Proven with the
+// real rsync, by walking DEST.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMetricsFileMidRun breaks the metrics file's directory while prsync copies, in two
+// ways: the directory is removed (renamed away) and made again, or, for root, a tmpfs
+// mounted there is remounted read-only and then read-write. Writes fail for several
+// intervals, then the run ends: exactly one warning names the path as given, the run
+// exits 0 with DEST complete, and the file says prsync_up 0 and prsync_exit_code 0.
+func TestMetricsFileMidRun(t *testing.T) {
+	needRsync(t)
+	for _, how := range []string{"removed", "read-only remount"} {
+		t.Run(how, func(t *testing.T) {
+			w := t.TempDir()
+			src, dst, dir := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "prom")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var breakDir, mendDir func()
+			switch how {
+			case "removed":
+				breakDir = func() {
+					if err := os.Rename(dir, dir+".away"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mendDir = func() {
+					if err := os.Mkdir(dir, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+			default:
+				if !isRoot() {
+					t.Skip("mounting a tmpfs needs root")
+				}
+				mount := func(args ...string) {
+					if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+						t.Fatalf("mount %v: %v: %s", args, err, out)
+					}
+				}
+				if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+					t.Skipf("mount tmpfs: %v: %s", err, out)
+				}
+				t.Cleanup(func() { exec.Command("umount", dir).Run() })
+				breakDir = func() { mount("-o", "remount,ro", dir) }
+				mendDir = func() { mount("-o", "remount,rw", dir) }
+			}
+			var names []string
+			for i := 0; i < 40; i++ {
+				n := fmt.Sprintf("d%d/f%02d", i%3, i)
+				writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i), 100+i), 0o644)
+				names = append(names, n)
+			}
+			mf := filepath.Join(dir, "prsync.prom")
+			pr, pw := io.Pipe()
+			p := start(t, startOpts{stdin: pr}, "-0", "--root", src, "--chunk-files", "5", "--chunk-wait", "50ms",
+				"--throttle-interval", "100ms", "--metrics-file", mf, dst)
+			defer pw.Close()
+			pw.Write(nul(names[:20]...))
+			p.mustWaitFor("chunk_end", time.Minute, func(e map[string]any) bool { return e["type"] == "chunk_end" })
+			if b, err := os.ReadFile(mf); err != nil || !strings.Contains(string(b), "\nprsync_up 1\n") {
+				t.Fatalf("the metrics file mid-run: %v\n%s", err, b)
+			}
+			breakDir()
+			warning := "prsync: warning: --metrics-file " + mf + ": "
+			deadline := time.Now().Add(time.Minute)
+			for !strings.Contains(p.stderr.String(), warning) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no warning within a minute; stderr:\n%s", p.stderr.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(500 * time.Millisecond) // five intervals more that cannot write
+			pw.Write(nul(names[20:]...))
+			time.Sleep(300 * time.Millisecond)
+			mendDir()
+			pw.Close()
+			r := p.wait(5 * time.Minute)
+			if r.Code != 0 {
+				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+			}
+			checkIdentity(t, r.Summary(t), 40)
+			if n := strings.Count(r.Stderr, "prsync: warning: "); n != 1 || strings.Count(r.Stderr, warning) != 1 {
+				t.Errorf("%d warnings, want one naming %s:\n%s", n, mf, r.Stderr)
+			}
+			if strings.Contains(r.Stderr, "prsync.prom0") || strings.Contains(r.Stderr, "prsync.prom1") {
+				t.Errorf("the warning names a temp file:\n%s", r.Stderr)
+			}
+			b, err := os.ReadFile(mf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range []string{"prsync_up 0", "prsync_exit_code 0", `prsync_files_total{status="transferred"} 40`} {
+				if !strings.Contains(string(b), "\n"+line+"\n") {
+					t.Errorf("no line %q in the metrics file:\n%s", line, b)
+				}
+			}
+			sameTree(t, src, dst)
+		})
+	}
+}
