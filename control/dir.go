@@ -66,6 +66,22 @@ func privateDir(dir string, uid int, create bool) error {
 	return checkPrivate(dir, fi, uid)
 }
 
+// unixMode is a mode's permission bits as chmod and ls write them: with the setuid,
+// setgid and sticky bits, which Go keeps apart from Perm (a mode of 1777 is not 0777).
+func unixMode(m fs.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		u |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= 0o1000
+	}
+	return u
+}
+
 // checkPrivate refuses a control directory that someone else could have made, or could
 // enter: the socket's mode is not a guard on every system, the directory's is.
 func checkPrivate(dir string, fi fs.FileInfo, uid int) error {
@@ -83,10 +99,10 @@ func checkPrivate(dir string, fi fs.FileInfo, uid int) error {
 		return &Error{Msg: fmt.Sprintf("control directory %s belongs to uid %d, not to uid %d: refusing to use it", dir, owner, uid),
 			Hint: "someone may be trying to catch prsync's socket: ask root to remove it, or set XDG_RUNTIME_DIR to a private directory"}
 	case fi.Mode().Perm()&0o077 != 0:
-		return &Error{Msg: fmt.Sprintf("control directory %s has mode %04o: others may enter it", dir, fi.Mode().Perm()),
+		return &Error{Msg: fmt.Sprintf("control directory %s has mode %04o: others may enter it", dir, unixMode(fi.Mode())),
 			Hint: "make it private: chmod 700 " + dir}
 	case fi.Mode().Perm()&0o700 != 0o700:
-		return &Error{Msg: fmt.Sprintf("control directory %s has mode %04o: its owner cannot use it", dir, fi.Mode().Perm()),
+		return &Error{Msg: fmt.Sprintf("control directory %s has mode %04o: its owner cannot use it", dir, unixMode(fi.Mode())),
 			Hint: "chmod 700 " + dir}
 	}
 	return nil

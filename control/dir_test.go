@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -74,7 +75,14 @@ func TestRuntimeDir(t *testing.T) {
 				must(t, os.Chmod(filepath.Join(base, name), 0o777|fs.ModeSticky))
 				return ""
 			},
-			wantErr: "others may enter it"},
+			wantErr: "control directory BASE/" + name + " has mode 1777: others may enter it"},
+		{name: "setgid and group-readable",
+			setup: func(t *testing.T, base, xdg string) string {
+				must(t, os.Mkdir(filepath.Join(base, name), 0o700))
+				must(t, os.Chmod(filepath.Join(base, name), 0o750|fs.ModeSetgid))
+				return ""
+			},
+			wantErr: "has mode 2750"},
 		{name: "group-readable",
 			setup: func(t *testing.T, base, xdg string) string {
 				must(t, os.Mkdir(filepath.Join(base, name), 0o700))
@@ -179,5 +187,24 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnixMode: the mode in messages is the one chmod takes, special bits included.
+func TestUnixMode(t *testing.T) {
+	for _, tt := range []struct {
+		mode fs.FileMode
+		want string
+	}{
+		{0o700, "0700"},
+		{0o777, "0777"},
+		{0o777 | fs.ModeSticky, "1777"},
+		{0o750 | fs.ModeSetgid, "2750"},
+		{0o755 | fs.ModeSetuid, "4755"},
+		{0o777 | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky | fs.ModeDir, "7777"},
+	} {
+		if got := fmt.Sprintf("%04o", unixMode(tt.mode)); got != tt.want {
+			t.Errorf("unixMode(%v) = %s, want %s", tt.mode, got, tt.want)
+		}
 	}
 }
