@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -350,6 +351,9 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 		CPUSeconds: cpuSeconds(syscall.RUSAGE_SELF), RsyncCPUSeconds: cpuSeconds(syscall.RUSAGE_CHILDREN),
 		Shard: f.shard, Shards: f.shards,
 	})
+	if s.Refusals > 0 {
+		cmdline.Warnf(r.stderr, "the far side's refusals lowered the limit %s: the run ended running at most %d rsyncs at once", times(s.Refusals), s.Jobs)
+	}
 	switch {
 	case p.inputErr != nil:
 		cmdline.Errorf(r.stderr, "%v", p.inputErr)
@@ -381,6 +385,14 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 		}
 	}
 	return code
+}
+
+// times says how many times: "once", "2 times".
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return strconv.Itoa(n) + " times"
 }
 
 func failedListNote(path string) string {

@@ -74,7 +74,8 @@ func (r *reporter) handle(m any) {
 		s := r.snapshot()
 		r.json.Jobs(m, s)
 		if m.Reason == "refused" && s.Refusals == 1 {
-			cmdline.Warnf(r.stderr, "the far side refused a session (%s); running at most %d rsyncs at once", m.Detail, m.New)
+			// the limit may come down further: finish says where it ended
+			cmdline.Warnf(r.stderr, "the far side refused a session (%s); prsync runs fewer rsyncs at once, and says at the end how many", m.Detail)
 		}
 	case throttle.Event:
 		r.json.Throttle(m)

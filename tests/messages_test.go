@@ -1,0 +1,66 @@
+package tests
+
+// Small truths in prsync's messages (issue 24, item 7), against the real rsync, by walking
+// DEST.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRefusalsFinalLimit: -j 15 against a daemon with max connections = 3. The limit comes
+// down in steps; stderr says the refusal once as it happens, without a limit that will not
+// last, and once at the end the limit the run ended at, which is the last jobs event's.
+func TestRefusalsFinalLimit(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
+	os.MkdirAll(mod, 0o755)
+	var names []string
+	for i := 0; i < 30; i++ {
+		n := fmt.Sprintf("d%d/f%02d", i%3, i)
+		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 100_000), 0o644)
+		names = append(names, n)
+	}
+	user := ""
+	if isRoot() {
+		user = "uid = root\ngid = root\n"
+	}
+	d := startDaemonConf(t, mod, 0, user+"max connections = 3")
+	failed := filepath.Join(w, "failed")
+	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "15",
+		"--chunk-files", "1", "--failed", failed, "--no-throttle", "--retries", "5", d.URL(), "--", "--bwlimit=200k").wait(3 * time.Minute)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	checkTruth(t, r, src, mod, names, failed, 0)
+	jobs := r.OfType("jobs")
+	if len(jobs) == 0 {
+		t.Fatalf("no jobs event: the daemon never refused, the test proves nothing\n%s", r.Stderr)
+	}
+	last := num(jobs[len(jobs)-1], "new")
+	if last > 3 {
+		t.Errorf("the limit ended at %d against a daemon that takes 3: %v", last, jobs)
+	}
+	if n := strings.Count(r.Stderr, "refused a session"); n != 1 {
+		t.Errorf("the refusal is said %d times, want once:\n%s", n, r.Stderr)
+	}
+	if strings.Contains(r.Stderr, "at most 15") || strings.Contains(r.Stderr, "at most 14") {
+		t.Errorf("stderr tells a limit that did not last:\n%s", r.Stderr)
+	}
+	m := regexp.MustCompile(`(?m)^prsync: warning: the far side's refusals lowered the limit (once|\d+ times): the run ended running at most (\d+) rsyncs at once$`).FindAllStringSubmatch(r.Stderr, -1)
+	if len(m) != 1 {
+		t.Fatalf("want one closing line with the final limit:\n%s", r.Stderr)
+	}
+	if got, _ := strconv.ParseInt(m[0][2], 10, 64); got != last {
+		t.Errorf("the closing line says %d, the last jobs event %d", got, last)
+	}
+	t.Logf("stderr:\n%s", r.Stderr)
+}
