@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -63,4 +64,66 @@ func TestRefusalsFinalLimit(t *testing.T) {
 		t.Errorf("the closing line says %d, the last jobs event %d", got, last)
 	}
 	t.Logf("stderr:\n%s", r.Stderr)
+}
+
+// TestDeleteMountPoint: DEST holds a mount point (a tmpfs) that the source lacks. --delete
+// empties the mount and then fails on its rmdir, as `rsync -a --delete` does: exit 23 with
+// the pass failed. With `-- -x` the mount and its files are kept, and the run exits 0.
+func TestDeleteMountPoint(t *testing.T) {
+	needRsync(t)
+	if !isRoot() {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	mnt := filepath.Join(dst, "mnt")
+	names := []string{"d0", "d1"}
+	for i := 0; i < 6; i++ {
+		n := fmt.Sprintf("d%d/f%d", i%2, i)
+		writeFile(t, filepath.Join(src, n), fmt.Sprint(i), 0o644)
+		names = append(names, n)
+	}
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mountTmpfs := func() {
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).CombinedOutput(); err != nil {
+			t.Skipf("mount tmpfs: %v: %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+		writeFile(t, filepath.Join(mnt, "data"), "on the mount", 0o644)
+		writeFile(t, filepath.Join(mnt, "sub", "more"), "on the mount too", 0o644)
+	}
+	mountTmpfs()
+	r := runPrsync(t, "", nul(names...), "-0", "--root", src, "--delete", dst)
+	if r.Code != 23 {
+		t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
+	}
+	s := r.Summary(t)
+	checkIdentity(t, s, int64(len(names)))
+	if p, _ := s["delete_pass"].(string); !strings.HasPrefix(p, "failed: ") || !strings.Contains(p, "rmdir(mnt) failed: Device or resource busy") {
+		t.Errorf("delete_pass %q", s["delete_pass"])
+	}
+	if ents, err := os.ReadDir(mnt); err != nil || len(ents) != 0 {
+		t.Errorf("the mount holds %v (%v): rsync empties it", ents, err)
+	}
+	// the walk: DEST is the source's, plus the emptied mount point
+	if err := exec.Command("umount", mnt).Run(); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(mnt)
+	sameTree(t, src, dst)
+
+	// with -x, rsync deletes nothing across the mount point
+	os.MkdirAll(mnt, 0o755)
+	mountTmpfs()
+	r = runPrsync(t, "", nul(names...), "-0", "--root", src, "--delete", dst, "--", "-x")
+	if r.Code != 0 || r.Summary(t)["delete_pass"] != "ran" {
+		t.Fatalf("with -x: exit %d, delete_pass %v\n%s", r.Code, r.Summary(t)["delete_pass"], r.Stderr)
+	}
+	for p, want := range map[string]string{"data": "on the mount", "sub/more": "on the mount too"} {
+		if b, err := os.ReadFile(filepath.Join(mnt, p)); err != nil || string(b) != want {
+			t.Errorf("with -x, the mount's %s holds %q (%v)", p, b, err)
+		}
+	}
 }
