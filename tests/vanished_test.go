@@ -65,13 +65,16 @@ func TestVanishedDaemonChroot(t *testing.T) {
 
 		dst := filepath.Join(t.TempDir(), "dst")
 		failedList := filepath.Join(t.TempDir(), "failed")
-		r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", url, "--failed", failedList, "--no-throttle", dst).wait(2 * time.Minute)
-		failed := checkTruth(t, r, sub, dst, rels, failedList, 0)
+		// and one path the module does not have, which is gone
+		const gone = "nested/not-in-the-module"
+		in := append(bytes.Clone(list), gone+"\x00"...)
+		r := start(t, startOpts{stdin: bytes.NewReader(in)}, "-0", "--root", url, "--failed", failedList, "--no-throttle", dst).wait(2 * time.Minute)
+		failed := checkTruth(t, r, sub, dst, append(rels, gone), failedList, 0)
 		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(rels)))
+		checkIdentity(t, s, int64(len(rels)+1))
 		if plainCode == 0 { // an rsync without the fault: the pull copies everything
-			if r.Code != 0 {
-				t.Errorf("exit %d, want 0 as plain rsync\n%s", r.Code, r.Stderr)
+			if r.Code != 24 {
+				t.Errorf("exit %d, want 24 (one path gone)\n%s", r.Code, r.Stderr)
 			}
 			sameTree(t, sub, dst)
 			return
@@ -82,15 +85,21 @@ func TestVanishedDaemonChroot(t *testing.T) {
 		if r.Code != 23 {
 			t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
 		}
-		if n := num(s, "files_vanished"); n != 0 {
-			t.Errorf("%d paths counted vanished, want none", n)
+		if n := num(s, "files_vanished"); n != 1 {
+			t.Errorf("%d paths counted vanished, want only the one gone", n)
 		}
 		if n := num(s, "files_failed"); n != int64(len(files)) {
 			t.Errorf("%d paths failed, want the %d regular files", n, len(files))
 		}
-		wantFailed(t, r, failed, files...)
+		wantFailed(t, r, failed, append(files, gone)...)
 		for _, e := range r.OfType("path_failed") {
 			reason := fmt.Sprint(e["reason"])
+			if e["path"] == gone {
+				if e["status"] != "vanished" || !strings.Contains(reason, "No such file or directory") {
+					t.Errorf("%q: %v %q, want vanished", gone, e["status"], reason)
+				}
+				continue
+			}
 			if e["status"] != "failed" || !strings.Contains(reason, "rsync called it vanished, but the far side lists it") || !strings.Contains(reason, "file has vanished") {
 				t.Errorf("%q: %v %q", e["path"], e["status"], reason)
 			}
@@ -101,8 +110,8 @@ func TestVanishedDaemonChroot(t *testing.T) {
 		if !strings.Contains(r.Stderr, "use chroot = no") || !strings.Contains(r.Stderr, "rsyncd.conf") {
 			t.Errorf("no hint about the module's path mapping:\n%s", r.Stderr)
 		}
-		if strings.Contains(r.Stderr, "vanished,") && !strings.Contains(r.Stderr, "0 vanished") {
-			t.Errorf("stderr counts vanished paths:\n%s", r.Stderr)
+		if !strings.Contains(r.Stderr, fmt.Sprintf("%d failed, 1 vanished", len(files))) {
+			t.Errorf("stderr does not count the failed and the vanished paths:\n%s", r.Stderr)
 		}
 		noProcsLeft(t, sub)
 
