@@ -34,6 +34,7 @@ type sink struct {
 	logged int64
 	pool   *Pool
 	onItem func(rsync.Item) // sees every out-format line, when set
+	onLine func([]byte)     // sees every line of standard output, when set
 	// spoke is set at rsync's first out-format line: the far side accepted the session
 	// (a refusal comes on stderr, before any)
 	spoke atomic.Bool
@@ -44,6 +45,9 @@ func (s *sink) stdout(line []byte) {
 	s.mu.Lock()
 	n, file := s.a.Stdout(line)
 	s.logged += n
+	if s.onLine != nil {
+		s.onLine(line) // the line's buffer is reused
+	}
 	if s.onItem != nil {
 		if it, ok := rsync.ParseItem(line); ok {
 			it.Name = bytes.Clone(it.Name) // the line's buffer is reused
@@ -80,6 +84,7 @@ type pass struct {
 	// source is remote runs direct
 	src, dest string
 	onItem    func(rsync.Item) // sees every out-format line, when set
+	onLine    func([]byte)     // sees every line of standard output, when set
 }
 
 // attempt runs one rsync over entries of chunk c, extra options first (such as
@@ -126,7 +131,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 			localDest = dest
 		}
 	}
-	sk := &sink{a: rsync.NewAttributor(entries, src, dest, localDest), onItem: ps.onItem}
+	sk := &sink{a: rsync.NewAttributor(entries, src, dest, localDest), onItem: ps.onItem, onLine: ps.onLine}
 	if extra == nil {
 		sk.pool = p
 	}

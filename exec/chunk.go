@@ -112,6 +112,7 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, re
 		}
 		p.mu.Unlock()
 	}
+	p.proveVanished(ctx, st.c, r, class) // see vanished.go
 	s := rsync.Settle(r, res.code, class == rsync.Cancelled, p.LeftOut != "")
 	var conf *Confirmation
 	var vs []rsync.Verdict

@@ -48,6 +48,8 @@ const (
 	SourceNotRemoved
 	// UntrustedLink: rsync refuses a symlink owned by another user.
 	UntrustedLink
+	// FarSideHasIt: rsync called a path vanished that a listing of the far side shows.
+	FarSideHasIt
 )
 
 var advice = [...]string{
@@ -70,6 +72,7 @@ var advice = [...]string{
 	NoACLs:            "the destination file system does not support ACLs (-A)",
 	SourceNotRemoved:  "the copy landed, but --remove-source-files could not remove the source",
 	UntrustedLink:     "rsync refuses a symlink in the path owned by another user; run as its owner, or pass -- --insecure-links deliberately",
+	FarSideHasIt:      "the far side lists the paths rsync called vanished, so its sender opened them elsewhere than where it lists them: rsync 3.5.0's daemon does this when --root names a SUBDIR of a module with `use chroot = no` (or with `/./` in its path); set `use chroot = yes` for the module, with no `/./` in its path, or make the SUBDIR a module of its own (`path` in rsyncd.conf), or give the module's top as --root and the paths with the SUBDIR in front (they then land under DEST/SUBDIR); see docs/rsync-messages.md",
 }
 
 // String returns the hint, or "" for NoAdvice.

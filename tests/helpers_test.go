@@ -666,6 +666,17 @@ func fakeRsync() int {
 	if isVer {
 		return execRealRsync()
 	}
+	if code, ok := strings.CutPrefix(mode, "list-only-fails:"); ok {
+		// the real rsync, but a --list-only run (prsync's listing of the far side) fails
+		// as when the far side is gone
+		if !strings.Contains(strings.Join(os.Args[1:], "\x00")+"\x00", "--list-only\x00") {
+			return execRealRsync()
+		}
+		fmt.Fprintln(os.Stderr, "rsync: failed to connect to 127.0.0.1 (127.0.0.1): Connection refused (111)")
+		fmt.Fprintf(os.Stderr, "rsync error: error in socket IO (code %s) at clientserver.c(139) [Receiver=3.5.0]\n", code)
+		n, _ := strconv.Atoi(code)
+		return n
+	}
 	// count invocations in a file, so a test can fail the first N and pass the rest
 	state := os.Getenv("PRSYNC_TEST_FAKE_STATE")
 	n := 0

@@ -1,0 +1,291 @@
+package tests
+
+// "Vanished" must be proven (issue 24, item 2): a path rsync calls vanished counts as
+// vanished only when it is shown gone (lstat of a local source, a listing of the far side
+// for a remote one). Every case runs the real rsync against a real daemon on 127.0.0.1 and
+// walks DEST and the source.
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// regularFiles returns the regular files under dir, relative to it.
+func regularFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestVanishedDaemonChroot: --root rsync://HOST/mod/sub pulls from a SUBDIR of a module.
+// With `use chroot = no`, rsync 3.5.0's daemon calls every regular file vanished while
+// every one exists (docs/rsync-messages.md): prsync must fail them (exit 23) with a reason
+// and a hint, count none vanished, and list them all in --failed. With `use chroot = yes`
+// (as root) the same pull copies everything.
+func TestVanishedDaemonChroot(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	mod := filepath.Join(w, "mod")
+	sub := filepath.Join(mod, "sub")
+	makeOddTree(t, sub)
+	writeFile(t, filepath.Join(mod, "only-at-the-top"), "x", 0o644)
+	os.Chmod(w, 0o755)
+	list, rels := relList(t, sub)
+	files := regularFiles(t, sub)
+	user := ""
+	if isRoot() {
+		user = "uid = root\ngid = root\n"
+	}
+
+	t.Run("use chroot = no", func(t *testing.T) {
+		d := startDaemonConf(t, mod, 0, user+"read only = yes\nuse chroot = no")
+		url := d.URL() + "sub"
+
+		// plain rsync over the same module, to know what this rsync does there
+		plain := exec.Command("rsync", "-a", "--files-from=-", "--from0", url+"/", filepath.Join(t.TempDir(), "plain"))
+		plain.Stdin = bytes.NewReader(list)
+		out, _ := plain.CombinedOutput()
+		plainCode := plain.ProcessState.ExitCode()
+		t.Logf("plain rsync exits %d:\n%s", plainCode, out)
+
+		dst := filepath.Join(t.TempDir(), "dst")
+		failedList := filepath.Join(t.TempDir(), "failed")
+		// and one path the module does not have, which is gone
+		const gone = "nested/not-in-the-module"
+		in := append(bytes.Clone(list), gone+"\x00"...)
+		r := start(t, startOpts{stdin: bytes.NewReader(in)}, "-0", "--root", url, "--failed", failedList, "--no-throttle", dst).wait(2 * time.Minute)
+		failed := checkTruth(t, r, sub, dst, append(rels, gone), failedList, 0)
+		s := r.Summary(t)
+		checkIdentity(t, s, int64(len(rels)+1))
+		if plainCode == 0 { // an rsync without the fault: the pull copies everything
+			if r.Code != 24 {
+				t.Errorf("exit %d, want 24 (one path gone)\n%s", r.Code, r.Stderr)
+			}
+			sameTree(t, sub, dst)
+			return
+		}
+		if plainCode != 24 || !strings.Contains(string(out), "file has vanished") {
+			t.Fatalf("plain rsync exits %d, want 24 with file has vanished", plainCode)
+		}
+		if r.Code != 23 {
+			t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
+		}
+		if n := num(s, "files_vanished"); n != 1 {
+			t.Errorf("%d paths counted vanished, want only the one gone", n)
+		}
+		if n := num(s, "files_failed"); n != int64(len(files)) {
+			t.Errorf("%d paths failed, want the %d regular files", n, len(files))
+		}
+		wantFailed(t, r, failed, append(files, gone)...)
+		for _, e := range r.OfType("path_failed") {
+			reason := fmt.Sprint(e["reason"])
+			if e["path"] == gone {
+				if e["status"] != "vanished" || !strings.Contains(reason, "No such file or directory") {
+					t.Errorf("%q: %v %q, want vanished", gone, e["status"], reason)
+				}
+				continue
+			}
+			if e["status"] != "failed" || !strings.Contains(reason, "rsync called it vanished, but the far side lists it") || !strings.Contains(reason, "file has vanished") {
+				t.Errorf("%q: %v %q", e["path"], e["status"], reason)
+			}
+		}
+		if got := regularFiles(t, dst); len(got) != 0 {
+			t.Errorf("DEST holds files rsync did not copy: %q", got)
+		}
+		if !strings.Contains(r.Stderr, "use chroot = no") || !strings.Contains(r.Stderr, "rsyncd.conf") {
+			t.Errorf("no hint about the module's path mapping:\n%s", r.Stderr)
+		}
+		if !strings.Contains(r.Stderr, fmt.Sprintf("%d failed, 1 vanished", len(files))) {
+			t.Errorf("stderr does not count the failed and the vanished paths:\n%s", r.Stderr)
+		}
+		noProcsLeft(t, sub)
+
+		// the hint's way out that needs no change on the far side: the module's top as
+		// --root, the SUBDIR in front of each path
+		var viaTop []byte
+		for _, rel := range rels {
+			viaTop = append(append(viaTop, "sub/"+rel...), 0)
+		}
+		dst2 := filepath.Join(t.TempDir(), "dst")
+		r = start(t, startOpts{stdin: bytes.NewReader(viaTop)}, "-0", "--root", d.URL(), "--no-throttle", dst2).wait(2 * time.Minute)
+		if r.Code != 0 {
+			t.Errorf("via the module's top: exit %d\n%s", r.Code, r.Stderr)
+		}
+		sameTree(t, sub, filepath.Join(dst2, "sub"))
+	})
+
+	t.Run("use chroot = yes", func(t *testing.T) {
+		if !isRoot() {
+			t.Skip("use chroot = yes needs a daemon run as root")
+		}
+		d := startDaemonConf(t, mod, 0, user+"read only = yes\nuse chroot = yes")
+		dst := filepath.Join(t.TempDir(), "dst")
+		failedList := filepath.Join(t.TempDir(), "failed")
+		r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", d.URL()+"sub", "--failed", failedList, "--no-throttle", dst).wait(2 * time.Minute)
+		if r.Code != 0 {
+			t.Errorf("exit %d, want 0\n%s", r.Code, r.Stderr)
+		}
+		checkTruth(t, r, sub, dst, rels, failedList, 0)
+		checkIdentity(t, r.Summary(t), int64(len(rels)))
+		sameTree(t, sub, dst)
+	})
+}
+
+// TestVanishedReal: files that really vanish still count as vanished (exit 24): one
+// removed before the run while it stays in the input, and one removed during the copy,
+// after rsync's file list named it and before its sender opened it (the sender is held on
+// a big first file by --bwlimit; the file goes once DEST holds that file's temp file).
+// From a local source (checked with lstat), and from a daemon and over ssh (checked with a
+// listing).
+func TestVanishedReal(t *testing.T) {
+	needRsync(t)
+	for _, c := range []struct {
+		name   string
+		daemon bool
+		ssh    bool
+		sizes  bool
+	}{
+		{name: "local"},
+		{name: "local --sizes", sizes: true},
+		{name: "daemon", daemon: true},
+		{name: "ssh", ssh: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := t.TempDir()
+			src := filepath.Join(w, "src")
+			os.Chmod(w, 0o755)
+			big := make([]byte, 1<<20)
+			rand.Read(big)
+			writeFile(t, filepath.Join(src, "a-big"), string(big), 0o644)
+			for i := 1; i <= 4; i++ {
+				writeFile(t, filepath.Join(src, "m", fmt.Sprintf("f%d", i)), strings.Repeat("x", i), 0o644)
+			}
+			writeFile(t, filepath.Join(src, "z-during"), "goes during the copy", 0o644)
+			writeFile(t, filepath.Join(src, "z-before"), "goes before the run", 0o644)
+			var in []byte
+			rels := []string{"a-big", "m/f1", "m/f2", "m/f3", "m/f4", "z-during", "z-before"}
+			for _, rel := range rels {
+				if c.sizes {
+					in = fmt.Appendf(in, "%d\t", 20)
+				}
+				in = append(append(in, rel...), 0)
+			}
+			os.Remove(filepath.Join(src, "z-before"))
+
+			root, rsyncArgs := src, []string{"--bwlimit=256k"}
+			if c.ssh {
+				sshConfig, _ := startSSHD(t, "")
+				root, rsyncArgs = "h0:"+src, append(rsyncArgs, "-e", "ssh -F "+sshConfig)
+			}
+			if c.daemon {
+				user := ""
+				if isRoot() {
+					user = "uid = root\ngid = root\n"
+				}
+				root = startDaemonConf(t, src, 0, user+"read only = yes").URL()
+			}
+			dst := filepath.Join(w, "dst")
+			failedList := filepath.Join(w, "failed")
+			args := []string{"-0", "--root", root, "--failed", failedList, "--no-throttle"}
+			if c.sizes {
+				args = append(args, "--sizes")
+			}
+			p := start(t, startOpts{stdin: bytes.NewReader(in)}, append(append(args, dst, "--"), rsyncArgs...)...)
+			removed := false
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if m, _ := filepath.Glob(filepath.Join(dst, ".a-big.*")); len(m) > 0 {
+					removed = os.Remove(filepath.Join(src, "z-during")) == nil
+					break
+				}
+			}
+			r := p.wait(2 * time.Minute)
+			if !removed {
+				t.Fatalf("the big file's temp file never showed in DEST\n%s", r.Stderr)
+			}
+			if r.Code != 24 {
+				t.Errorf("exit %d, want 24\n%s", r.Code, r.Stderr)
+			}
+			if c.sizes { // the list holds the records as read: drop the sizes
+				b, _ := os.ReadFile(failedList)
+				b = bytes.ReplaceAll(b, []byte("20\t"), nil)
+				failedList += ".paths"
+				os.WriteFile(failedList, b, 0o644)
+			}
+			failed := checkTruth(t, r, src, dst, rels, failedList, 0)
+			wantFailed(t, r, failed, "z-before", "z-during")
+			s := r.Summary(t)
+			checkIdentity(t, s, int64(len(rels)))
+			if num(s, "files_vanished") != 2 || num(s, "files_failed") != 0 || num(s, "files_transferred") != 5 {
+				t.Errorf("summary: %v", s)
+			}
+			for _, e := range r.OfType("path_failed") {
+				if e["status"] != "vanished" {
+					t.Errorf("%q: %v %q", e["path"], e["status"], e["reason"])
+				}
+				if e["path"] == "z-during" && !strings.Contains(fmt.Sprint(e["reason"]), "file has vanished") {
+					t.Errorf("z-during did not vanish during the copy: %q", e["reason"])
+				}
+			}
+			if got := regularFiles(t, dst); len(got) != 5 {
+				t.Errorf("DEST holds %q, want the 5 files left", got)
+			}
+			sameTree(t, src, dst)
+			noProcsLeft(t, src)
+		})
+	}
+}
+
+// TestVanishedListingFails: when the listing that is to prove a vanish fails itself, the
+// paths rsync called vanished are failed with the listing's error, not vanished. The copy
+// is the real rsync's; only its --list-only run fails (the fake rsync).
+func TestVanishedListingFails(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src := filepath.Join(w, "src")
+	os.Chmod(w, 0o755)
+	rels := []string{"a", "b", "gone"}
+	for _, rel := range rels[:2] {
+		writeFile(t, filepath.Join(src, rel), rel, 0o644)
+	}
+	user := ""
+	if isRoot() {
+		user = "uid = root\ngid = root\n"
+	}
+	d := startDaemonConf(t, src, 0, user+"read only = yes")
+	dst, failedList := filepath.Join(w, "dst"), filepath.Join(w, "failed")
+	env := []string{"PRSYNC_TEST_FAKE_RSYNC=list-only-fails:10"}
+	r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...)), env: env}, "-0", "--rsync", fakeRsyncPath(t), "--root", d.URL(), "--failed", failedList, "--no-throttle", dst).wait(time.Minute)
+	if r.Code != 23 {
+		t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
+	}
+	failed := checkTruth(t, r, src, dst, rels, failedList, 0)
+	wantFailed(t, r, failed, "gone")
+	s := r.Summary(t)
+	checkIdentity(t, s, 3)
+	if num(s, "files_vanished") != 0 || num(s, "files_failed") != 1 || num(s, "files_transferred") != 2 {
+		t.Errorf("summary: %v", s)
+	}
+	for _, e := range r.OfType("path_failed") {
+		if reason := fmt.Sprint(e["reason"]); e["status"] != "failed" || !strings.Contains(reason, "listing the far side to prove it failed") || !strings.Contains(reason, "Connection refused") {
+			t.Errorf("%q: %v %q", e["path"], e["status"], reason)
+		}
+	}
+	if got := regularFiles(t, dst); len(got) != 2 {
+		t.Errorf("DEST holds %q, want a and b", got)
+	}
+}
