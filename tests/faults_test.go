@@ -700,7 +700,7 @@ func TestSignal09TermWhilePaused(t *testing.T) {
 		}
 		wg.Wait()
 	}()
-	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--suspend-threshold", "1", "--resume-threshold", "0.5", "--throttle-interval", "200ms", "-j", "2", "--chunk-files", "4", "--root", src, "--failed", failed, dst, "--", "--bwlimit=40")
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--suspend-threshold", "1", "--resume-threshold", "0.5", "--throttle-interval", "200ms", "--max-suspend", "30s", "-j", "2", "--chunk-files", "4", "--root", src, "--failed", failed, dst, "--", "--bwlimit=40")
 	sus := p.mustWaitFor("throttle suspend", 15*time.Second, fltIs("throttle", "action", "suspend"))
 	close(busy)
 	// wait until the group is really stopped, so TERM finds it in state T

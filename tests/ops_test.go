@@ -21,17 +21,21 @@ import (
 )
 
 // cpuCgroup makes a cgroup with a quota of half a CPU (v2 cpu.max where the machine has
-// it, else v1 cfs quota) and returns a command prefix that runs a program inside it.
+// it, else v1 cfs quota) and returns a command prefix that runs a program inside it. Its
+// weight is the highest there is (cpu.weight, cpu.shares), so that on a busy host what
+// runs in it still gets the half CPU: the quota, not the host's load, limits it.
 func cpuCgroup(t *testing.T) []string {
 	t.Helper()
 	if !isRoot() {
 		t.Skip("making a cgroup needs root")
 	}
-	var dir, quotaFile, quota string
+	var dir, quotaFile, quota, weightFile, weight string
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
 		dir, quotaFile, quota = fmt.Sprintf("/sys/fs/cgroup/prsync-test-%d", os.Getpid()), "cpu.max", "50000 100000"
+		weightFile, weight = "cpu.weight", "10000"
 	} else if _, err := os.Stat("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"); err == nil {
 		dir, quotaFile, quota = fmt.Sprintf("/sys/fs/cgroup/cpu/prsync-test-%d", os.Getpid()), "cpu.cfs_quota_us", "50000"
+		weightFile, weight = "cpu.shares", "262144"
 	} else {
 		t.Skip("no cgroup v2 cpu.max and no v1 cpu controller here")
 	}
@@ -53,6 +57,9 @@ func cpuCgroup(t *testing.T) []string {
 	})
 	if err := os.WriteFile(filepath.Join(dir, quotaFile), []byte(quota), 0o644); err != nil {
 		t.Skipf("cannot set the cgroup's quota: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, weightFile), []byte(weight), 0o644); err != nil {
+		t.Skipf("cannot set the cgroup's weight: %v", err)
 	}
 	return []string{"sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, dir}
 }
