@@ -1,4 +1,4 @@
-# prsync: build, test, lint, demo, bench, docs and release.
+# prsync: build, test, test-busy, lint, demo, bench, docs and release.
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -9,13 +9,18 @@ LDFLAGS := -X github.com/prsync/prsync/cli.Version=$(VERSION) -X github.com/prsy
 DOCS     = $(GO) run ./internal/docgen/cmd/prsync-docs -version=$(VERSION) -date=$(DOCDATE)
 GOBIN    = $(shell $(GO) env GOPATH)/bin
 
-.PHONY: build test lint demo bench clean man completions docs release deb-test
+.PHONY: build test test-busy lint demo bench clean man completions docs release deb-test
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o prsync .
 
 test:
 	bash scripts/test.sh
+
+# the same suite with a CPU hog on every core (nproc busy loops, started and stopped by
+# scripts/test-busy.sh by their PIDs), as on a shared CI machine; not part of .ci/run
+test-busy:
+	bash scripts/test-busy.sh
 
 lint:
 	$(GO) vet ./...

@@ -3,23 +3,12 @@ package main
 
 import (
 	"os"
-	"runtime/pprof"
 
 	"github.com/prsync/prsync/cli"
 )
 
+// main does nothing before cli.Main, whose first act is to route the signals: a SIGINT
+// while prsync starts must end the run with its code, not kill the process.
 func main() {
-	args := os.Args[1:]
-	// PRSYNC_CPUPROFILE=FILE writes a Go CPU profile of prsync itself, for development
-	// (not of its pipe helpers: the profiling timer would survive their exec of rsync)
-	if p := os.Getenv("PRSYNC_CPUPROFILE"); p != "" && !cli.PipeHelper(args) {
-		if f, err := os.Create(p); err == nil {
-			pprof.StartCPUProfile(f)
-			code := cli.Main(args, os.Stdin, os.Stdout, os.Stderr)
-			pprof.StopCPUProfile()
-			f.Close()
-			os.Exit(code)
-		}
-	}
-	os.Exit(cli.Main(args, os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

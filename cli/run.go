@@ -23,6 +23,13 @@ import (
 // stdout and stderr its streams. It routes the process's signals to the run, for as long as
 // the process lives, so that a signal after the summary cannot change the outcome, and
 // tunes its Go runtime (tuneRuntime). It returns the exit code.
+//
+// The signals are routed first, before the flags are parsed, the runtime tuned or the
+// CPU profile opened: a SIGINT that arrives while prsync starts ends the run with code 20
+// and every path not done, it does not kill prsync. Only what precedes Main (the Go
+// runtime's start and the packages' initialization, tens of milliseconds) is left to the
+// default handler. The pipe helper and prsync ctl keep the default handlers: the helper
+// becomes rsync, which SIGTERM must end as it would end rsync, and Ctrl-C ends a ctl.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if PipeHelper(args) {
 		return cmdline.Fail(stderr, exec.PipeHelper(args[1:]), 1) // the -e program of the pipe transport
@@ -30,7 +37,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "ctl" {
 		return control.Main(args[1:], stdout, stderr) // live control of a running prsync
 	}
-	return run(notifySignals(), tuneRuntime, args, stdin, stdout, stderr)
+	sig := notifySignals()
+	defer startProfile()()
+	return run(sig, tuneRuntime, args, stdin, stdout, stderr)
 }
 
 // PipeHelper reports whether args, after the program's name, make prsync the pipe

@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/prsync/prsync/splitter"
 )
@@ -42,4 +43,26 @@ func goProcs(n int, stats bool) int {
 		return max(n, splitter.DefaultStatWorkers)
 	}
 	return max(1, n/4)
+}
+
+// startProfile starts a Go CPU profile of prsync itself into the file PRSYNC_CPUPROFILE
+// names, for development, and returns what stops it. Only Main calls it, never for the pipe
+// helper (the profiling timer would survive its exec of rsync).
+func startProfile() (stop func()) {
+	p := os.Getenv("PRSYNC_CPUPROFILE")
+	if p == "" {
+		return func() {}
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return func() {}
+	}
+	if pprof.StartCPUProfile(f) != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

@@ -47,9 +47,11 @@ echo "== macOS build"
 GOOS=darwin GOARCH=arm64 go build -o /dev/null ./...
 echo "== tests (race)"
 # -p 1: the throttle's tests run busy loops, which other packages' tests would take for load
-go test -race -count=1 -p 1 -timeout 20m ./...
+# (make test-busy gives the go test runs twice their time: PRSYNC_TEST_TIMEOUT_SCALE=2)
+scale=${PRSYNC_TEST_TIMEOUT_SCALE:-1}
+go test -race -count=1 -p 1 -timeout $((20 * scale))m ./...
 echo "== the copy, fault and migration tests again in the direct transport"
-PRSYNC_TEST_TRANSPORT=direct go test -race -count=1 -timeout 10m -run 'OddNames|Layouts|Daemon|Vanished|Truth|Fault|Delete|Verify' ./tests/
+PRSYNC_TEST_TRANSPORT=direct go test -race -count=1 -timeout $((10 * scale))m -run 'OddNames|Layouts|Daemon|Vanished|Truth|Fault|Delete|Verify' ./tests/
 echo "== fuzz smoke"
 go test -run '^$' -fuzz '^FuzzRecords$' -fuzztime 10s ./splitter/
 go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./rsync/

@@ -700,7 +700,7 @@ func TestSignal09TermWhilePaused(t *testing.T) {
 		}
 		wg.Wait()
 	}()
-	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--suspend-threshold", "1", "--resume-threshold", "0.5", "--throttle-interval", "200ms", "-j", "2", "--chunk-files", "4", "--root", src, "--failed", failed, dst, "--", "--bwlimit=40")
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--suspend-threshold", "1", "--resume-threshold", "0.5", "--throttle-interval", "200ms", "--max-suspend", "30s", "-j", "2", "--chunk-files", "4", "--root", src, "--failed", failed, dst, "--", "--bwlimit=40")
 	sus := p.mustWaitFor("throttle suspend", 15*time.Second, fltIs("throttle", "action", "suspend"))
 	close(busy)
 	// wait until the group is really stopped, so TERM finds it in state T
@@ -843,18 +843,45 @@ func TestSignalSecondInterruptKills(t *testing.T) {
 }
 
 // SIGINT while prsync is still starting (checking rsync) still ends with exit 20 and a
-// summary: the handlers are installed before anything slow happens.
+// summary: the handlers are installed before anything slow happens. The signal is sent
+// once prsync is seen asking rsync its version (the wrapper says so, then waits for the
+// signal), not after a fixed sleep: on a busy machine a race-built prsync may need more
+// than a second to reach that point, and a signal before its main is the Go runtime's to
+// take, not prsync's.
 func TestSignalDuringStartup(t *testing.T) {
 	needRsync(t)
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
 	names := fltFiles(t, src, 2, 100)
+	asking, sent := filepath.Join(base, "asking"), filepath.Join(base, "sent")
 	slow := filepath.Join(base, "slow-rsync")
-	writeFile(t, slow, "#!/bin/sh\nfor a; do [ \"$a\" = --version ] && sleep 1; done\nexec rsync \"$@\"\n", 0o755)
+	// every --version call says it is under way, then waits (at most 60 s) until the test
+	// has sent the signal, and a little more, so that the signal meets prsync in its check
+	writeFile(t, slow, fmt.Sprintf(`#!/bin/sh
+for a; do
+  if [ "$a" = --version ]; then
+    : > '%s'; i=0
+    while [ ! -e '%s' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+    sleep 0.2
+  fi
+done
+exec rsync "$@"
+`, asking, sent), 0o755)
 	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--rsync", slow, "--root", src, "--failed", failed, dst)
-	time.Sleep(300 * time.Millisecond)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(asking); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			r := p.wait(time.Second)
+			t.Fatalf("prsync never asked rsync its version within 60 s: exit %d\n%s", r.Code, r.Stderr)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	p.signal(syscall.SIGINT)
-	r := p.wait(30 * time.Second)
+	writeFile(t, sent, "", 0o644)
+	r := p.wait(60 * time.Second)
 	if r.Code == -1 {
 		t.Fatalf("prsync was killed by SIGINT during startup (no handler yet); stdout:\n%s", r.Stdout)
 	}
@@ -866,6 +893,19 @@ func TestSignalDuringStartup(t *testing.T) {
 	list := fltList(t, failed, '\n')
 	if got := num(s, "files_not_done"); got != int64(len(list)) {
 		t.Errorf("summary files_not_done %d, --failed holds %d", got, len(list))
+	}
+	// DEST holds nothing of the source: no path was copied, so none may be missing from
+	// the account (--failed names every path not in DEST)
+	inFailed := map[string]bool{}
+	for _, n := range list {
+		inFailed[n] = true
+	}
+	for _, n := range names {
+		if _, err := os.Lstat(filepath.Join(dst, n)); err == nil {
+			t.Errorf("%s is in DEST after an interrupt before any rsync ran", n)
+		} else if !inFailed[n] && num(s, "files") > 0 {
+			t.Errorf("%s is neither in DEST nor in --failed", n)
+		}
 	}
 	noProcsLeft(t, base)
 }

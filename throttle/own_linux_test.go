@@ -123,41 +123,60 @@ func (g *groupList) set(pgids ...int) { g.mu.Lock(); g.pgids = pgids; g.mu.Unloc
 func (g *groupList) get() []int       { g.mu.Lock(); defer g.mu.Unlock(); return g.pgids }
 
 // TestOwnCPUOfRealGroup measures a real busy process group, then checks that
-// reaping it does not count its CPU time a second time.
+// reaping it does not count its CPU time a second time. The loop's CPU is what
+// it got, read from /proc, not a share of a core assumed of a quiet machine: on
+// a busy one it gets less, and the test waits until it has had enough.
 func TestOwnCPUOfRealGroup(t *testing.T) {
 	hog := busyGroup(t)
+	pid := hog.Process.Pid
 	var groups groupList
-	groups.set(hog.Process.Pid)
+	groups.set(pid)
+	hz := float64(clockTicks())
+	ticks := func() float64 {
+		n, _, err := procTicks("/proc", []int{pid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(n)
+	}
 	s := NewSystemSampler(Policy{Suspend: 80, Resume: 60}, nil, groups.get)
+	c0, t0 := ticks(), time.Now()
 	ncpu := float64(s.ncpu)
 
-	time.Sleep(500 * time.Millisecond)
+	// at least 500 ms, and until the loop has had 25 ticks of CPU (at most 30 s)
+	for time.Since(t0) < 500*time.Millisecond || (ticks()-c0 < 25 && time.Since(t0) < 30*time.Second) {
+		time.Sleep(50 * time.Millisecond)
+	}
 	s1, err := s.Sample(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("busy group listed: %+v (%v CPUs)", s1, ncpu)
+	got, elapsed := (ticks()-c0)/hz, time.Since(t0).Seconds()
+	t.Logf("busy group listed: %+v (%v CPUs); the loop had %.2fs of CPU in %.2fs", s1, ncpu, got, elapsed)
 	if !s1.HasOwn {
 		t.Fatal("HasOwn = false on Linux")
 	}
-	if s1.Own*ncpu < 20 || s1.Own > s1.CPU {
-		t.Errorf("Own = %.1f%% of the machine (%.0f%% of a core), CPU %.1f%%; want at least 20%% of a core and at most CPU",
-			s1.Own, s1.Own*ncpu, s1.CPU)
+	if own := s1.Own / 100 * ncpu * elapsed; own < 0.8*got-2/hz || s1.Own > s1.CPU {
+		t.Errorf("Own = %.1f%% of the machine (%.2f CPU-seconds), CPU %.1f%%; want at least the loop's %.2fs and at most CPU",
+			s1.Own, own, s1.CPU, got)
 	}
 
 	// Kill and reap the leader: its whole CPU time moves into our
 	// RUSAGE_CHILDREN, but only the little it ran since s1 is new.
+	t1 := time.Now()
 	hog.Process.Kill()
 	hog.Wait()
+	whole := (hog.ProcessState.UserTime() + hog.ProcessState.SystemTime()).Seconds()
 	time.Sleep(300 * time.Millisecond)
 	s2, err := s.Sample(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("after reaping: %+v", s2)
-	if !s2.HasOwn || s2.Own*ncpu > 30 {
-		t.Errorf("Own = %.1f%% of the machine (%.0f%% of a core) after reaping, want below 30%% of a core",
-			s2.Own, s2.Own*ncpu)
+	own2 := s2.Own / 100 * ncpu * time.Since(t1).Seconds()
+	t.Logf("after reaping: %+v; %.3f CPU-seconds, the loop's whole life %.2fs", s2, own2, whole)
+	if !s2.HasOwn || own2 > whole/2 {
+		t.Errorf("Own = %.1f%% of the machine (%.3f CPU-seconds) after reaping, want well below the loop's %.2fs: counted again",
+			s2.Own, own2, whole)
 	}
 }
 
