@@ -40,6 +40,10 @@ const (
 	SourceNotRemoved
 	// UntrustedLink: rsync refuses a symlink owned by another user.
 	UntrustedLink
+	// NoRoom: writing the file failed with ENOSPC or EDQUOT.
+	NoRoom
+	// TooLarge: writing the file failed with EFBIG.
+	TooLarge
 )
 
 var advice = [...]string{
@@ -59,6 +63,8 @@ var advice = [...]string{
 	NoACLs:            "the destination file system does not support ACLs (-A)",
 	SourceNotRemoved:  "the copy landed, but --remove-source-files could not remove the source",
 	UntrustedLink:     "rsync refuses a symlink in the path owned by another user; run as its owner, or pass -- --insecure-links deliberately",
+	NoRoom:            "the destination is full (or its quota is): free space, then re-run with the --failed list",
+	TooLarge:          "the destination file system cannot hold a file this large: copy it to another file system",
 }
 
 // String returns the hint, or "" for NoAdvice.
@@ -78,6 +84,9 @@ const (
 	eacces     = 13
 	erofs      = 30
 	eopnotsupp = 95 // Linux's number
+	efbig      = 27
+	enospc     = 28
+	edquot     = 122 // Linux's number
 )
 
 // Advice returns the advice for a message. The side is read as rsync writes it: a
@@ -114,6 +123,10 @@ func (m Message) Advice() Advice {
 		return SourceNotRemoved
 	case m.Op == "untrusted link":
 		return UntrustedLink
+	case m.NoSpace || m.Errno == edquot:
+		return NoRoom
+	case m.Errno == efbig && m.Op == "write":
+		return TooLarge
 	}
 	return NoAdvice
 }
