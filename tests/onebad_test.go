@@ -6,9 +6,12 @@ package tests
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"math/bits"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +119,115 @@ func TestOneBadFullDest(t *testing.T) {
 	}
 	fltNoTemp(t, dst)
 	noProcsLeft(t, base)
+}
+
+// oneBadFake runs prsync over rels with the fake rsync in mode, one chunk per chunkFiles
+// paths, one rsync at a time, and checks the truth by walking DEST; it returns the run,
+// the --failed list and the fake's log of its runs ("fail N" or "rsync N" a line).
+func oneBadFake(t *testing.T, src, dst string, rels []string, mode string, chunkFiles int, extra ...string) (*Run, map[string]bool, []string) {
+	t.Helper()
+	base := t.TempDir()
+	failed, log := filepath.Join(base, "failed"), filepath.Join(base, "fake-log")
+	env := []string{"PRSYNC_TEST_FAKE_RSYNC=" + mode, "PRSYNC_TEST_FAKE_LOG=" + log}
+	args := append([]string{"-0", "--no-throttle", "--rsync", fakeRsyncPath(t), "--chunk-files", fmt.Sprint(chunkFiles), "-j", "1",
+		"--root", src, "--failed", failed, dst}, extra...)
+	r := start(t, startOpts{dir: base, stdin: bytes.NewReader(nul(rels...)), env: env}, args...).wait(5 * time.Minute)
+	got := checkTruth(t, r, src, dst, rels, failed, 0)
+	b, _ := os.ReadFile(log)
+	return r, got, strings.Fields(strings.ReplaceAll(string(b), " ", "_"))
+}
+
+// TestOneBadPathless: a chunk whose rsync fails for a reason that names no path while one
+// path is in its list (the fake rsync; the real one runs when that path is not) is halved
+// until that path stands alone: exactly it fails (exit 23), every other path is in DEST,
+// and the chunk takes at most 2·⌈log₂ n⌉ extra rsync starts.
+func TestOneBadPathless(t *testing.T) {
+	needRsync(t)
+	for _, tc := range []struct {
+		name, bad string
+		code      int
+		n         int
+	}{
+		{"last of 200, exit 13", "s200", 13, 200}, // always in the bigger half: the longest way down
+		{"first of 200, exit 11", "s001", 11, 200},
+		{"middle of 37, exit 19", "s019", 19, 37},
+		{"one of 2, exit 2", "s002", 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
+			rels := oneBadTree(t, src, tc.n, 0)
+			r, failed, log := oneBadFake(t, src, dst, rels, fmt.Sprintf("pathless:%d:%s", tc.code, tc.bad), 1000)
+			s := fltExit(t, r, 23)
+			checkIdentity(t, s, int64(tc.n))
+			wantFailed(t, r, failed, tc.bad)
+			fltPathFailed(t, r, map[string]string{tc.bad: "failed"})
+			for _, e := range r.OfType("path_failed") {
+				if want := fmt.Sprintf("rsync exit %d: rsync: [sender] fstat failed", tc.code); !strings.Contains(fmt.Sprint(e["reason"]), want) {
+					t.Errorf("path_failed reason %q is not rsync's line", e["reason"])
+				}
+			}
+			// DEST walked against the source: everything but the culprit, as the source has it
+			want := snapshot(t, src)
+			delete(want, tc.bad)
+			if got := snapshot(t, dst); !maps.Equal(got, want) {
+				t.Errorf("DEST holds %d entries, want the source's %d but %s", len(got), len(want), tc.bad)
+			}
+			starts := len(r.OfType("chunk_start"))
+			bound := 1 + 2*bits.Len(uint(tc.n-1))
+			if starts > bound || starts != len(log) {
+				t.Errorf("%d rsync starts (the fake saw %d), want at most %d", starts, len(log), bound)
+			}
+			fltNums(t, s, map[string]int64{"files_transferred": int64(tc.n - 1), "files_failed": 1, "chunks": 1, "retries": 0})
+			if st := fltStatuses(r); st[len(st)-1] != "partial" || slices.Index(st, "isolating") != 0 {
+				t.Errorf("chunk_end statuses %q, want isolating … partial", st)
+			}
+			fltNoTemp(t, dst)
+			noProcsLeft(t, base)
+			t.Logf("%d paths, culprit %s: %d rsync starts (bound %d): %v", tc.n, tc.bad, starts, bound, log)
+		})
+	}
+}
+
+// TestOneBadPathlessShared: when both halves of the first split fail with the line the
+// whole chunk failed with, the cause is taken for one that every chunk shares and halving
+// stops: a fake rsync that always fails (exit 13) costs each chunk 3 starts, not its
+// budget; two culprits, one in each half, look the same and fail the chunk as before.
+func TestOneBadPathlessShared(t *testing.T) {
+	needRsync(t)
+	var all []string
+	for i := 1; i <= 64; i++ {
+		all = append(all, fmt.Sprintf("s%03d", i))
+	}
+	for _, tc := range []struct {
+		name, mode string
+		starts     int      // 4 chunks of 16: 3 starts for a chunk that fails, 1 for one that does not
+		failed     []string // exactly
+	}{
+		{"every run fails", "pathless:13:" + strings.Join(all, "|"), 12, all},
+		{"one culprit in each half", "pathless:13:s005|s012", 6, all[:16]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
+			rels := oneBadTree(t, src, 64, 0)
+			r, failed, log := oneBadFake(t, src, dst, rels, tc.mode, 16)
+			s := fltExit(t, r, 23)
+			checkIdentity(t, s, 64)
+			if starts := len(r.OfType("chunk_start")); starts != len(log) || starts != tc.starts {
+				t.Errorf("%d rsync starts (the fake saw %d), want %d", starts, len(log), tc.starts)
+			}
+			wantFailed(t, r, failed, tc.failed...)
+			want := snapshot(t, src)
+			for _, p := range tc.failed {
+				delete(want, p)
+			}
+			if got := snapshot(t, dst); len(tc.failed) < 64 && !maps.Equal(got, want) {
+				t.Errorf("DEST holds %d entries, want the source's %d but the failed", len(got), len(want))
+			}
+			t.Logf("fake runs %v", log)
+			fltNoTemp(t, dst)
+			noProcsLeft(t, base)
+		})
+	}
 }
