@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -230,4 +231,85 @@ func TestOneBadPathlessShared(t *testing.T) {
 			noProcsLeft(t, base)
 		})
 	}
+}
+
+// TestOneBadSignalWhileIsolating: SIGINT while a chunk's isolating re-run is copying (the
+// first run failed for no path; the re-run over the first half is the real rsync, slowed
+// by --bwlimit) ends the run as any interrupt does: exit 20, the accounting identity, no
+// path counted twice, DEST holding only complete files equal to the source's and every
+// path not in --failed, no temp file and no process left.
+func TestOneBadSignalWhileIsolating(t *testing.T) {
+	needRsync(t)
+	// the runs: 1 all 40 (fails), 2 s001…s020 (copies), 3 s021…s040 (fails), 4 s021…s030
+	// (copies), …: interrupt the first re-run, and one a level further down
+	for _, attempt := range []int{2, 4} {
+		t.Run(fmt.Sprint("during run ", attempt), func(t *testing.T) { oneBadSignal(t, attempt) })
+	}
+}
+
+func oneBadSignal(t *testing.T, attempt int) {
+	base := t.TempDir()
+	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
+	rels := oneBadTree(t, src, 40, 0)
+	env := []string{"PRSYNC_TEST_FAKE_RSYNC=pathless:13:s040"}
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(nul(rels...)), env: env}, "-0", "--no-throttle", "--rsync", fakeRsyncPath(t),
+		"--chunk-files", "1000", "-j", "1", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
+	p.mustWaitFor("the re-run's chunk_start", time.Minute, fltIs("chunk_start", "attempt", attempt))
+	fltWaitTemp(t, p, dst, 30*time.Second)
+	time.Sleep(500 * time.Millisecond) // a file or two of the re-run land
+	p.signal(syscall.SIGINT)
+	r := p.wait(time.Minute)
+	s := fltExit(t, r, 20)
+	checkIdentity(t, s, int64(len(rels)))
+	got := checkTruth(t, r, src, dst, rels, failed, 0)
+	list := fltList(t, failed, 0)
+	if len(list) != len(got) {
+		t.Errorf("--failed holds %d entries, %d distinct", len(list), len(got))
+	}
+	if n := num(s, "files_failed") + num(s, "files_not_done"); n != int64(len(list)) {
+		t.Errorf("summary failed+not_done %d, --failed holds %d", n, len(list))
+	}
+	seen := map[string]bool{}
+	for _, e := range r.OfType("path_failed") {
+		p := fmt.Sprint(e["path"])
+		if seen[p] {
+			t.Errorf("path_failed twice for %q", p)
+		}
+		seen[p] = true
+		if !got[p] {
+			t.Errorf("path_failed %q is not in --failed", p)
+		}
+	}
+	if n := num(s, "files_not_done"); n == 0 || num(s, "files_transferred")+n+num(s, "files_failed") != int64(len(rels)) {
+		t.Errorf("summary %v: want some paths not done, the rest transferred or failed", s)
+	}
+	if attempt == 4 && num(s, "files_transferred") < 20 {
+		t.Errorf("summary %v: the re-run over s001…s020 ended before the interrupt, yet fewer than 20 transferred", s)
+	}
+	final := 0
+	for _, st := range fltStatuses(r) {
+		if st != "isolating" && st != "retrying" {
+			final++
+		}
+	}
+	if final != 1 {
+		t.Errorf("chunk_end statuses %q: want one final chunk_end for the one chunk", fltStatuses(r))
+	}
+	// DEST walked: only complete files, each the source's
+	err := filepath.WalkDir(dst, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dst, path)
+		if !fltCopied(src, dst, rel) {
+			t.Errorf("DEST holds %q, not the source's file", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fltNoTemp(t, dst)
+	noProcsLeft(t, base)
+	t.Logf("%d files in DEST; statuses %q; summary transferred %d, failed %d, not done %d", len(snapshot(t, dst)), fltStatuses(r), num(s, "files_transferred"), num(s, "files_failed"), num(s, "files_not_done"))
 }
