@@ -313,3 +313,66 @@ func oneBadSignal(t *testing.T, attempt int) {
 	noProcsLeft(t, base)
 	t.Logf("%d files in DEST; statuses %q; summary transferred %d, failed %d, not done %d", len(snapshot(t, dst)), fltStatuses(r), num(s, "files_transferred"), num(s, "files_failed"), num(s, "files_not_done"))
 }
+
+// TestOneBadDaemonDest: the same as TestOneBadFileBiggerThanDest into an rsync daemon's
+// module on a 20 MB tmpfs: the daemon's receiver stops on the big file, "write failed on
+// "a-big" (in mod)", and exactly that path fails; the module is walked.
+func TestOneBadDaemonDest(t *testing.T) {
+	needRsync(t)
+	base := t.TempDir()
+	src, mod := filepath.Join(base, "src"), filepath.Join(base, "mod")
+	rels := oneBadTree(t, src, 200, 50<<20)
+	tmpfsDest(t, mod, "20m")
+	d := startDaemon(t, mod, 0)
+	r, failed := truthRun(t, src, d.URL(), mod, rels, "--chunk-files", "1000", "-j", "2")
+	if r.Code != 23 {
+		t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
+	}
+	wantFailed(t, r, failed, "a-big")
+	want := snapshot(t, src)
+	delete(want, "a-big")
+	if got := snapshot(t, mod); !maps.Equal(got, want) {
+		t.Errorf("the module holds %d entries, want the source's %d but the big file", len(got), len(want))
+	}
+	for _, e := range r.OfType("path_failed") {
+		if !strings.Contains(fmt.Sprint(e["reason"]), "No space left on device") {
+			t.Errorf("path_failed reason %q does not say rsync's words", e["reason"])
+		}
+	}
+	if n := len(r.OfType("chunk_start")); n != 2 {
+		t.Errorf("%d rsync starts, want 2 (the chunk, and its re-run without the big file)", n)
+	}
+	if s := r.Summary(t); num(s, "files_transferred") != 200 || num(s, "files_failed") != 1 || num(s, "chunks") != 1 {
+		t.Errorf("summary %v", s)
+	}
+	fltNoTemp(t, mod)
+	noProcsLeft(t, base)
+	t.Logf("statuses %q; path_failed %v", fltStatuses(r), r.OfType("path_failed"))
+}
+
+// TestOneBadDaemonFullDest: TestOneBadFullDest into a daemon's module: room for nothing,
+// the run stops as before (exit 11, every path failed, the hint) after at most 4 starts.
+func TestOneBadDaemonFullDest(t *testing.T) {
+	needRsync(t)
+	base := t.TempDir()
+	src, mod := filepath.Join(base, "src"), filepath.Join(base, "mod")
+	rels := oneBadTree(t, src, 60, 0)
+	tmpfsDest(t, mod, "4k")
+	d := startDaemon(t, mod, 0)
+	r, failed := truthRun(t, src, d.URL(), mod, rels, "--chunk-files", "20", "-j", "2")
+	if r.Code != 11 {
+		t.Errorf("exit %d, want 11\n%s", r.Code, r.Stderr)
+	}
+	if len(failed) != len(rels) {
+		t.Errorf("--failed holds %d paths, want all %d", len(failed), len(rels))
+	}
+	if !strings.Contains(r.Stderr, "hint: the destination is full") {
+		t.Errorf("no hint that the destination is full:\n%s", r.Stderr)
+	}
+	if n := len(r.OfType("chunk_start")); n > 4 {
+		t.Errorf("%d rsync starts, want at most 4", n)
+	}
+	fltNoTemp(t, mod)
+	noProcsLeft(t, base)
+	t.Logf("statuses %q; %d starts", fltStatuses(r), len(r.OfType("chunk_start")))
+}
