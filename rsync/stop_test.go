@@ -67,3 +67,31 @@ func TestStop(t *testing.T) {
 		}
 	}
 }
+
+// TestStopNames: each stop message resolves to the one path it stopped on, the temp name
+// of "close failed on" (receiver.c:1280 prints fnametmp) included, locally and in a daemon.
+func TestStopNames(t *testing.T) {
+	entries := [][]byte{[]byte("sub/f"), []byte("g"), []byte("a b")}
+	for _, tt := range []struct {
+		dest, line string
+		want       int
+		full       bool
+	}{
+		{"/d", `rsync: [receiver] close failed on "/d/sub/.f.AbCdEf": No space left on device (28)`, 0, true},
+		{"/d", `rsync: [receiver] fsync failed on "/d/g": Input/output error (5)`, 1, false},
+		{"/d", `rsync: [receiver] write failed on "/d/a b": File too large (27)`, 2, false},
+		{"rsync://h/m/", `rsync: [receiver] write failed on "sub/f" (in m): Disk quota exceeded (122)`, 0, true},
+		{"rsync://h/m/", `rsync: [receiver] close failed on "sub/.f.AbCdEf" (in m): No space left on device (28)`, 0, true},
+	} {
+		local := ""
+		if tt.dest[0] == '/' {
+			local = tt.dest
+		}
+		a := NewAttributor(entries, "/s/", tt.dest, local)
+		a.Stderr([]byte(tt.line))
+		r := a.Result()
+		if len(r.Stop) != 1 || r.Stop[0] != tt.want || r.Full() != tt.full {
+			t.Errorf("%q: Stop %v Full %v, want [%d] %v", tt.line, r.Stop, r.Full(), tt.want, tt.full)
+		}
+	}
+}
