@@ -17,35 +17,171 @@ type chunkState struct {
 	// logged keeps what earlier attempts logged, so that a path copied by the first
 	// attempt counts as transferred when the retry finds it up to date
 	logged []rsync.PathState
+	// out is each path's outcome, set by the run that settled it (a path an isolating
+	// re-run takes up is set again by that run)
+	out     []rsync.Outcome
+	attempt int // rsyncs started on the chunk: the last one's attempt number
+	budget  int // extra rsync starts the chunk may still spend isolating (isolationBudget)
+	// pending is the last run, whose chunk_end waits: an "isolating" one when another run
+	// follows, else the chunk's last, with every outcome
+	pending *ran
+	// fatal: a run of the chunk stopped the whole run (Pool.abort)
+	fatal       bool
+	unexplained string
+}
+
+// ran is one run over paths of a chunk (with its retries), settled.
+type ran struct {
+	set        []int // the chunk's indexes it ran over, in order
+	sub        *splitter.Chunk
+	attempt    int
+	res        result
+	class      rsync.Class
+	step       step
+	unfinished []int  // the chunk's indexes neither proven nor settled by rsync's word
+	line       string // what rsync failed with (LastLine)
+	conf       *Confirmation
 }
 
 func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 	p.mu.Lock()
 	p.queued--
 	p.mu.Unlock()
-	st := &chunkState{c: c, logged: make([]rsync.PathState, c.Len())}
+	st := &chunkState{c: c, logged: make([]rsync.PathState, c.Len()), out: make([]rsync.Outcome, c.Len()), budget: isolationBudget(c.Len())}
+	all := make([]int, c.Len())
+	for i := range all {
+		all[i] = i
+	}
+	first, ok := p.runOnce(ctx, st, all, false)
+	if !ok {
+		p.drop(ctx, c, true)
+		return
+	}
+	held := p.follow(ctx, st, first, 0)
+	if p.finish(ctx, st, held) {
+		p.release()
+	}
+}
+
+// runOnce runs rsync over the paths set of the chunk, retries it as retryAfter says, and
+// settles its paths (runSettle). rerun says that it is an isolating re-run. It reports
+// false when the chunk gave its slot up while it waited to retry (interrupted, or the run
+// stopped): then set is settled as not run.
+func (p *Pool) runOnce(ctx context.Context, st *chunkState, set []int, rerun bool) (*ran, bool) {
+	sub := st.c
+	if len(set) != st.c.Len() {
+		sub = &splitter.Chunk{ID: st.c.ID, Src: st.c.Src, Inputs: make([][]byte, len(set)), Entries: make([][]byte, len(set))}
+		for k, i := range set {
+			sub.Inputs[k], sub.Entries[k] = st.c.Inputs[i], st.c.Entries[i]
+		}
+	}
 	free := 0 // see retryAfter
-	for attempt := 1; ; attempt++ {
-		res := p.attempt(ctx, c, c.Entries, attempt, nil)
-		st.remember(res.r)
+	for try := 1; ; try++ {
+		p.flushPending(st)
+		st.attempt++
+		res := p.attempt(ctx, sub, sub.Entries, st.attempt, nil)
+		st.remember(set, res.r)
 		class := rsync.Classify(res.code, res.cancelled, res.r)
-		retry, delay := p.retryAfter(class, attempt, &free, res.r.SessionLine)
+		retry, delay := p.retryAfter(class, try, &free, res.r.SessionLine)
 		if retry && ctx.Err() == nil {
-			p.report(p.endReport(c, attempt, res, "retrying"))
+			p.report(p.endReport(sub, st.attempt, res, "retrying"))
 			if !p.wait(ctx, class, delay) {
-				p.drop(ctx, c, true)
-				return
+				if rerun {
+					// the chunk's last chunk_end, with every outcome, is this attempt's
+					p.notRun(ctx, st, set, "interrupted while waiting to retry")
+					if ctx.Err() != nil {
+						class = rsync.Cancelled
+					}
+					st.pending = &ran{set: set, sub: sub, attempt: st.attempt, res: res, class: class}
+				}
+				return nil, false
 			}
 			continue
 		}
 		if class == rsync.Transient || class == rsync.Refused {
 			class = rsync.Fatal
 		}
-		if p.finish(ctx, st, class, res, attempt) {
-			p.release()
+		rn := p.settleRun(ctx, st, &ran{set: set, sub: sub, attempt: st.attempt, res: res, class: class}, rerun)
+		st.pending = rn
+		return rn, true
+	}
+}
+
+// follow runs what the policy (nextStep) said after rn: the unfinished paths again without
+// the culprit, or each half of them, and so on down. depth is how many halvings led to
+// rn. It reports whether the chunk still holds its slot.
+func (p *Pool) follow(ctx context.Context, st *chunkState, rn *ran, depth int) bool {
+	switch {
+	case rn == nil:
+		return true
+	case rn.step == stepDrop:
+		if len(rn.unfinished) == 0 {
+			return true
 		}
+		st.budget--
+		next, held := p.rerun(ctx, st, rn.unfinished)
+		return held && p.follow(ctx, st, next, depth)
+	case rn.step == stepHalve:
+		st.budget -= 2
+		a, b := halves(rn.unfinished)
+		ra, held := p.rerun(ctx, st, a)
+		if !held {
+			p.notRun(ctx, st, b, "interrupted while waiting to retry")
+			return false
+		}
+		rb, held := p.rerun(ctx, st, b)
+		if !held {
+			return false
+		}
+		if depth == 0 && ra != nil && rb != nil && ra.step == stepHalve && rb.step == stepHalve && ra.line == rn.line && rb.line == rn.line {
+			// both halves fail as the whole chunk did: the cause is the chunk's (a setup
+			// every chunk shares), not a path's; the unfinished paths fail with it
+			return true
+		}
+		if !p.follow(ctx, st, ra, depth+1) {
+			if rb != nil {
+				p.notRun(ctx, st, rb.unfinished, "interrupted while waiting to retry")
+			}
+			return false
+		}
+		return p.follow(ctx, st, rb, depth+1)
+	}
+	return true
+}
+
+// rerun is runOnce of an isolating re-run, unless the run is over (interrupted, or
+// stopped by another chunk): then set is settled as not run and the result is nil.
+func (p *Pool) rerun(ctx context.Context, st *chunkState, set []int) (*ran, bool) {
+	if ctx.Err() != nil || p.Aborted() != nil {
+		p.notRun(ctx, st, set, "interrupted before its re-run")
+		return nil, true
+	}
+	return p.runOnce(ctx, st, set, true)
+}
+
+// notRun settles paths whose re-run will not happen: not done after an interrupt, failed
+// when the run stopped early. They were not proven by the run before.
+func (p *Pool) notRun(ctx context.Context, st *chunkState, set []int, interrupted string) {
+	o := rsync.Outcome{Status: rsync.NotDone, Reason: interrupted}
+	if ab := p.Aborted(); ab != nil && ctx.Err() == nil {
+		o = rsync.Outcome{Status: rsync.Failed, Reason: "not retried: " + ab.Error(), Hint: ab.Hint}
+	}
+	for _, i := range set {
+		st.out[i] = o
+	}
+}
+
+// flushPending reports the chunk_end of the last run, as "isolating", before another
+// run of the chunk starts.
+func (p *Pool) flushPending(st *chunkState) {
+	rn := st.pending
+	if rn == nil {
 		return
 	}
+	st.pending = nil
+	ev := p.endReport(rn.sub, rn.attempt, rn.res, "isolating")
+	ev.Confirm = rn.conf
+	p.report(ev)
 }
 
 // retryAfter says whether an attempt that ended as class is to be tried again, and
@@ -84,58 +220,95 @@ func (p *Pool) wait(ctx context.Context, class rsync.Class, d time.Duration) boo
 	return true
 }
 
-// remember keeps what an attempt logged for each path, and what it named unchanged.
-func (s *chunkState) remember(r *rsync.Result) {
-	for i, ps := range r.Paths {
+// remember keeps what an attempt over the paths set logged for each path, and what it
+// named unchanged.
+func (s *chunkState) remember(set []int, r *rsync.Result) {
+	for k, ps := range r.Paths {
+		i := set[k]
 		if ps.Logged || (ps.Seen && !s.logged[i].Logged) {
 			s.logged[i] = ps
 		}
 	}
 }
 
-// finish settles every path of a chunk after its last attempt, verifies it when asked,
-// and reports whether it still holds the chunk's slot.
-func (p *Pool) finish(ctx context.Context, st *chunkState, class rsync.Class, res result, attempt int) bool {
+// settleRun settles the paths of one run of a chunk after its last attempt, and says what
+// follows (nextStep). rerun says that it is an isolating re-run.
+func (p *Pool) settleRun(ctx context.Context, st *chunkState, rn *ran, rerun bool) *ran {
+	res, class := rn.res, rn.class
 	r := res.r
-	for i := range r.Paths {
-		if !r.Paths[i].Logged && !r.Paths[i].Seen && (st.logged[i].Logged || st.logged[i].Seen) {
-			kind, reason, advice := r.Paths[i].Kind, r.Paths[i].Reason, r.Paths[i].Advice
-			r.Paths[i] = st.logged[i]
-			r.Paths[i].Kind, r.Paths[i].Reason, r.Paths[i].Advice = kind, reason, advice
+	for k := range r.Paths {
+		i := rn.set[k]
+		if !r.Paths[k].Logged && !r.Paths[k].Seen && (st.logged[i].Logged || st.logged[i].Seen) {
+			kind, reason, advice := r.Paths[k].Kind, r.Paths[k].Reason, r.Paths[k].Advice
+			r.Paths[k] = st.logged[i]
+			r.Paths[k].Kind, r.Paths[k].Reason, r.Paths[k].Advice = kind, reason, advice
 		}
 	}
-	if class == rsync.Fatal {
-		p.mu.Lock()
-		if p.abort == nil {
-			p.abort = &AbortError{Chunk: st.c.ID, ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, r, p.Dest)}
-			p.cond.Broadcast()
-		}
-		p.mu.Unlock()
+	pinned := len(r.Stop) > 0
+	if class == rsync.Fatal && !pinned {
+		p.stop(st, res)
 	}
-	p.proveVanished(ctx, st.c, r, class) // see vanished.go
+	p.proveVanished(ctx, rn.sub, r, class) // see vanished.go; r.Paths follow rn.sub, the run's paths
 	s := rsync.Settle(r, res.code, class == rsync.Cancelled, p.LeftOut != "")
-	var conf *Confirmation
 	var vs []rsync.Verdict
+	landed := 0
 	if len(s.Unproven) > 0 {
 		t0 := time.Now()
 		var method string
-		vs, method = p.confirm(ctx, st.c, s.Unproven, res, class)
-		conf = &Confirmation{Method: method, Paths: len(s.Unproven), Seconds: round3(time.Since(t0).Seconds())}
-		for _, v := range vs {
+		vs, method = p.confirm(ctx, rn.sub, s.Unproven, res, class)
+		rn.conf = &Confirmation{Method: method, Paths: len(s.Unproven), Seconds: round3(time.Since(t0).Seconds())}
+		for k, v := range vs {
 			if v.Landed {
-				conf.Landed++
+				landed++
+			} else {
+				rn.unfinished = append(rn.unfinished, rn.set[s.Unproven[k]])
 			}
 		}
+		rn.conf.Landed = landed
 	}
 	outcomes, unexplained := s.Fold(vs)
+	for k, o := range outcomes {
+		st.out[rn.set[k]] = o
+	}
+	if st.unexplained == "" {
+		st.unexplained = unexplained
+	}
+	rn.line = r.LastLine(res.stderr)
+	rn.step = nextStep(runEnd{
+		class: class, code: res.code, pinned: pinned, full: r.Full(), pathless: halvable(class, res.code, r),
+		rerun: rerun, landed: landed, unfinished: len(rn.unfinished), budget: st.budget,
+	})
+	if pinned && (rn.step == stepFull || rn.step == stepSettle && class == rsync.Fatal) {
+		p.stop(st, res)
+	}
+	return rn
+}
+
+// stop stops the whole run for a chunk's rsync that failed in a way every later chunk
+// would share.
+func (p *Pool) stop(st *chunkState, res result) {
+	st.fatal = true
+	p.mu.Lock()
+	if p.abort == nil {
+		p.abort = &AbortError{Chunk: st.c.ID, ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, p.Dest)}
+		p.cond.Broadcast()
+	}
+	p.mu.Unlock()
+}
+
+// finish reports a settled chunk, every path's outcome in one chunk_end after its last
+// run, verifies it first when asked, and reports whether it still holds the chunk's slot.
+func (p *Pool) finish(ctx context.Context, st *chunkState, held bool) bool {
+	last := st.pending
+	st.pending = nil
+	outcomes := st.out
 	var ver *Verification
-	held := true
-	if p.Verify != VerifyOff && p.Confirm != ConfirmNothing && class != rsync.Cancelled && class != rsync.Fatal && ctx.Err() == nil {
+	if held && p.Verify != VerifyOff && p.Confirm != ConfirmNothing && last.class != rsync.Cancelled && !st.fatal && ctx.Err() == nil {
 		ver, held = p.verify(ctx, st.c, outcomes)
 	}
-	status := chunkStatus(class, outcomes, unexplained)
-	ev := p.endReport(st.c, attempt, res, status)
-	ev.Outcomes, ev.Unexplained, ev.Confirm, ev.Verify = outcomes, unexplained, conf, ver
+	status := chunkStatus(last.class, outcomes, st.unexplained)
+	ev := p.endReport(st.c, last.attempt, last.res, status)
+	ev.Outcomes, ev.Unexplained, ev.Confirm, ev.Verify = outcomes, st.unexplained, last.conf, ver
 	p.report(ev)
 	return held
 }

@@ -41,6 +41,12 @@ type Result struct {
 	SessionLine string
 	NoSpace     bool
 	MkdirRace   bool
+	// Stop are the paths (one path, listed once or more) that rsync named in the message it
+	// stopped on (Message.Stops), StopLine that message and StopErrno its errno; nil when
+	// it stopped on none, or on a name that is no path of the chunk.
+	Stop      []int
+	StopLine  string
+	StopErrno int
 	// Last is rsync's last stderr line that is not its closing summary, or "".
 	Last string
 }
@@ -248,7 +254,18 @@ func (a *Attributor) Stderr(line []byte) {
 	}
 	if m.Kind == KindOther || !a.apply(m, line) {
 		a.res.Unattributed = append(a.res.Unattributed, string(line))
+		return
 	}
+	if m.Stops && a.res.StopLine == "" {
+		a.res.Stop, a.res.StopLine, a.res.StopErrno = a.resolve(m), string(line), m.Errno
+	}
+}
+
+// Full reports whether rsync stopped on a path because the destination had no room for
+// it: ENOSPC, or EDQUOT (a quota).
+func (r *Result) Full() bool {
+	return len(r.Stop) > 0 && (r.StopErrno == enospc || r.StopErrno == edquot ||
+		strings.Contains(r.StopLine, "No space left on device") || strings.Contains(r.StopLine, "Disk quota exceeded"))
 }
 
 // apply gives the paths a message names its kind and line as the reason. It reports

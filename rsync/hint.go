@@ -50,6 +50,10 @@ const (
 	UntrustedLink
 	// FarSideHasIt: rsync called a path vanished that a listing of the far side shows.
 	FarSideHasIt
+	// NoRoom: writing the file failed with ENOSPC or EDQUOT.
+	NoRoom
+	// TooLarge: writing the file failed with EFBIG.
+	TooLarge
 )
 
 var advice = [...]string{
@@ -73,6 +77,8 @@ var advice = [...]string{
 	SourceNotRemoved:  "the copy landed, but --remove-source-files could not remove the source",
 	UntrustedLink:     "rsync refuses a symlink in the path owned by another user; run as its owner, or pass -- --insecure-links deliberately",
 	FarSideHasIt:      "the far side lists the paths rsync called vanished, so its sender opened them elsewhere than where it lists them: rsync 3.5.0's daemon does this when --root names a SUBDIR of a module with `use chroot = no` (or with `/./` in its path); set `use chroot = yes` for the module, with no `/./` in its path, or make the SUBDIR a module of its own (`path` in rsyncd.conf), or give the module's top as --root and the paths with the SUBDIR in front (they then land under DEST/SUBDIR); see docs/rsync-messages.md",
+	NoRoom:            "the destination is full (or its quota is): free space, then re-run with the --failed list",
+	TooLarge:          "the destination file system cannot hold a file this large: copy it to another file system",
 }
 
 // String returns the hint, or "" for NoAdvice.
@@ -92,6 +98,9 @@ const (
 	eacces     = 13
 	erofs      = 30
 	eopnotsupp = 95 // Linux's number
+	efbig      = 27
+	enospc     = 28
+	edquot     = 122 // Linux's number
 )
 
 // Advice returns the advice for a message. The side is read as rsync writes it: a
@@ -128,6 +137,10 @@ func (m Message) Advice() Advice {
 		return SourceNotRemoved
 	case m.Op == "untrusted link":
 		return UntrustedLink
+	case m.NoSpace || m.Errno == edquot:
+		return NoRoom
+	case m.Errno == efbig && m.Op == "write":
+		return TooLarge
 	}
 	return NoAdvice
 }

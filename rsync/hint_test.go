@@ -40,7 +40,9 @@ func TestAdvice(t *testing.T) {
 		{`rsync: [receiver] set_acl: xacl_set(sub/.f1.rIla9L, ACL_TYPE_ACCESS): Operation not supported (95)`, NoACLs},
 		{`rsync: [sender] sender failed to remove sub/f1: Operation not permitted (1)`, SourceNotRemoved},
 		{`refusing to follow a symlink owned by an untrusted user; use --insecure-links locally or "insecure links = yes" in a daemon module ONLY if every path component is trusted`, UntrustedLink},
-		{`rsync: [receiver] write failed on "/dst/ten": No space left on device (28)`, NoAdvice},
+		{`rsync: [receiver] write failed on "/dst/ten": No space left on device (28)`, NoRoom},
+		{`rsync: [receiver] write failed on "big" (in m): Disk quota exceeded (122)`, NoRoom},
+		{`rsync: [receiver] write failed on "/dst/iso": File too large (27)`, TooLarge},
 		{`rsync: [sender] link_stat "/src/x" failed: No such file or directory (2)`, NoAdvice},
 		{`rsync: [receiver] write error: Broken pipe (32)`, NoAdvice},
 		{`@ERROR: max connections (2) reached -- try again later`, NoAdvice},
@@ -158,6 +160,8 @@ func textHint(reason string) string {
 		return "the copy landed, but --remove-source-files could not remove the source"
 	case strings.Contains(reason, "untrusted user"):
 		return "rsync refuses a symlink in the path owned by another user; run as its owner, or pass -- --insecure-links deliberately"
+	case strings.Contains(reason, "No space left on device (28)"):
+		return "the destination is full (or its quota is): free space, then re-run with the --failed list"
 	}
 	return ""
 }

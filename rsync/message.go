@@ -2,6 +2,7 @@ package rsync
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 )
 
@@ -46,6 +47,9 @@ type Message struct {
 	Session Session
 	// NoSpace: ENOSPC (the destination is full).
 	NoSpace bool
+	// Stops: rsync exits right after this message, which names the one path it could not
+	// go on with (see stopping).
+	Stops bool
 	// MkdirRace: another rsync created the same directory first (--mkpath to a daemon).
 	MkdirRace bool
 }
@@ -175,6 +179,8 @@ var verbs = []messageForm{
 	{"mkstemp ", "mkstemp", ThePath},
 	{"rename ", "rename", ThePath},
 	{"write failed on ", "write", ThePath},
+	{"fsync failed on ", "write", ThePath},
+	{"close failed on ", "write", ThePath},
 	{"open ", "open", ThePath},
 	{"failed to open ", "open", ThePath},
 	{"failed to set times on ", "times", ThePath},
@@ -205,6 +211,14 @@ var verbs = []messageForm{
 	{"receive_sums ", "read", ThePath},
 	{"chdir ", "chdir", Below},
 }
+
+// stopping are the prefixes of the per-file messages after which rsync 3.5.0 exits at once
+// (exit_cleanup(RERR_FILEIO), code 11) instead of going on with the next file: the
+// receiver's "write failed on NAME" (receive_data: ENOSPC, EDQUOT, EFBIG, EIO while
+// writing one file), "fsync failed on NAME" (--fsync) and "close failed on TMPNAME"
+// (recv_files: a close that reports the write error, as NFS does). Each names the one path
+// it stopped on; the paths after it were never tried.
+var stopping = []string{"write failed on ", "fsync failed on ", "close failed on "}
 
 // bareNames are messages that print a name raw, without quotes (or quoted, but not by
 // full_fname), up to ": ERROR (N)" or the end of the line.
@@ -284,6 +298,7 @@ func ParseMessage(line []byte) Message {
 			return m
 		}
 		m.Op, m.Scope, m.Name, m.Module, m.Kind = v.op, v.scope, name, mod, KindFailed
+		m.Stops = m.Side != "sender" && slices.Contains(stopping, v.prefix)
 		if v.op == "link_stat" && (m.Errno == 2 || m.Errno == 20) {
 			m.Kind = KindVanished // the source is not there (ENOENT, ENOTDIR)
 		}

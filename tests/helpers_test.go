@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 
 	"github.com/prsync/prsync/cli"
 )
@@ -696,6 +698,9 @@ func fakeRsync() int {
 	if mode == "both-streams" {
 		return fakeBothStreams()
 	}
+	if rest, ok := strings.CutPrefix(mode, "pathless:"); ok {
+		return fakePathless(rest)
+	}
 	var first int
 	if _, err := fmt.Sscanf(mode, "fail-first:%d:%d", &first, &code); err == nil {
 		if n <= first {
@@ -738,6 +743,68 @@ func fakeBothStreams() int {
 	wg.Wait()
 	fmt.Fprintln(os.Stderr, "rsync error: some files/attrs were not transferred (see previous errors) (code 23) at main.c(1394) [sender=3.5.0]")
 	return 23
+}
+
+// fakePathless is the mode "pathless:CODE:P1|P2…": while one of the paths P is in its
+// --files-from list (NUL-separated, on stdin), it fails at once with a line that names no
+// path and exits CODE, as rsync does on a failure no message ties to a file (a sender
+// that died, program diagnostics); otherwise it runs the real rsync over the same list.
+// Run as the far side (--server, the pipe transport's), it is the real rsync.
+// PRSYNC_TEST_FAKE_LOG, when set, gets one line per run: "fail" or "rsync", and the
+// number of paths.
+func fakePathless(arg string) int {
+	if slices.Contains(os.Args[1:], "--server") {
+		return execRealRsync() // the far side of a pipe transport: the list is the client's
+	}
+	c, paths, _ := strings.Cut(arg, ":")
+	code, err := strconv.Atoi(c)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fake rsync: bad mode pathless:%s\n", arg)
+		return 2
+	}
+	list, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	bad := strings.Split(paths, "|")
+	n, fail := 0, false
+	for _, e := range bytes.Split(list, []byte{0}) {
+		if len(e) > 0 {
+			n++
+			fail = fail || slices.Contains(bad, string(e))
+		}
+	}
+	if log := os.Getenv("PRSYNC_TEST_FAKE_LOG"); log != "" {
+		f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "%s %d\n", map[bool]string{true: "fail", false: "rsync"}[fail], n)
+			f.Close()
+		}
+	}
+	if fail {
+		// the sender's fstat of an open file failing: rsync exits at once (sender.c)
+		fmt.Fprintln(os.Stderr, "rsync: [sender] fstat failed: Input/output error (5)")
+		fmt.Fprintf(os.Stderr, "rsync error: error in file IO (code %d) at sender.c(733) [sender=3.5.0]\n", code)
+		return code
+	}
+	// the list goes back on stdin: an unlinked file, so any size fits and nothing is left
+	f, err := os.CreateTemp("", "fake-rsync-list-")
+	if err == nil {
+		os.Remove(f.Name())
+		_, err = f.Write(list)
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err == nil {
+		err = unix.Dup2(int(f.Fd()), 0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return execRealRsync()
 }
 
 // execRealRsync replaces the fake with the real rsync, same arguments and stdin.
