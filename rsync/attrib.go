@@ -40,6 +40,7 @@ type Result struct {
 	SessionLine string
 	NoSpace     bool
 	MkdirRace   bool
+	ReplaceRace bool
 	// Last is rsync's last stderr line that is not its closing summary, or "".
 	Last string
 }
@@ -238,6 +239,7 @@ func (a *Attributor) Stderr(line []byte) {
 	m := ParseMessage(line)
 	a.res.NoSpace = a.res.NoSpace || m.NoSpace
 	a.res.MkdirRace = a.res.MkdirRace || m.MkdirRace
+	a.res.ReplaceRace = a.res.ReplaceRace || m.ReplaceRace
 	if m.Session != NoSession {
 		if a.res.Session == NoSession {
 			a.res.Session, a.res.SessionLine = m.Session, string(line)
