@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/rsync"
+	"github.com/prsync/prsync/splitter"
 )
 
 // TestLanded: the lstat confirmation finds a path in DEST only where rsync put it: not
@@ -118,6 +119,52 @@ func TestKindsLocal(t *testing.T) {
 		}
 		if !maps.Equal(got, want) {
 			t.Errorf("%v: kinds %v, want %v", args, got, want)
+		}
+	}
+}
+
+// TestSweepTempBeneath: the temp files of killed rsyncs are swept beside where their
+// paths land, and not beyond a symlink below DEST that rsync does not go through.
+func TestSweepTempBeneath(t *testing.T) {
+	w := t.TempDir()
+	dest := filepath.Join(w, "dest")
+	for _, d := range []string{"dest/x/real", "elsewhere"} {
+		if err := os.MkdirAll(filepath.Join(w, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	temps := []string{"dest/.top.Ab12Cd", "dest/x/real/.a.Ab12Cd", "elsewhere/.a.Ab12Cd", "elsewhere/.b.Xy34Zw"}
+	for _, f := range temps {
+		if err := os.WriteFile(filepath.Join(w, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink(filepath.Join(w, "elsewhere"), filepath.Join(dest, "x/t"))
+	entries := [][]byte{[]byte("top"), []byte("x/real/a"), []byte("x/t/a"), []byte("x/t/b")}
+	for _, tt := range []struct {
+		args []string
+		gone []string
+	}{
+		{nil, temps[:2]},
+		{[]string{"-K", "--insecure-links"}, temps[2:]}, // the first two are gone already
+	} {
+		p := &Pool{Dest: dest, Args: tt.args}
+		p.init()
+		p.killedChunks = []*splitter.Chunk{{ID: 1, Entries: entries, Inputs: entries}}
+		if n := p.SweepTemp(); n != len(tt.gone) {
+			t.Errorf("%v: swept %d, want %d", tt.args, n, len(tt.gone))
+		}
+		for _, f := range tt.gone {
+			if _, err := os.Lstat(filepath.Join(w, f)); err == nil {
+				t.Errorf("%v: %s is left", tt.args, f)
+			}
+		}
+		if tt.args == nil {
+			for _, f := range temps[2:] {
+				if _, err := os.Lstat(filepath.Join(w, f)); err != nil {
+					t.Errorf("%s, beyond DEST's symlink, was swept", f)
+				}
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ package beneath
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -210,6 +211,27 @@ func (r *Root) Readlink(rel string) (string, error) {
 			return string(buf[:m]), nil
 		}
 	}
+}
+
+// ReadDir opens directory rel below the root to read its entries, going through the
+// symlinks on the way only as the root may. Names in it are looked at, and removed, with
+// the *at system calls relative to the file's descriptor.
+func (r *Root) ReadDir(rel string) (*os.File, error) {
+	fd, err := OpenDir(r.fd, rel, r.follow)
+	if err != nil {
+		if notDir(err) && rel != "." {
+			return nil, r.explain(rel, err)
+		}
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	defer unix.Close(fd)
+	rfd, err := retry(func() (int, error) {
+		return unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return os.NewFile(uintptr(rfd), rel), nil
 }
 
 // IsDir reports whether rel below the root is a directory the root may go through: a

@@ -167,3 +167,34 @@ func TestIsDir(t *testing.T) {
 		}
 	}
 }
+
+// TestReadDir: a directory below the root is read through no symlink the root may not
+// go through.
+func TestReadDir(t *testing.T) {
+	root, _ := tree(t)
+	r, err := Open(root, NoLinks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f, err := r.ReadDir("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil || len(names) != 4 {
+		t.Errorf("ReadDir d: %v %v, want e, f, l, up", names, err)
+	}
+	for _, rel := range []string{"in", "out", "in/e", "d/f"} {
+		if f, err := r.ReadDir(rel); err == nil {
+			f.Close()
+			t.Errorf("ReadDir %s went through a symlink, or into a file", rel)
+		}
+	}
+	if f, err := r.ReadDir("."); err != nil {
+		t.Errorf("ReadDir of the root: %v", err)
+	} else {
+		f.Close()
+	}
+}
