@@ -2,11 +2,13 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/prsync/prsync/internal/beneath"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 )
@@ -34,8 +36,10 @@ func (p *Pool) confirmLanded(ctx context.Context, c *splitter.Chunk, idx []int, 
 		}
 		return vs, "none"
 	case p.localDest != "" && !p.SourceRemote && (p.Confirm == ConfirmStat || class == rsync.Cancelled):
+		dest := p.openDest()
+		defer dest.close()
 		for k, i := range idx {
-			vs[k] = statLanded(c.Src, c.Entries[i], p.localDest)
+			vs[k] = dest.landed(c.Src, c.Entries[i])
 		}
 		return vs, "lstat"
 	case class == rsync.Cancelled || ctx.Err() != nil || rsync.NoTransfer(res.code, res.r):
@@ -82,13 +86,18 @@ func (p *Pool) confirmLeftOut(ctx context.Context, c *splitter.Chunk, idx []int,
 		reason = fmt.Sprintf("rsync would leave it out (%s after --)", p.LeftOut)
 	}
 	local := p.localDest != "" && !p.SourceRemote && p.Confirm != ConfirmNothing
+	var dest destRoot
+	if local {
+		dest = p.openDest()
+		defer dest.close()
+	}
 	var named []int // positions in idx of the paths rsync named
 	for k, i := range idx {
 		switch ps := res.r.Paths[i]; {
 		case ps.Logged || ps.Seen:
 			named = append(named, k)
 		case local:
-			v := statLanded(c.Src, c.Entries[i], p.localDest)
+			v := dest.landed(c.Src, c.Entries[i])
 			if !v.Landed {
 				v.Reason = reason + ": " + v.Reason
 			}
@@ -115,31 +124,90 @@ func (p *Pool) confirmLeftOut(ctx context.Context, c *splitter.Chunk, idx []int,
 	return vs, method
 }
 
-// statLanded reports whether a local DEST holds an entry of a chunk as its source has it:
+// destRoot is a local DEST open to be looked at as rsync writes it: through no symlink
+// below DEST (DEST's own path may hold some) unless rsync goes through it too (-K, by
+// rsync.DestDirLinks). root is nil when DEST cannot be opened.
+type destRoot struct {
+	root   *beneath.Root
+	follow beneath.Follow
+}
+
+// openDest opens the pool's local DEST for landed and kinds.
+func (p *Pool) openDest() destRoot {
+	follow := destFollow(rsync.DestDirLinks(p.Args))
+	r, err := beneath.Open(p.localDest, follow)
+	if err != nil {
+		return destRoot{follow: follow}
+	}
+	return destRoot{root: r, follow: follow}
+}
+
+// destFollow is the look at DEST that goes through the symlinks rsync goes through.
+func destFollow(l rsync.DirLinks) beneath.Follow {
+	switch l {
+	case rsync.DirLinksInTree:
+		return beneath.InTree
+	case rsync.DirLinksAny:
+		return beneath.AnyLinks
+	}
+	return beneath.NoLinks
+}
+
+func (d destRoot) close() {
+	if d.root != nil {
+		d.root.Close()
+	}
+}
+
+// lstat is an lstat of rel below DEST, through the symlinks rsync goes through.
+func (d destRoot) lstat(rel string) (os.FileInfo, error) {
+	if d.root == nil {
+		return nil, os.ErrNotExist
+	}
+	return d.root.Lstat(rel)
+}
+
+// landed reports whether a local DEST holds an entry of a chunk as its source has it:
 // the same type; for a regular file the same size and mtime (whole seconds); for a
-// symlink the same target; a directory only has to exist.
-func statLanded(srcDir string, entry []byte, dest string) rsync.Verdict {
-	src := filepath.Join(srcDir, strings.Replace(string(entry), "/./", "/", 1))
-	dst := filepath.Join(dest, rsync.LandsAt(entry))
+// symlink the same target; a directory only has to exist. A path reached through a
+// symlink below DEST that rsync does not go through is not in DEST: rsync replaces such
+// a link with a directory. With -K, a symlink to a directory rsync keeps stands for the
+// directory.
+func (d destRoot) landed(srcDir string, entry []byte) rsync.Verdict {
+	return d.landedAt(filepath.Join(srcDir, strings.Replace(string(entry), "/./", "/", 1)), rsync.LandsAt(entry))
+}
+
+// landedAt is landed of source path src, which lands at dst below DEST.
+func (d destRoot) landedAt(src, dst string) rsync.Verdict {
 	s, err := os.Lstat(src)
 	if err != nil {
 		return rsync.Verdict{Reason: fmt.Sprintf("source gone: %v", err)}
 	}
-	d, err := os.Lstat(dst)
+	fi, err := d.lstat(dst)
+	if nd := (*beneath.NotDirError)(nil); errors.As(err, &nd) {
+		if nd.Symlink {
+			return rsync.Verdict{Reason: fmt.Sprintf("not in DEST: DEST holds a symlink at %s where the path needs a directory", nd.Path)}
+		}
+		return rsync.Verdict{Reason: fmt.Sprintf("not in DEST: DEST holds a file at %s where the path needs a directory", nd.Path)}
+	}
 	if err != nil {
 		return rsync.Verdict{Reason: "not in DEST"}
 	}
 	kind := s.Mode().Type()
+	dkind := fi.Mode().Type()
+	if kind.IsDir() && dkind == os.ModeSymlink && d.follow != beneath.NoLinks && d.root.IsDir(dst) {
+		dkind = os.ModeDir // kept by -K
+	}
 	switch {
-	case d.Mode().Type() != kind:
+	case dkind != kind:
 		return rsync.Verdict{Reason: "DEST holds another type of file there"}
-	case kind.IsRegular() && d.Size() != s.Size():
-		return rsync.Verdict{Reason: fmt.Sprintf("DEST has %d of %d bytes", d.Size(), s.Size())}
-	case kind.IsRegular() && d.ModTime().Unix() != s.ModTime().Unix():
+	case kind.IsRegular() && fi.Size() != s.Size():
+		return rsync.Verdict{Reason: fmt.Sprintf("DEST has %d of %d bytes", fi.Size(), s.Size())}
+	case kind.IsRegular() && fi.ModTime().Unix() != s.ModTime().Unix():
 		return rsync.Verdict{Reason: "DEST has another modification time"}
 	case kind&os.ModeSymlink != 0:
 		a, err1 := os.Readlink(src)
-		b, err2 := os.Readlink(dst)
+		b, err2 := d.root.Readlink(dst)
 		if err1 != nil || err2 != nil || a != b {
 			return rsync.Verdict{Reason: "DEST's symlink has another target"}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -165,7 +166,9 @@ func (p *Pool) deleteChunk(ctx context.Context, c *splitter.Chunk, opts DeleteOp
 		return done()
 	}
 	if opts.LocalSource {
-		// rsync deletes only what the source lacks; prsync makes sure of it
+		// rsync deletes only what the source lacks; prsync makes sure of it. The lstat
+		// goes through the source's symlinked directories, as rsync's sender does: what
+		// it copied through one must not be deleted
 		for _, it := range would {
 			if _, err := os.Lstat(filepath.Join(c.Src, string(it.Name))); err == nil {
 				ev.Err = fmt.Sprintf("rsync would delete %q, which the source has: nothing in %d directories was deleted", it.Name, c.Len())
@@ -231,14 +234,17 @@ func (p *Pool) deleteFailure(res result, c *splitter.Chunk) (string, string) {
 }
 
 // kinds returns the type of each entry that would be deleted, as DEST holds it now: by
-// lstat of a local DEST, or by a dry run of rsync from a remote one into an empty
+// lstat of a local DEST (through no symlink below DEST that rsync does not go through), or by a dry run of rsync from a remote one into an empty
 // directory, whose itemized changes name each entry's type. A name it cannot type is
 // left out.
 func (p *Pool) kinds(ctx context.Context, id int, items []rsync.Item) map[string]string {
 	out := make(map[string]string, len(items))
 	if p.localDest != "" {
+		// through the symlinks below DEST that rsync goes through, and no other
+		dest := p.openDest()
+		defer dest.close()
 		for _, it := range items {
-			fi, err := os.Lstat(filepath.Join(p.localDest, string(it.Name)))
+			fi, err := dest.lstat(path.Clean(string(it.Name)))
 			if err != nil {
 				continue
 			}

@@ -44,9 +44,10 @@ type Result struct {
 	// Stop are the paths (one path, listed once or more) that rsync named in the message it
 	// stopped on (Message.Stops), StopLine that message and StopErrno its errno; nil when
 	// it stopped on none, or on a name that is no path of the chunk.
-	Stop      []int
-	StopLine  string
-	StopErrno int
+	Stop        []int
+	StopLine    string
+	StopErrno   int
+	ReplaceRace bool
 	// Last is rsync's last stderr line that is not its closing summary, or "".
 	Last string
 }
@@ -245,6 +246,7 @@ func (a *Attributor) Stderr(line []byte) {
 	m := ParseMessage(line)
 	a.res.NoSpace = a.res.NoSpace || m.NoSpace
 	a.res.MkdirRace = a.res.MkdirRace || m.MkdirRace
+	a.res.ReplaceRace = a.res.ReplaceRace || m.ReplaceRace
 	if m.Session != NoSession {
 		if a.res.Session == NoSession {
 			a.res.Session, a.res.SessionLine = m.Session, string(line)

@@ -13,7 +13,8 @@ const (
 	OK Class = iota
 	// Partial: some paths failed or vanished (23, 24); the rest may have been copied.
 	Partial
-	// Transient: worth retrying (10, 12, 30, 35, 255, or killed by a signal prsync did not send).
+	// Transient: worth retrying (10, 12, 30, 35, 255, or killed by a signal prsync did not send;
+	// 11 and 23 that another rsync of the run raced).
 	Transient
 	// Refused: the far side is up but takes no more sessions now ("max connections",
 	// sshd's MaxStartups): retry, with fewer rsyncs at once.
@@ -46,6 +47,10 @@ func Classify(code int, cancelled bool, r *Result) Class {
 		return Fatal
 	case r.Session != NoSession && !r.Session.Transient():
 		return Fatal
+	case code == 23 && r.ReplaceRace:
+		// two chunks' rsyncs replaced one symlink in DEST with a directory at once: the
+		// second finds the directory, and a retry writes into it
+		return Transient
 	case code == 23 || code == 24:
 		return Partial
 	case code == 11 && r.MkdirRace:

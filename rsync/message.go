@@ -52,6 +52,10 @@ type Message struct {
 	Stops bool
 	// MkdirRace: another rsync created the same directory first (--mkpath to a daemon).
 	MkdirRace bool
+	// ReplaceRace: rsync found a non-directory where the source has a directory (a
+	// symlink in DEST, say), and another rsync replaced it with a directory before this
+	// one could: "delete_file: unlink(x/t) failed: Is a directory (21)".
+	ReplaceRace bool
 }
 
 // Session is a failure of the whole rsync session, told apart by rsync's text (several
@@ -304,6 +308,9 @@ func ParseMessage(line []byte) Message {
 		}
 		if v.op == "mkdir" && m.Errno == 17 {
 			m.MkdirRace = true
+		}
+		if v.op == "delete" && m.Errno == 21 && bytes.HasPrefix(rest, []byte("unlink(")) {
+			m.ReplaceRace = true // unlink never meets a directory it did not race
 		}
 		if v.op == "rename" {
 			// rename "TMP" -> "FINAL": the final name is the path, whatever the temp or

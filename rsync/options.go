@@ -287,3 +287,72 @@ func ShortFlags(a string) string {
 	}
 	return a[1:]
 }
+
+// DirLinks says which symlinks in a local DEST rsync's receiver goes through where the
+// source has a directory.
+type DirLinks int
+
+const (
+	// DirLinksReplaced: none. rsync deletes such a symlink and makes a real directory in
+	// its place, so nothing below it is in DEST until rsync has run.
+	DirLinksReplaced DirLinks = iota
+	// DirLinksInTree: -K (--keep-dirlinks). rsync 3.5.0 keeps a symlink that resolves to
+	// a directory beneath DEST (relative, staying in) and writes through it; below one
+	// that leads out of DEST (absolute, or up past DEST's root) it fails each path with
+	// "Too many levels of symbolic links" (code 23). Older rsyncs go through any, which
+	// a look that goes through fewer never claims too much of.
+	DirLinksInTree
+	// DirLinksAny: -K with --insecure-links. rsync goes through any symlink to a
+	// directory, in DEST or out of it.
+	DirLinksAny
+)
+
+// longValue are rsync's long options that take a value, which may be the next argument.
+var longValue = map[string]bool{
+	"--filter": true, "--exclude": true, "--exclude-from": true, "--include": true,
+	"--include-from": true, "--files-from": true, "--chmod": true, "--chown": true,
+	"--usermap": true, "--groupmap": true, "--backup-dir": true, "--suffix": true,
+	"--compare-dest": true, "--copy-dest": true, "--link-dest": true, "--max-size": true,
+	"--min-size": true, "--max-delete": true, "--modify-window": true, "--checksum-choice": true,
+	"--cc": true, "--checksum-seed": true, "--iconv": true, "--protocol": true,
+	"--stop-after": true, "--stop-at": true, "--write-batch": true, "--only-write-batch": true,
+	"--read-batch": true, "--early-input": true, "--remote-option": true, "--stderr": true,
+	"--out-format": true, "--log-format": true,
+}
+
+// DestDirLinks returns which symlinks in a local DEST rsync goes through with these
+// options (prsync's and the ones after --): -K or --keep-dirlinks, alone or in a cluster
+// such as -aK, and --insecure-links with it. Values are not options: -e 'ssh -K' and
+// --exclude -K keep DEST's symlinks out of it.
+func DestDirLinks(args []string) DirLinks {
+	keep, insecure := false, false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case a == "--":
+			i = len(args)
+		case a == "--keep-dirlinks":
+			keep = true
+		case a == "--insecure-links":
+			insecure = true
+		case strings.HasPrefix(a, "--"):
+			if (quickSafeValue[name] || longValue[name]) && !hasValue {
+				i++ // the value is the next argument
+			}
+		default:
+			f := ShortFlags(a)
+			keep = keep || strings.ContainsRune(f, 'K')
+			if f != "" && strings.ContainsRune(shortValue, rune(f[len(f)-1])) && len(f) == len(a)-1 {
+				i++ // -e ssh: the value is the next argument
+			}
+		}
+	}
+	switch {
+	case keep && insecure:
+		return DirLinksAny
+	case keep:
+		return DirLinksInTree
+	}
+	return DirLinksReplaced
+}

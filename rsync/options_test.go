@@ -170,3 +170,39 @@ func TestShortFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestDestDirLinks(t *testing.T) {
+	tests := []struct {
+		args string
+		want DirLinks
+	}{
+		{"", DirLinksReplaced},
+		{"--archive -v -H", DirLinksReplaced},
+		{"--archive -K", DirLinksInTree},
+		{"--keep-dirlinks", DirLinksInTree},
+		{"-aK", DirLinksInTree},
+		{"-vKH", DirLinksInTree},
+		{"-k", DirLinksReplaced},               // --copy-dirlinks: the sender's symlinks
+		{"-L", DirLinksReplaced},               // --copy-links: rsync still replaces DEST's
+		{"--insecure-links", DirLinksReplaced}, // without -K it keeps no symlink
+		{"-K --insecure-links", DirLinksAny},
+		{"--insecure-links -aK", DirLinksAny},
+		{"-e ssh -K", DirLinksInTree},        // -e takes "ssh"; -K is rsync's
+		{"-e -K", DirLinksReplaced},          // -K is -e's value
+		{"-essh -K", DirLinksInTree},         // the value is in the cluster
+		{"-eK", DirLinksReplaced},            // K is -e's value
+		{"-B1024K", DirLinksReplaced},        // the rest of a cluster after B is its value
+		{"-T -K", DirLinksReplaced},          // a temp dir named -K
+		{"--exclude -K", DirLinksReplaced},   // a pattern
+		{"--exclude=-K -K", DirLinksInTree},  // a pattern, then the option
+		{"--rsh -K", DirLinksReplaced},       // a remote shell named -K
+		{"--temp-dir=/t -K", DirLinksInTree}, // the value after =
+		{"-- -K", DirLinksReplaced},          // after --: not rsync's
+		{"--keep-dirlinks=yes", DirLinksReplaced},
+	}
+	for _, tt := range tests {
+		if got := DestDirLinks(strings.Fields(tt.args)); got != tt.want {
+			t.Errorf("DestDirLinks(%q) = %d, want %d", tt.args, got, tt.want)
+		}
+	}
+}

@@ -15,7 +15,9 @@ import (
 // --modify-window 0), permission bits and group (and owner when prsync runs as root, since rsync
 // preserves owners only then); for a symlink the same target, time and group; for a
 // directory the same time, permission bits and group. Devices and special files always go
-// to rsync.
+// to rsync. It looks at DEST through no symlink below DEST (DEST's own path may hold
+// some): rsync without -K replaces a symlink where the source has a directory, so a copy
+// found through one is not in DEST, and the path goes to rsync.
 type QuickCheck struct {
 	// Dest is the absolute local destination directory.
 	Dest string
@@ -23,7 +25,7 @@ type QuickCheck struct {
 	Owner bool
 
 	refOnce sync.Once
-	ref     *dirRef // Dest, for lstat
+	ref     *dirRef // Dest, for lstat through no symlink below it
 	dest    string  // Dest, clean
 
 	any atomic.Bool // a directory was ever found missing: the ring is worth reading
@@ -69,7 +71,7 @@ func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string, c
 	}
 	q.refOnce.Do(func() {
 		q.dest = filepath.Clean(q.Dest)
-		q.ref = newDirRef(q.dest)
+		q.ref = newBeneathRef(q.dest)
 	})
 	// filepath.Join and Dir would Clean what is clean already: a tenth of a re-run's
 	// own CPU
@@ -100,7 +102,7 @@ func (q *QuickCheck) upToDate(rel string, src *syscall.Stat_t, srcPath string, c
 	}
 	if kind == syscall.S_IFLNK {
 		a, err1 := os.Readlink(srcPath)
-		b, err2 := os.Readlink(dp)
+		b, err2 := q.ref.readlinkIn(c, dp)
 		return err1 == nil && err2 == nil && a == b
 	}
 	if kind == syscall.S_IFDIR {
