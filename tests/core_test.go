@@ -117,6 +117,7 @@ func TestLayouts(t *testing.T) {
 
 // TestDaemon copies to a real rsync daemon on 127.0.0.1.
 func TestDaemon(t *testing.T) {
+	oncePerSuite(t)
 	needRsync(t)
 	w := t.TempDir()
 	src, mod := filepath.Join(w, "src"), filepath.Join(w, "module")

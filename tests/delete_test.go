@@ -254,52 +254,58 @@ func (m *migTree) list() []byte { return nul(m.listed...) }
 
 // TestDeleteNeverDeletesSource: seeded random trees, DEST holding extra files, extra
 // directories and files the source has but the list omits; locally and into a daemon,
-// as one run and as three shards at once.
+// as one run and as three shards at once. Each of the four cases takes its own seed of
+// four, so that four different trees are tried without trying each tree four times.
 func TestDeleteNeverDeletesSource(t *testing.T) {
 	needRsync(t)
-	for _, seed := range []uint64{1, 2, 3} {
-		for _, target := range []string{"local", "daemon"} {
-			for _, shards := range []int{1, 3} {
-				t.Run(fmt.Sprintf("seed %d %s %d shard(s)", seed, target, shards), func(t *testing.T) {
-					m := makeMigTree(t, seed)
-					if len(m.extra) == 0 || len(m.stray) == 0 {
-						t.Fatalf("seed %d makes no extra (%d) or no stray (%d) entries", seed, len(m.extra), len(m.stray))
+	var n uint64
+	for _, target := range []string{"local", "daemon"} {
+		for _, shards := range []int{1, 3} {
+			n++
+			seed := n // the parallel case runs after the loop has moved on
+			t.Run(fmt.Sprintf("seed %d %s %d shard(s)", seed, target, shards), func(t *testing.T) {
+				if target == "daemon" {
+					oncePerSuite(t)
+				}
+				t.Parallel() // each case its own trees and daemon
+				m := makeMigTree(t, seed)
+				if len(m.extra) == 0 || len(m.stray) == 0 {
+					t.Fatalf("seed %d makes no extra (%d) or no stray (%d) entries", seed, len(m.extra), len(m.stray))
+				}
+				dest := m.dst
+				if target == "daemon" {
+					dest = startDaemon(t, m.dst, 0).URL()
+				}
+				var ps []*proc
+				for k := 0; k < shards; k++ {
+					args := []string{"-0", "--root", m.src, "--delete", "-j", "3", "--chunk-files", "7"}
+					if shards > 1 {
+						args = append(args, "--shard", fmt.Sprintf("%d/%d", k, shards))
 					}
-					dest := m.dst
-					if target == "daemon" {
-						dest = startDaemon(t, m.dst, 0).URL()
+					ps = append(ps, start(t, startOpts{stdin: bytes.NewReader(m.list())}, append(args, dest)...))
+				}
+				var runs []*Run
+				for _, p := range ps {
+					r := p.wait(2 * time.Minute)
+					if r.Code != 0 {
+						t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 					}
-					var ps []*proc
-					for k := 0; k < shards; k++ {
-						args := []string{"-0", "--root", m.src, "--delete", "-j", "3", "--chunk-files", "7"}
-						if shards > 1 {
-							args = append(args, "--shard", fmt.Sprintf("%d/%d", k, shards))
-						}
-						ps = append(ps, start(t, startOpts{stdin: bytes.NewReader(m.list())}, append(args, dest)...))
+					if s := r.Summary(t); s["delete_pass"] != "ran" {
+						t.Errorf("delete_pass %v", s["delete_pass"])
 					}
-					var runs []*Run
-					for _, p := range ps {
-						r := p.wait(2 * time.Minute)
-						if r.Code != 0 {
-							t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-						}
-						if s := r.Summary(t); s["delete_pass"] != "ran" {
-							t.Errorf("delete_pass %v", s["delete_pass"])
-						}
-						runs = append(runs, r)
-					}
-					m.check(t)
-					got := deletedSet(t, runs...)
-					m.checkDeletedEvents(t, got)
-					var n int64
-					for _, r := range runs {
-						n += num(r.Summary(t), "files_deleted")
-					}
-					if n != int64(len(got)) {
-						t.Errorf("files_deleted %d, %d deleted events", n, len(got))
-					}
-				})
-			}
+					runs = append(runs, r)
+				}
+				m.check(t)
+				got := deletedSet(t, runs...)
+				m.checkDeletedEvents(t, got)
+				var n int64
+				for _, r := range runs {
+					n += num(r.Summary(t), "files_deleted")
+				}
+				if n != int64(len(got)) {
+					t.Errorf("files_deleted %d, %d deleted events", n, len(got))
+				}
+			})
 		}
 	}
 }
@@ -714,6 +720,7 @@ func same(t *testing.T, a, b string) bool {
 // TestDeleteDaemonRefuses: a daemon module that refuses --delete stops the run before
 // anything is copied, with a clear error; a read-only one too.
 func TestDeleteDaemonRefuses(t *testing.T) {
+	oncePerSuite(t)
 	needRsync(t)
 	for _, tt := range []struct{ conf, msg, hint string }{
 		{"refuse options = delete", "refuse --delete", "refuses --delete for this module"},
@@ -756,6 +763,7 @@ func TestDeleteDaemonRefuses(t *testing.T) {
 // TestDeleteSSH: the deletion and verification passes into a DEST over ssh, and from a
 // source over ssh (pull), through the suite's private sshd on 127.0.0.1.
 func TestDeleteSSH(t *testing.T) {
+	oncePerSuite(t)
 	needRsync(t)
 	sshConfig, _ := startSSHD(t, "")
 	for _, dir := range []string{"push", "pull"} {

@@ -243,6 +243,7 @@ func TestTruthDestSymlink(t *testing.T) {
 	)
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel() // each case its own trees, in its own temp dirs
 			w, ref := t.TempDir(), t.TempDir()
 			dest, target := c.linkTrees(t, w)
 			refDest, _ := c.linkTrees(t, ref)
@@ -310,6 +311,7 @@ func TestTruthDestSymlinkKeep(t *testing.T) {
 	cases = append(cases, linkCase{list: "files", target: "different", link: "in", keep: true, destVia: "link"})
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel() // each case its own trees, in its own temp dirs
 			w, ref := t.TempDir(), t.TempDir()
 			dest, target := c.linkTrees(t, w)
 			refDest, refTarget := c.linkTrees(t, ref)

@@ -469,6 +469,7 @@ func TestFault04DiskFull(t *testing.T) {
 // Row 5: the rsync daemon is killed mid-copy (a transient code 12/10), restarted on the
 // same port, and the retry completes the copy.
 func TestFault05DaemonKilled(t *testing.T) {
+	oncePerSuite(t)
 	needRsync(t)
 	base := t.TempDir()
 	src, mod, failed := filepath.Join(base, "src"), filepath.Join(base, "mod"), filepath.Join(base, "failed")
@@ -514,6 +515,7 @@ func TestFault05DaemonKilled(t *testing.T) {
 // Row 6: a daemon that is never there: code 10, retried, then the run stops and every
 // path is failed.
 func TestFault06DaemonNeverThere(t *testing.T) {
+	oncePerSuite(t)
 	needRsync(t)
 	base := t.TempDir()
 	src, failed := filepath.Join(base, "src"), filepath.Join(base, "failed")
@@ -1092,6 +1094,7 @@ func TestFaultFakeRsyncCodes(t *testing.T) {
 		{"exit:1", 1, []string{"failed"}, 0, "options"},
 	} {
 		t.Run(strings.ReplaceAll(tc.mode, ":", "_"), func(t *testing.T) {
+			t.Parallel() // each case its own trees and fake state; most of the time is retry backoff
 			base := t.TempDir()
 			src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
 			names := fltFiles(t, src, 3, 500)

@@ -829,4 +829,14 @@ func fakeRsyncPath(t testing.TB) string {
 	return self
 }
 
+// oncePerSuite skips t in the suite's second pass, in the direct transport
+// (PRSYNC_TEST_TRANSPORT=direct, which .ci/run adds): the transport is how a local copy's
+// rsyncs run, and t copies to or from a remote side, the same in both passes.
+func oncePerSuite(t testing.TB) {
+	t.Helper()
+	if os.Getenv("PRSYNC_TEST_TRANSPORT") == "direct" {
+		t.Skip("a remote side runs the same in both transports: the suite's first pass ran this")
+	}
+}
+
 func isRoot() bool { return os.Geteuid() == 0 }

@@ -46,15 +46,20 @@ func TestRefusalsFinalLimit(t *testing.T) {
 	if len(jobs) == 0 {
 		t.Fatalf("no jobs event: the daemon never refused, the test proves nothing\n%s", r.Stderr)
 	}
+	// Where the limit ends depends on how many sessions were alive when each refusal came
+	// (max(1, active-1, the last minute's peak)), which a busy machine changes: the test
+	// holds the message to the last jobs event, whatever that is.
 	last := num(jobs[len(jobs)-1], "new")
-	if last > 3 {
-		t.Errorf("the limit ended at %d against a daemon that takes 3: %v", last, jobs)
+	if last >= 15 {
+		t.Errorf("the limit ended at %d: the refusals never lowered it: %v", last, jobs)
 	}
 	if n := strings.Count(r.Stderr, "refused a session"); n != 1 {
 		t.Errorf("the refusal is said %d times, want once:\n%s", n, r.Stderr)
 	}
-	if strings.Contains(r.Stderr, "at most 15") || strings.Contains(r.Stderr, "at most 14") {
-		t.Errorf("stderr tells a limit that did not last:\n%s", r.Stderr)
+	for _, m := range regexp.MustCompile(`at most (\d+)`).FindAllStringSubmatch(r.Stderr, -1) {
+		if n, _ := strconv.ParseInt(m[1], 10, 64); n != last {
+			t.Errorf("stderr tells a limit that did not last (%d; the run ended at %d):\n%s", n, last, r.Stderr)
+		}
 	}
 	m := regexp.MustCompile(`(?m)^prsync: warning: the far side's refusals lowered the limit (once|\d+ times): the run ended running at most (\d+) rsyncs at once$`).FindAllStringSubmatch(r.Stderr, -1)
 	if len(m) != 1 {

@@ -155,6 +155,7 @@ func TestOneBadPathless(t *testing.T) {
 		{"one of 2, exit 2", "s002", 2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case its own trees and fake rsync; they wait on rsync starts
 			base := t.TempDir()
 			src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
 			rels := oneBadTree(t, src, tc.n, 0)
@@ -318,6 +319,7 @@ func oneBadSignal(t *testing.T, attempt int) {
 // module on a 20 MB tmpfs: the daemon's receiver stops on the big file, "write failed on
 // "a-big" (in mod)", and exactly that path fails; the module is walked.
 func TestOneBadDaemonDest(t *testing.T) {
+	oncePerSuite(t)
 	needRsync(t)
 	base := t.TempDir()
 	src, mod := filepath.Join(base, "src"), filepath.Join(base, "mod")
@@ -353,6 +355,7 @@ func TestOneBadDaemonDest(t *testing.T) {
 // TestOneBadDaemonFullDest: TestOneBadFullDest into a daemon's module: room for nothing,
 // the run stops as before (exit 11, every path failed, the hint) after at most 4 starts.
 func TestOneBadDaemonFullDest(t *testing.T) {
+	oncePerSuite(t)
 	needRsync(t)
 	base := t.TempDir()
 	src, mod := filepath.Join(base, "src"), filepath.Join(base, "mod")

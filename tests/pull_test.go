@@ -57,6 +57,7 @@ func relList(t testing.TB, dir string) ([]byte, []string) {
 // TestPullDaemon: a daemon's module as the source, odd names, nested directories and
 // symlinks; with and without --sizes.
 func TestPullDaemon(t *testing.T) {
+	oncePerSuite(t)
 	needRsync(t)
 	w := t.TempDir()
 	mod := filepath.Join(w, "mod")
@@ -189,6 +190,7 @@ func TestSizes(t *testing.T) {
 // vanished (exit 24), one the daemon cannot read is failed (exit 23); a daemon whose max
 // connections is below -j still serves the whole pull.
 func TestPullFaults(t *testing.T) {
+	oncePerSuite(t)
 	needRsync(t)
 	if !isRoot() {
 		t.Skip("needs root (a daemon running as nobody, a file only root can read)")
