@@ -44,7 +44,7 @@ func TestRefusalsFinalLimit(t *testing.T) {
 	checkTruth(t, r, src, mod, names, failed, 0)
 	jobs := r.OfType("jobs")
 	if len(jobs) == 0 {
-		t.Fatalf("no jobs event: the daemon never refused, the test proves nothing\n%s", r.Stderr)
+		t.Fatalf("no jobs event: the daemon never refused, the test proves nothing\n%s\nchunk_ends: %v", r.Stderr, r.OfType("chunk_end"))
 	}
 	// Where the limit ends depends on how many sessions were alive when each refusal came
 	// (max(1, active-1, the last minute's peak)), which a busy machine changes: the test
