@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -225,11 +226,18 @@ func ProbeConnections(ctx context.Context, addr, module string, n int) ConnProbe
 		}(&answers[i])
 	}
 	wg.Wait() // every admitted connection holds its slot until all have answered
-	p := ConnProbe{Tried: n}
 	for _, a := range answers {
 		if a.conn != nil {
-			a.conn.Close()
+			wg.Add(1)
+			go func(c net.Conn) {
+				defer wg.Done()
+				hangUp(c)
+			}(a.conn)
 		}
+	}
+	wg.Wait()
+	p := ConnProbe{Tried: n}
+	for _, a := range answers {
 		switch {
 		case a.err != nil:
 			if p.Err == nil {
@@ -284,3 +292,18 @@ func askModule(ctx context.Context, addr, module string) (net.Conn, string, erro
 		}
 	}
 }
+
+// hangUp ends a connection to a daemon so that its slot is free when hangUp returns: it
+// closes the sending side, waits (at most hangUpWait) for the daemon to close its own,
+// which it does as it exits and gives its "max connections" slot back, then closes.
+func hangUp(c net.Conn) {
+	defer c.Close()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(hangUpWait))
+	io.Copy(io.Discard, c)
+}
+
+// hangUpWait bounds the wait for a daemon to close a probe's connection.
+const hangUpWait = 3 * time.Second
