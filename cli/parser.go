@@ -155,6 +155,8 @@ func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
+	b.WriteString("\nCheck a run before it starts, read-only: the same command with doctor in front\n")
+	b.WriteString("(prsync doctor [flags] DEST [-- RSYNC_OPTION ...]; see prsync doctor --help).\n")
 	b.WriteString("\nExit codes, events and the rest: man prsync, or README.md.\n")
 	_, err := io.WriteString(w, b.String())
 	return err

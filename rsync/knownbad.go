@@ -59,7 +59,7 @@ var knownBad = []KnownBad{
 		// existing one ends the run with "invalid file mode 00" (exit 2) on the receiver.
 		From: Version{3, 4, 3}, Trigger: "--delete-missing-args",
 		What:   "rsync 3.4.3 fails --delete-missing-args with --files-from (invalid file mode 00, exit 2)",
-		Fix:    "use rsync 3.4.4 or newer (or 3.4.2)",
+		Fix:    "use rsync 3.4.4 or newer",
 		Source: "https://github.com/RsyncProject/rsync/issues/910",
 	},
 	{
@@ -83,7 +83,7 @@ var knownBad = []KnownBad{
 		// break delta transfers through a directory symlink kept by -K.
 		From: Version{3, 4, 0}, To: Version{3, 4, 2}, Trigger: "--keep-dirlinks",
 		What:   "rsync 3.4.0 to 3.4.2 break delta transfers through symlinked directories with -K",
-		Fix:    "use rsync 3.4.3 or newer without --delete-missing-args, or 3.4.4 or newer",
+		Fix:    "use rsync 3.4.4 or newer",
 		Source: "https://github.com/RsyncProject/rsync/issues/715",
 	},
 	{
