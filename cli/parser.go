@@ -63,11 +63,12 @@ func Parser() (*kong.Kong, error) {
 	return newParser(&f, io.Discard, io.Discard, func(int) {})
 }
 
-// newParser builds the parser of prsync's command line into f: the flags and their
-// PRSYNC_* environment variables, --help (every flag with its default and variable, then
-// the examples) and --version.
-func newParser(f *Flags, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, error) {
-	return kong.New(f,
+// newParser builds the parser of prsync's command line into f (a *Flags, or a struct that
+// embeds one): the flags and their PRSYNC_* environment variables, --help (every flag with
+// its default and variable, then the examples) and --version. extra options come last,
+// and so win.
+func newParser(f any, stdout, stderr io.Writer, exit func(int), extra ...kong.Option) (*kong.Kong, error) {
+	opts := []kong.Option{
 		kong.Name("prsync"),
 		kong.Description(description),
 		kong.Vars{"version": versionText()},
@@ -79,7 +80,8 @@ func newParser(f *Flags, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, 
 		kong.ConfigureHelp(kong.HelpOptions{NoAppSummary: true, WrapUpperBound: 100}),
 		kong.ValueFormatter(helpValue),
 		kong.Help(printHelp),
-	)
+	}
+	return kong.New(f, append(opts, extra...)...)
 }
 
 // noEnvForExits takes the environment variable DefaultEnvars gave --version away: a
@@ -153,6 +155,8 @@ func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
+	b.WriteString("\nCheck a run before it starts, read-only: the same command with doctor in front\n")
+	b.WriteString("(prsync doctor [flags] DEST [-- RSYNC_OPTION ...]; see prsync doctor --help).\n")
 	b.WriteString("\nExit codes, events and the rest: man prsync, or README.md.\n")
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -37,6 +37,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "ctl" {
 		return control.Main(args[1:], stdout, stderr) // live control of a running prsync
 	}
+	if len(args) > 0 && args[0] == "doctor" {
+		return Doctor(args[1:], stdin, stdout, stderr) // a read-only check of a planned run
+	}
 	sig := notifySignals()
 	defer startProfile()()
 	return run(sig, tuneRuntime, args, stdin, stdout, stderr)

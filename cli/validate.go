@@ -102,11 +102,6 @@ func (r *runner) Validate() error {
 	if err := r.validateRoot(); err != nil {
 		return err
 	}
-	path, err := osexec.LookPath(f.Rsync)
-	if err != nil {
-		return &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("rsync not found: %v", err), Hint: "install rsync 3.1 or newer (apt-get install rsync, brew install rsync), or pass --rsync PATH"}
-	}
-	r.rsync = path
 	if !f.NoArchive {
 		r.args = append(r.args, "--archive")
 	}
@@ -117,6 +112,11 @@ func (r *runner) Validate() error {
 		r.args = append(r.args, "--dry-run")
 	}
 	r.args = append(r.args, f.RsyncArgs...)
+	path, err := osexec.LookPath(f.Rsync)
+	if err != nil {
+		return &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("rsync not found: %v", err), Hint: "install rsync 3.1 or newer (apt-get install rsync, brew install rsync), or pass --rsync PATH"}
+	}
+	r.rsync = path
 
 	local := f.Dest != "" && !rsync.IsRemote(f.Dest)
 	if local && !f.NoQuickCheck && f.Verify != "all" && !f.NoArchive && !f.Sizes && r.srcRemote == "" && rsync.QuickCheckSafe(f.RsyncArgs) {

@@ -18,6 +18,12 @@ func DefaultDir() (string, error) {
 	return runtimeDir(os.Getenv("XDG_RUNTIME_DIR"), "/tmp", os.Getuid(), true)
 }
 
+// LookupDir returns the directory DefaultDir would use, and checks it as DefaultDir does,
+// but creates nothing: a missing directory is an fs.ErrNotExist error (prsync doctor).
+func LookupDir() (string, error) {
+	return runtimeDir(os.Getenv("XDG_RUNTIME_DIR"), "/tmp", os.Getuid(), false)
+}
+
 // SocketPath returns the socket of the prsync with process ID pid in dir: DIR/PID.sock.
 func SocketPath(dir string, pid int) string {
 	return filepath.Join(dir, strconv.Itoa(pid)+".sock")

@@ -208,3 +208,25 @@ func TestUnixMode(t *testing.T) {
 		}
 	}
 }
+
+// LookupDir names the directory DefaultDir would make, and makes nothing.
+func TestLookupDir(t *testing.T) {
+	xdg := t.TempDir()
+	if err := os.Chmod(xdg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	dir, err := LookupDir()
+	if want := filepath.Join(xdg, "prsync"); dir != want || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("LookupDir() = %q, %v; want %q and a not-exist error", dir, err, want)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("LookupDir created %s (%v)", dir, err)
+	}
+	if _, err := DefaultDir(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := LookupDir(); d != dir || err != nil {
+		t.Fatalf("LookupDir() = %q, %v after DefaultDir made it; want %q, nil", d, err, dir)
+	}
+}

@@ -38,3 +38,8 @@ func parsePSI(r io.Reader) (float64, error) {
 	}
 	return 0, errors.New(`no "some" line`)
 }
+
+// ReadPressure returns the "some avg10" figure, in percent, of the PSI file name (a
+// CgroupInfo's CPUPressureFile or IOPressureFile), as the sampler reads it: an error
+// says why the matching --max-*-pressure limit would be dropped (prsync doctor).
+func ReadPressure(name string) (float64, error) { return readPressure(name) }

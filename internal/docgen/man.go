@@ -89,6 +89,8 @@ func Man(w io.Writer, s *Source) error {
 
 	p.macro("SH", "SYNOPSIS")
 	p.line(synopsis(s.App))
+	p.macro("br")
+	p.line(`\fB` + name + ` doctor\fR [\fIflags\fR] \fIDEST\fR [\fB\-\-\fR \fIRSYNC_OPTION\fR ...]`)
 
 	p.macro("SH", "DESCRIPTION")
 	p.line(helpText(s.App.Help))
@@ -120,6 +122,13 @@ func Man(w io.Writer, s *Source) error {
 			p.line(strings.Join(notes, " "))
 		}
 	}
+
+	doctor, err := section(s.Readme, "prsync doctor")
+	if err != nil {
+		return err
+	}
+	p.macro("SH", "DOCTOR")
+	renderBlocks(p, parseBlocks(doctor))
 
 	p.macro("SH", "EXIT STATUS")
 	renderBlocks(p, exitBlocks)
