@@ -12,6 +12,7 @@ import (
 
 	"github.com/prsync/prsync/control"
 	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/htmlreport"
 	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
@@ -36,6 +37,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "ctl" {
 		return control.Main(args[1:], stdout, stderr) // live control of a running prsync
+	}
+	if len(args) > 0 && args[0] == "report" {
+		return htmlreport.Main(args[1:], stdin, stdout, stderr) // an HTML page of a run's events
 	}
 	sig := notifySignals()
 	defer startProfile()()
