@@ -41,12 +41,7 @@ type flags struct {
 // It writes the page to -o FILE or stdout, and errors on stderr as "prsync: error: …".
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f flags
-	parser, err := kong.New(&f,
-		kong.Name("prsync report"),
-		kong.Description(description),
-		kong.Writers(stderr, stderr),
-		kong.Exit(cmdline.Exit),
-	)
+	parser, err := newParser(&f, stderr, cmdline.Exit)
 	if err != nil {
 		panic(err)
 	}
@@ -61,6 +56,22 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdline.Fail(stderr, err, exitInput)
 	}
 	return exitOK
+}
+
+// Parser returns the parser of prsync report's command line, for the generators of the man
+// page and the shell completions; it writes nothing, and never exits.
+func Parser() (*kong.Kong, error) {
+	var f flags
+	return newParser(&f, io.Discard, func(int) {})
+}
+
+func newParser(f *flags, stderr io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(f,
+		kong.Name("prsync report"),
+		kong.Description(description),
+		kong.Writers(stderr, stderr),
+		kong.Exit(exit),
+	)
 }
 
 func run(f flags, stdin io.Reader, stdout, stderr io.Writer) error {

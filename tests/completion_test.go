@@ -135,6 +135,11 @@ var completionCases = []struct {
 	{[]string{"prsync", "--from", "li"}, "", []string{"list.txt"}},
 	{[]string{"prsync", "-C", ""}, "", []string{"srcdir"}},
 	{[]string{"prsync", "dst", "--", "--ch"}, "", []string{"--chimera"}},
+	// prsync report: a word first, then its own flags and files
+	{[]string{"prsync", "rep"}, "", []string{"report"}},
+	{[]string{"prsync", "report", "li"}, "", []string{"list.txt"}},
+	{[]string{"prsync", "report", "list.txt", "--o"}, "", []string{"--output"}},
+	{[]string{"prsync", "report", "list.txt", "-o", "li"}, "", []string{"list.txt"}},
 }
 
 func TestBashCompletion(t *testing.T) {
@@ -195,7 +200,7 @@ for i in {1..100}; do [[ -e $OUT/done ]] && break; sleep 0.05; done
 zpty -d z
 [[ -e $OUT/done ]]
 `
-	for _, line := range []string{"prsync --ch", "prsync --transport="} {
+	for _, line := range []string{"prsync --ch", "prsync --transport=", "prsync report x --o"} {
 		os.Remove(filepath.Join(out, "matches"))
 		os.Remove(filepath.Join(out, "done"))
 		cmd := exec.Command("zsh", "-f", "-c", script)
@@ -209,6 +214,7 @@ zpty -d z
 		want := map[string][]string{
 			"prsync --ch":         {"--chunk-files", "--chunk-bytes", "--chunk-wait"},
 			"prsync --transport=": {"direct", "pipe"},
+			"prsync report x --o": {"--output"},
 		}[line]
 		if !slices.Equal(got, want) {
 			t.Errorf("zsh: %s<TAB> = %q, want %q", line, got, want)
@@ -229,6 +235,7 @@ func TestFishCompletion(t *testing.T) {
 		{"prsync --ch", []string{"--chunk-bytes", "--chunk-files", "--chunk-wait"}},
 		{"prsync --transport ", []string{"direct", "pipe"}},
 		{"prsync dst -- --ch", nil},
+		{"prsync report x --o", []string{"--output"}},
 	} {
 		cmd := exec.Command("fish", "--no-config", "-c", `source $argv[1]; complete -C $argv[2]`, filepath.Join(dir, "prsync.fish"), tt.line)
 		cmd.Dir = t.TempDir()

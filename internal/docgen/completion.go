@@ -135,8 +135,9 @@ func Bash(w io.Writer, app *kong.Application) error {
         fi
     done
 
+%s
     case $prev in
-`, fn)
+`, fn, bashSubcommands(fn))
 	for _, c := range wordCases {
 		b.WriteString(c + "\n")
 	}
@@ -181,7 +182,7 @@ func Zsh(w io.Writer, app *kong.Application) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s(1), %s.\n\n_arguments -s -S \\\n", app.Name, app.Name, generated)
+	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s(1), %s.\n\n%s_arguments -s -S \\\n", app.Name, app.Name, generated, zshSubcommands())
 	for _, fl := range Flags(app) {
 		ns := names(fl)
 		excl := append([]string(nil), ns...)
@@ -297,6 +298,7 @@ func Fish(w io.Writer, app *kong.Application) error {
 		line += " -d " + fishQuote(summary(fl.Help))
 		b.WriteString(line + "\n")
 	}
+	b.WriteString(fishSubcommands(app.Name))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

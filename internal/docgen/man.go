@@ -89,6 +89,10 @@ func Man(w io.Writer, s *Source) error {
 
 	p.macro("SH", "SYNOPSIS")
 	p.line(synopsis(s.App))
+	for _, sub := range Subcommands() {
+		p.macro("br")
+		p.line(subSynopsis(sub))
+	}
 
 	p.macro("SH", "DESCRIPTION")
 	p.line(helpText(s.App.Help))
@@ -118,6 +122,12 @@ func Man(w io.Writer, s *Source) error {
 		if len(notes) > 0 {
 			p.macro("br")
 			p.line(strings.Join(notes, " "))
+		}
+	}
+
+	for _, sub := range Subcommands() {
+		if err := manSubcommand(p, sub, s.Readme); err != nil {
+			return err
 		}
 	}
 
