@@ -9,7 +9,7 @@ import (
 // The geometry of a chart, in the SVG's own units (it scales to the page's width).
 const (
 	chartW, chartH              = 1100, 230
-	padL, padR, padT, padB      = 78, 16, 30, 38
+	padL, padR, padT, padB      = 78, 34, 30, 38
 	plotW, plotH                = chartW - padL - padR, chartH - padT - padB
 	maxXTicks, yTicksWanted     = 12, 4
 	legendStep              int = 130
@@ -22,6 +22,7 @@ type Chart struct {
 	W, H               int
 	X0, X1, Y0, Y1     int // the plot's box
 	TickEnd            int // the bottom of the time axis's ticks
+	YMid               int // the middle of the y axis, in the rotated frame of its label
 	XTicks, YTicks     []Tick
 	Lines              []Line
 	Empty              string // said instead of lines when there is no data
@@ -72,7 +73,7 @@ func (u unit) label(v float64) string {
 // newChart lays out lines over [0, end] seconds.
 func newChart(id, title, caption, ylabel string, u unit, end float64, lines []lineSpec, empty string) Chart {
 	c := Chart{ID: id, Title: title, Caption: caption, YLabel: ylabel, XLabel: "time since the start (h:mm:ss)",
-		W: chartW, H: chartH, X0: padL, X1: padL + plotW, Y0: padT, Y1: padT + plotH, TickEnd: padT + plotH + 5}
+		W: chartW, H: chartH, X0: padL, X1: padL + plotW, Y0: padT, Y1: padT + plotH, TickEnd: padT + plotH + 5, YMid: -(padT + plotH/2)}
 	top := 0.0
 	n := 0
 	for _, l := range lines {

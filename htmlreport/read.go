@@ -162,6 +162,9 @@ func Read(r io.Reader) (*Report, error) {
 		if len(line)+len(chunk) <= maxLine+1 {
 			line = append(line, chunk...)
 		} else {
+			if rep.Events == 0 {
+				return nil, fmt.Errorf("%w: its first lines are not prsync's JSON events (line %d is longer than %d bytes)", errNoEvents, rep.Lines+1, maxLine)
+			}
 			line = append(line[:0], "\x00too long"...) // keep reading to its end; not an event
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -206,11 +209,11 @@ func (rep *Report) line(b []byte, complete bool) {
 	if err == nil && h.Type == "" {
 		err = errors.New("no type")
 	}
-	if err == nil && rep.Runs > 1 {
-		if h.Type == "start" {
+	if rep.Runs > 1 {
+		if err == nil && h.Type == "start" {
 			rep.Runs++
 		}
-		return // a later run's events: the report is of the first
+		return // a later run's lines: the report is of the first
 	}
 	if err == nil {
 		err = rep.event(h.Type, t, b)

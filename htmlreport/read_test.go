@@ -126,6 +126,7 @@ func TestRead(t *testing.T) {
 		{name: "empty", input: "", err: "it is empty"},
 		{name: "blank lines", input: "\n\n  \n", err: "none of its 3 lines"},
 		{name: "not events", input: strings.Repeat("hello world\n", 100), err: "its first 64 lines"},
+		{name: "one endless line", input: strings.Repeat("x", 3*maxLine), err: "line 1 is longer than 1048576 bytes"},
 		{name: "JSON but not events", input: lines(`{"a":1}`, `[1,2]`, `{"type":"x"}`), err: "none of its 3 lines"},
 		{name: "a whole run", input: lines(evStart, ev(1, "progress", `"files_done":1,"bytes_done":10,"running":2,"jobs":4`), evSummary),
 			check: func(t *testing.T, r *Report) {
@@ -169,9 +170,9 @@ func TestRead(t *testing.T) {
 					t.Errorf("no start %v, start %v, end %v", r.NoStart, r.Start, r.at(r.TEnd))
 				}
 			}},
-		{name: "two runs: the first is reported", input: lines(evStart, ev(1, "error", `"error":"first"`), evSummary, evStart, ev(3, "error", `"error":"second"`), evSummary, evStart),
+		{name: "two runs: the first is reported", input: lines(evStart, ev(1, "error", `"error":"first"`), evSummary, evStart, ev(3, "error", `"error":"second"`), "garbage", evSummary, evStart),
 			check: func(t *testing.T, r *Report) {
-				if r.Runs != 3 || r.ErrorCount != 1 || r.Errors[0].Error != "first" {
+				if r.Runs != 3 || r.ErrorCount != 1 || r.Errors[0].Error != "first" || r.Bad != 0 {
 					t.Errorf("runs %d, errors %v", r.Runs, r.Errors)
 				}
 			}},
