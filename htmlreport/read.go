@@ -426,8 +426,8 @@ func (rep *Report) closePause(p openPause, end float64, endedBy string, pid int)
 	}
 }
 
-// quoted matches the names rsync's messages quote, so that the same failure of many
-// paths is one reason.
+// quoted matches what rsync's messages quote, from the first quote to the last (a name may
+// hold quotes itself), so that the same failure of many paths is one reason.
 var quoted = regexp.MustCompile(`(?s)".*"`)
 
 func (rep *Report) failure(e event.PathFailed) {
