@@ -12,6 +12,7 @@ import (
 
 	"github.com/prsync/prsync/control"
 	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/htmlreport"
 	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
@@ -39,6 +40,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "doctor" {
 		return Doctor(args[1:], stdin, stdout, stderr) // a read-only check of a planned run
+	}
+	if len(args) > 0 && args[0] == "report" {
+		return htmlreport.Main(args[1:], stdin, stdout, stderr) // an HTML page of a run's events
 	}
 	sig := notifySignals()
 	defer startProfile()()

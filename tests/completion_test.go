@@ -135,6 +135,15 @@ var completionCases = []struct {
 	{[]string{"prsync", "--from", "li"}, "", []string{"list.txt"}},
 	{[]string{"prsync", "-C", ""}, "", []string{"srcdir"}},
 	{[]string{"prsync", "dst", "--", "--ch"}, "", []string{"--chimera"}},
+	// prsync report: a word first, then its own flags and files
+	{[]string{"prsync", "rep"}, "", []string{"report"}},
+	{[]string{"prsync", "report", "li"}, "", []string{"list.txt"}},
+	{[]string{"prsync", "report", "list.txt", "--o"}, "", []string{"--output"}},
+	{[]string{"prsync", "report", "list.txt", "-o", "li"}, "", []string{"list.txt"}},
+	// prsync doctor: the run's flags and its own
+	{[]string{"prsync", "doc"}, "", []string{"doctor"}},
+	{[]string{"prsync", "doctor", "--js"}, "", []string{"--json"}},
+	{[]string{"prsync", "doctor", "--chunk-f"}, "", []string{"--chunk-files"}},
 }
 
 func TestBashCompletion(t *testing.T) {
@@ -195,7 +204,7 @@ for i in {1..100}; do [[ -e $OUT/done ]] && break; sleep 0.05; done
 zpty -d z
 [[ -e $OUT/done ]]
 `
-	for _, line := range []string{"prsync --ch", "prsync --transport="} {
+	for _, line := range []string{"prsync --ch", "prsync --transport=", "prsync report x --o", "prsync doctor --js", "prsync doctor --chunk-f", "prsync doc"} {
 		os.Remove(filepath.Join(out, "matches"))
 		os.Remove(filepath.Join(out, "done"))
 		cmd := exec.Command("zsh", "-f", "-c", script)
@@ -207,8 +216,12 @@ zpty -d z
 		b, _ := os.ReadFile(filepath.Join(out, "matches"))
 		got := strings.Fields(string(b))
 		want := map[string][]string{
-			"prsync --ch":         {"--chunk-files", "--chunk-bytes", "--chunk-wait"},
-			"prsync --transport=": {"direct", "pipe"},
+			"prsync --ch":             {"--chunk-files", "--chunk-bytes", "--chunk-wait"},
+			"prsync --transport=":     {"direct", "pipe"},
+			"prsync report x --o":     {"--output"},
+			"prsync doctor --js":      {"--json"},
+			"prsync doctor --chunk-f": {"--chunk-files"},
+			"prsync doc":              {"doctor"},
 		}[line]
 		if !slices.Equal(got, want) {
 			t.Errorf("zsh: %s<TAB> = %q, want %q", line, got, want)
@@ -229,6 +242,7 @@ func TestFishCompletion(t *testing.T) {
 		{"prsync --ch", []string{"--chunk-bytes", "--chunk-files", "--chunk-wait"}},
 		{"prsync --transport ", []string{"direct", "pipe"}},
 		{"prsync dst -- --ch", nil},
+		{"prsync report x --o", []string{"--output"}},
 	} {
 		cmd := exec.Command("fish", "--no-config", "-c", `source $argv[1]; complete -C $argv[2]`, filepath.Join(dir, "prsync.fish"), tt.line)
 		cmd.Dir = t.TempDir()

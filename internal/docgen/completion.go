@@ -138,8 +138,9 @@ func Bash(w io.Writer, app *kong.Application) error {
         fi
     done
 
+%s
     case $prev in
-`, fn)
+`, fn, bashSubcommands(fn))
 	for _, c := range wordCases {
 		b.WriteString(c + "\n")
 	}
@@ -163,9 +164,6 @@ func Bash(w io.Writer, app *kong.Application) error {
     fi
     # DEST
     %s__files -d
-    if ((cword == 1)); then
-        COMPREPLY+=($(compgen -W 'doctor' -- "$cur"))
-    fi
 } &&
     complete -F %s %s
 `, strings.Join(DoctorFlags, " "), strings.Join(words, " "), fn, fn, name)
@@ -189,7 +187,11 @@ func Zsh(w io.Writer, app *kong.Application) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s(1), %s.\n\n_arguments -s -S \\\n", app.Name, app.Name, generated)
+	// prsync doctor takes the run's flags and two of its own: the run's _arguments, with
+	// the word doctor shifted off; DEST's place also offers the subcommands' words
+	doctor := "local -a doctor\nif (( CURRENT > 2 )) && [[ ${words[2]} == doctor ]]; then\n  shift words\n  (( CURRENT-- ))\n" +
+		"  doctor=('(--json)--json[Print the checks as one JSON object]' '(--sample)--sample=[Examine the first N paths]:N: ')\nfi\n\n"
+	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s(1), %s.\n\n%s%s_arguments -s -S $doctor \\\n", app.Name, app.Name, generated, zshSubcommands(), doctor)
 	for _, fl := range Flags(app) {
 		ns := names(fl)
 		excl := append([]string(nil), ns...)
@@ -243,7 +245,11 @@ func Zsh(w io.Writer, app *kong.Application) error {
 			// after --: rsync's options, which prsync does not know
 			fmt.Fprintf(&b, "  '*::%s:_files'", msg)
 		} else {
-			fmt.Fprintf(&b, "  '%d:%s:%s'", i+1, msg, zshAction(kind, vals))
+			action := zshAction(kind, vals)
+			if pos.Name == "DEST" {
+				action = "{" + action + "; [[ -n $doctor ]] || compadd doctor report}"
+			}
+			fmt.Fprintf(&b, "  '%d:%s:%s'", i+1, msg, action)
 		}
 		if i < len(app.Positional)-1 {
 			b.WriteString(" \\")
@@ -308,6 +314,7 @@ func Fish(w io.Writer, app *kong.Application) error {
 	fmt.Fprintf(&b, "complete -c %[1]s -n '__fish_use_subcommand' -a doctor -d 'Check a planned run, read-only'\n", app.Name)
 	fmt.Fprintf(&b, "complete -c %[1]s -n '__fish_seen_subcommand_from doctor' -l json -d 'Print the checks as one JSON object'\n", app.Name)
 	fmt.Fprintf(&b, "complete -c %[1]s -n '__fish_seen_subcommand_from doctor' -l sample -x -d 'Examine the first N paths'\n", app.Name)
+	b.WriteString(fishSubcommands(app.Name))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

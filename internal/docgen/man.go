@@ -91,6 +91,10 @@ func Man(w io.Writer, s *Source) error {
 	p.line(synopsis(s.App))
 	p.macro("br")
 	p.line(`\fB` + name + ` doctor\fR [\fIflags\fR] \fIDEST\fR [\fB\-\-\fR \fIRSYNC_OPTION\fR ...]`)
+	for _, sub := range Subcommands() {
+		p.macro("br")
+		p.line(subSynopsis(sub))
+	}
 
 	p.macro("SH", "DESCRIPTION")
 	p.line(helpText(s.App.Help))
@@ -129,6 +133,11 @@ func Man(w io.Writer, s *Source) error {
 	}
 	p.macro("SH", "DOCTOR")
 	renderBlocks(p, parseBlocks(doctor))
+	for _, sub := range Subcommands() {
+		if err := manSubcommand(p, sub, s.Readme); err != nil {
+			return err
+		}
+	}
 
 	p.macro("SH", "EXIT STATUS")
 	renderBlocks(p, exitBlocks)
