@@ -67,6 +67,9 @@ func (r *runner) Validate() error {
 	if f.ChunkFiles < 1 {
 		return usage(fmt.Sprintf("--chunk-files %d: want at least 1", f.ChunkFiles), "")
 	}
+	if f.ChunkTime < 0 {
+		return usage(fmt.Sprintf("--chunk-time %v: want 0 or more", f.ChunkTime), "")
+	}
 	if f.Retries < 0 {
 		return usage(fmt.Sprintf("--retries %d: want 0 or more", f.Retries), "")
 	}

@@ -101,6 +101,8 @@ type proc struct {
 	pausedAt time.Time    // when the throttle paused it
 	bwCap    float64      // the --bwlimit it was started with, bytes per second; 0: none
 	spoke    *atomic.Bool // its rsync has logged a line: the far side accepted it
+	// wasStopped: the group was stopped (SIGSTOP) at some time; its duration is not its work
+	wasStopped bool
 }
 
 // AbortError says the run stopped early because rsync failed in a way that every

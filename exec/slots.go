@@ -129,3 +129,15 @@ func (p *Pool) acceptedNow(now time.Time) int {
 func (p *Pool) peakAccepted(now time.Time) int {
 	return p.far.Peak(p.acceptedNow(now), now)
 }
+
+// Free returns the slots free now: the limit less the slots taken and the chunks taken
+// that wait for one; 0 while the throttle, job control or live control hold new rsyncs.
+func (p *Pool) Free() int {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.gate || p.held || p.ctlHeld {
+		return 0
+	}
+	return max(0, p.limit-p.active-p.queued)
+}
