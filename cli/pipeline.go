@@ -67,7 +67,7 @@ func (r *runner) newPipeline() *pipeline {
 		failed = r.failed
 	}
 	p.pool = &exec.Pool{
-		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs,
+		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs, ClimbBack: r.tuner == nil,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
 		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.observe(m); p.rep.in <- m },
 	}

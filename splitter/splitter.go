@@ -636,6 +636,10 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 	return nil
 }
 
+// minTailFiles is the fewest paths shareTail gives a chunk: below it, another rsync's
+// start costs more than the paths' share of the work saves.
+const minTailFiles = 4
+
 // shareTail, once the end of the input has been read, cuts the paths left into one chunk
 // per slot when the budget would leave slots without one: a short list is spread over
 // every slot from its first chunk, and the input's last chunks end together.
@@ -644,7 +648,7 @@ func (s *Splitter) shareTail() {
 		slots := max(s.cfg.Slots(), 1)
 		left := int(s.read.Load()-s.applied) + 1 // the record being applied is not counted
 		if left < slots*s.budget.Files || !s.budget.Timed {
-			s.tailFiles = max((left+slots-1)/slots, 1)
+			s.tailFiles = max((left+slots-1)/slots, minTailFiles)
 		} else {
 			return
 		}
