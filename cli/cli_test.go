@@ -126,17 +126,20 @@ func TestHelpIntoClosedPipe(t *testing.T) {
 
 func TestGoProcs(t *testing.T) {
 	for _, tt := range []struct {
-		n     int
-		stats bool
-		want  int
+		n, cpus int
+		stats   bool
+		want    int
 	}{
 		// prsync lstats: at least one P per stat worker, never fewer than the CPUs
-		{1, true, 8}, {2, true, 8}, {8, true, 8}, {16, true, 16}, {64, true, 64},
+		{1, 1, true, 8}, {2, 2, true, 8}, {8, 8, true, 8}, {16, 16, true, 16}, {64, 64, true, 64},
+		// under a CPU quota below the machine's CPUs: the quota
+		{1, 2, true, 1}, {2, 64, true, 2}, {12, 64, true, 12},
 		// it does not: a quarter, at least one
-		{1, false, 1}, {2, false, 1}, {4, false, 1}, {7, false, 1}, {8, false, 2}, {16, false, 4}, {64, false, 16},
+		{1, 1, false, 1}, {2, 2, false, 1}, {4, 4, false, 1}, {7, 7, false, 1}, {8, 8, false, 2}, {16, 16, false, 4}, {64, 64, false, 16},
+		{2, 64, false, 1},
 	} {
-		if got := goProcs(tt.n, tt.stats); got != tt.want {
-			t.Errorf("goProcs(%d, %v) = %d, want %d", tt.n, tt.stats, got, tt.want)
+		if got := goProcs(tt.n, tt.cpus, tt.stats); got != tt.want {
+			t.Errorf("goProcs(%d, %d, %v) = %d, want %d", tt.n, tt.cpus, tt.stats, got, tt.want)
 		}
 	}
 }

@@ -48,7 +48,8 @@ func TestHelp(t *testing.T) {
 	}
 	flat := oneLine(out)
 	for _, want := range []string{
-		"--chunk-files=N Close a chunk at this many paths (default: 2000, $PRSYNC_CHUNK_FILES).",
+		"--chunk-files=N The most paths in a chunk; given without --chunk-time, chunks are cut at exactly this many (default: 2000, $PRSYNC_CHUNK_FILES).",
+		"(default: 2s, $PRSYNC_CHUNK_TIME)",
 		"(default: 128M, $PRSYNC_CHUNK_BYTES)",
 		"(default: 1s, $PRSYNC_CHUNK_WAIT)",
 		"Input paths are NUL-separated (find -print0, fd -0, git ls-files -z) ($PRSYNC_NULL).",

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/books"
+	"github.com/prsync/prsync/chunksize"
 	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/internal/cmdline"
@@ -40,7 +41,9 @@ type pipeline struct {
 
 	controlSocket string
 	dirs          *splitter.Dirs // the directories the paths touched, with --delete
-	chunks        int            // the chunks the splitter made, once the input has ended
+	chunks        int            // the chunks the splitter made, once the copy has ended
+	sizer         *chunksize.Sizer
+	sp            *splitter.Splitter
 
 	inputErr      error // set before the input goroutine ends
 	inputComplete bool  // the input was read to its end
@@ -48,7 +51,7 @@ type pipeline struct {
 
 func (r *runner) newPipeline() *pipeline {
 	f := &r.f
-	p := &pipeline{r: r, t0: time.Now(), sep: '\n', enc: event.NewEncoder(r.stdout)}
+	p := &pipeline{r: r, t0: time.Now(), sep: '\n', enc: event.NewEncoder(r.stdout), sizer: r.sizer()}
 	if f.Null {
 		p.sep = 0
 	}
@@ -64,9 +67,9 @@ func (r *runner) newPipeline() *pipeline {
 		failed = r.failed
 	}
 	p.pool = &exec.Pool{
-		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs,
+		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs, ClimbBack: r.tuner == nil,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- m },
+		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.observe(m); p.rep.in <- m },
 	}
 	p.sampler = throttle.NewSystemSampler(r.policy, cmdline.Warner(r.stderr), throttle.GroupsOf(p.pool))
 	p.throttle = &throttle.Controller{
@@ -129,11 +132,13 @@ func (r *runner) Run() int {
 	}
 
 	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
-	ordered := splitter.BiggestFirst(ctx, chunks, r.jobs, func(c *splitter.Chunk) {
+	// and once the input has ended, a chunk waiting while slots are free is cut for them
+	ordered := splitter.BiggestFirstTail(ctx, chunks, r.jobs, func(c *splitter.Chunk) {
 		p.rep.in <- exec.ChunkDropped{Chunk: c, Status: rsync.NotDone, Reason: "interrupted before rsync started"}
-	})
+	}, p.tail(p.sp))
 	p.pool.Run(ctx, kill, ordered)
 	<-inputEnded
+	p.chunks = p.sp.Chunks() // the tail's cuts included
 	del := p.deletePass(ctx, kill)
 	bgStop()
 	bgDone.Wait()
@@ -154,7 +159,7 @@ func (p *pipeline) emitStart() {
 		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: r.jobs, JobsAuto: r.tuner != nil, MaxJobs: r.maxJobs,
 		Dest: f.Dest, Root: r.rootShown(),
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
-		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), Shard: f.shard, Shards: f.shards,
+		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkTime: r.chunkTarget().Seconds(), Shard: f.shard, Shards: f.shards,
 		QuickCheck: r.quick != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
 		Cgroup: cgroupEvent(p.sampler.Source()), MaxSuspend: f.MaxSuspend.Seconds(), ControlSocket: p.controlSocket,
 		BWLimit: p.bwShown(), Delete: f.Delete, Verify: f.Verify,
@@ -237,9 +242,10 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 	h := &splitHooks{out: p.rep.in}
 	sp := splitter.New(splitter.Config{
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
-		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait,
+		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit,
 		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick, Dirs: p.dirs,
 	}, h.hooks())
+	p.sp = sp
 	chunks := make(chan *splitter.Chunk)
 	done := make(chan struct{})
 	go func() {
@@ -247,7 +253,6 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 		defer close(done)
 		defer close(chunks)
 		err := sp.Run(ctx, r.input, chunks)
-		p.chunks = sp.Chunks()
 		switch {
 		case err == nil:
 			p.inputComplete = true

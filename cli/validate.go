@@ -53,7 +53,9 @@ func (r *runner) Validate() error {
 	case f.Jobs.Auto:
 		pol := tune.DefaultPolicy(runtime.NumCPU())
 		pol.Max = r.maxJobs
-		pol.Start = min(pol.Start, pol.Max)
+		// start where a fixed -j does, so that a copy too short to search never loses to
+		// the default; the search then goes from there (up first, then down)
+		pol.Start = min(defaultJobs(), pol.Max)
 		if r.tuner, err = tune.New(pol); err != nil {
 			return usage(fmt.Sprintf("-j auto: %v", err), "")
 		}
@@ -66,6 +68,9 @@ func (r *runner) Validate() error {
 	r.maxJobs = max(r.maxJobs, r.jobs)
 	if f.ChunkFiles < 1 {
 		return usage(fmt.Sprintf("--chunk-files %d: want at least 1", f.ChunkFiles), "")
+	}
+	if f.ChunkTime < 0 {
+		return usage(fmt.Sprintf("--chunk-time %v: want 0 or more", f.ChunkTime), "")
 	}
 	if f.Retries < 0 {
 		return usage(fmt.Sprintf("--retries %d: want 0 or more", f.Retries), "")

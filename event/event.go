@@ -45,9 +45,12 @@ type Start struct {
 	DryRun       bool     `json:"dry_run"`
 	ChunkFiles   int      `json:"chunk_files"`
 	ChunkBytes   int64    `json:"chunk_bytes"`
-	Shard        int      `json:"shard"`
-	Shards       int      `json:"shards"`
-	QuickCheck   bool     `json:"quick_check"`
+	// ChunkTime is the duration chunks aim at, in seconds (--chunk-time); 0 when they are
+	// cut at ChunkFiles paths or ChunkBytes bytes exactly.
+	ChunkTime  float64 `json:"chunk_time"`
+	Shard      int     `json:"shard"`
+	Shards     int     `json:"shards"`
+	QuickCheck bool    `json:"quick_check"`
 	// Transport is how the rsyncs of a local copy run: "pipe" or "direct".
 	Transport string `json:"transport"`
 	// SourceRemote says --root names a remote source (pull mode); Sizes that the records

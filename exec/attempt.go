@@ -21,6 +21,7 @@ type result struct {
 	cancelled bool
 	stderr    string // the first few KiB
 	seconds   float64
+	paused    bool // the group was stopped a while (throttle, bandwidth limit, Ctrl-Z)
 	pid       int
 	r         *rsync.Result
 	logged    int64 // file bytes its output said it transferred
@@ -161,9 +162,11 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	}
 	pid := cmd.Process.Pid
 	p.mu.Lock()
-	p.procs[c.ID] = &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, spoke: &sk.spoke}
+	pr := &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, spoke: &sk.spoke}
+	p.procs[c.ID] = pr
 	if p.held || p.ctlHeld {
 		stopGroup(pid) // Ctrl-Z or a pause came while it started
+		pr.wasStopped = true
 	}
 	p.mu.Unlock()
 	if p.killed.Load() {
@@ -180,6 +183,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	p.mu.Lock()
 	now := time.Now()
 	p.peakAccepted(now) // a sample of how many ran together, this one included
+	paused := pr.wasStopped
 	delete(p.procs, c.ID)
 	p.sessionEnded(now)
 	p.mu.Unlock()
@@ -211,6 +215,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		cancelled: cancelled.Load() || p.killed.Load(),
 		stderr:    errBuf.String(),
 		seconds:   round3(time.Since(t0).Seconds()),
+		paused:    paused,
 		pid:       pid,
 		r:         sk.a.Result(),
 		logged:    logged,

@@ -29,6 +29,7 @@ func (p *Pool) set(change func()) {
 		switch after := p.stopped(pr); {
 		case after && !before[pr]:
 			stopGroup(pr.pid)
+			pr.wasStopped = true
 		case !after && before[pr]:
 			continueGroup(pr.pid)
 		}
@@ -50,6 +51,7 @@ func (p *Pool) pause(chunk int, why reason) error {
 		if err := stopGroup(pr.pid); err != nil {
 			return err
 		}
+		pr.wasStopped = true
 	}
 	pr.pausedBy |= why
 	if why == byThrottle {

@@ -39,7 +39,11 @@ type Pool struct {
 	// Jobs is the number of rsyncs allowed at once when Run starts; SetLimit changes it.
 	Jobs int
 	// MaxJobs bounds SetLimit; 0 means Jobs.
-	MaxJobs    int
+	MaxJobs int
+	// ClimbBack: a limit the far side's refusals lowered climbs back towards the one asked
+	// for (Jobs, or the last SetLimit) while sessions are accepted (refusal.FarSide.Climb).
+	// -j auto leaves it off: its tuner has its own ceiling.
+	ClimbBack  bool
 	Retries    int
 	RetryDelay time.Duration // first backoff; doubled each retry, with jitter
 	Grace      time.Duration // how long a cancelled rsync has between TERM and KILL
@@ -74,6 +78,7 @@ type Pool struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	limit   int  // rsyncs allowed at once
+	want    int  // the limit asked for (Jobs, SetLimit), which refusals may lower limit below
 	active  int  // slots taken: rsyncs running or about to, and their confirmations
 	gate    bool // the throttle allows new rsyncs
 	held    bool // job control stopped the run (Ctrl-Z)
@@ -101,6 +106,8 @@ type proc struct {
 	pausedAt time.Time    // when the throttle paused it
 	bwCap    float64      // the --bwlimit it was started with, bytes per second; 0: none
 	spoke    *atomic.Bool // its rsync has logged a line: the far side accepted it
+	// wasStopped: the group was stopped (SIGSTOP) at some time; its duration is not its work
+	wasStopped bool
 }
 
 // AbortError says the run stopped early because rsync failed in a way that every
@@ -130,6 +137,7 @@ func (p *Pool) init() {
 		p.gate = true
 		p.procs = make(map[int]*proc)
 		p.limit = max(p.Jobs, 1)
+		p.want = p.limit
 		if p.MaxJobs < p.limit {
 			p.MaxJobs = p.limit
 		}

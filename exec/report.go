@@ -26,6 +26,9 @@ type ChunkEnded struct {
 	Status   string // ok, partial, vanished, failed, retrying, cancelled
 	ExitCode int
 	Seconds  float64
+	// Paused says the rsync was stopped a while (the throttle, the bandwidth limit, Ctrl-Z
+	// or live control): Seconds is more than its work took.
+	Paused bool
 	// BytesLogged is what rsync's output said it transferred in this attempt.
 	BytesLogged int64
 	Error       string // rsync's stderr, cut to a few KiB

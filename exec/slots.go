@@ -38,15 +38,49 @@ func (p *Pool) sessionAccepted() {
 	p.mu.Unlock()
 }
 
-// waitFree blocks until a slot is free, ctx has ended or the run was aborted.
+// waitFree blocks until a slot is free, ctx has ended or the run was aborted. Meanwhile
+// a limit that refusals lowered climbs back when its time comes.
 func (p *Pool) waitFree(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.waiting = true
-	for !p.open() && ctx.Err() == nil && p.abort == nil {
+	for {
+		if old, n, ok := p.climb(time.Now()); ok {
+			p.mu.Unlock()
+			p.report(LimitChanged{Old: old, New: n, Reason: "climb", Detail: "no refusal for a while: one step back towards -j"})
+			p.mu.Lock()
+			continue
+		}
+		if p.open() || ctx.Err() != nil || p.abort != nil {
+			break
+		}
 		p.cond.Wait()
 	}
 	p.waiting = false
+}
+
+// climb raises a limit that refusals lowered, when refusal.FarSide.Climb says so, and
+// arranges a wake-up for the next step; the caller holds p.mu.
+func (p *Pool) climb(now time.Time) (old, n int, ok bool) {
+	if !p.ClimbBack || p.active < p.limit {
+		return 0, 0, false // only a limit that holds work back climbs
+	}
+	old = p.limit
+	n, ok = p.far.Climb(now, p.limit, p.want)
+	if ok {
+		p.limit = n
+		p.cond.Broadcast()
+		p.wakeForClimb(now)
+	}
+	return old, n, ok
+}
+
+// wakeForClimb wakes the waiters when the limit may climb next (each refusal and each
+// step sets that time anew, and arranges its own wake-up); the caller holds p.mu.
+func (p *Pool) wakeForClimb(now time.Time) {
+	if p.ClimbBack && p.limit < p.want {
+		p.wakeAfter(p.far.NextClimb().Sub(now) + time.Millisecond)
+	}
 }
 
 // acquire takes a slot. It returns false when ctx ended or the run was aborted.
@@ -86,7 +120,7 @@ func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
 	p.mu.Lock()
 	n = max(1, min(n, p.MaxJobs))
 	old := p.limit
-	p.limit = n
+	p.limit, p.want = n, n
 	p.cond.Broadcast()
 	p.mu.Unlock()
 	if n != old {
@@ -107,6 +141,7 @@ func (p *Pool) lowerForRefusal(detail string) refusal.Decision {
 		return d
 	}
 	p.limit = d.Limit
+	p.wakeForClimb(now)
 	p.mu.Unlock()
 	p.report(LimitChanged{Old: old, New: d.Limit, Reason: "refused", Detail: detail})
 	return d
@@ -128,4 +163,16 @@ func (p *Pool) acceptedNow(now time.Time) int {
 // minute, counting those running now; the caller holds p.mu.
 func (p *Pool) peakAccepted(now time.Time) int {
 	return p.far.Peak(p.acceptedNow(now), now)
+}
+
+// Free returns the slots free now: the limit less the slots taken and the chunks taken
+// that wait for one; 0 while the throttle, job control or live control hold new rsyncs.
+func (p *Pool) Free() int {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.gate || p.held || p.ctlHeld {
+		return 0
+	}
+	return max(0, p.limit-p.active-p.queued)
 }

@@ -23,6 +23,11 @@ type FarSide struct {
 	// refused a session at a limit it accepted before: it frees its slot a moment late
 	settle  time.Duration
 	lastEnd time.Time
+	// the climb back (Climb): when the limit may rise next, the wait between steps, and
+	// whether the limit in force was reached by a climb (a refusal then lengthens the wait)
+	nextClimb time.Time
+	climbWait time.Duration
+	climbed   bool
 }
 
 // Decision is what one refusal decides.
@@ -52,6 +57,11 @@ const (
 	maxSettle = time.Second
 	// MaxFree bounds the refusals of one chunk that do not count as retries.
 	MaxFree = 10
+	// firstClimb is how long after a refusal a limit it lowered first climbs a step back
+	// towards what was asked, and the wait between steps while none is refused; a refusal
+	// of a climbed limit doubles the wait, up to maxClimb, and a step taken halves it.
+	firstClimb = 3 * time.Second
+	maxClimb   = time.Minute
 )
 
 // Admitted reports whether the far side accepted a session started at started: its rsync
@@ -95,6 +105,14 @@ func (f *FarSide) Refused(now time.Time, limit, active, accepted int) Decision {
 		f.settle = min(max(2*f.settle, minSettle), maxSettle)
 	}
 	f.accepts = max(1, active-1, peak)
+	switch {
+	case f.climbWait == 0:
+		f.climbWait = firstClimb
+	case f.climbed:
+		f.climbWait = min(2*f.climbWait, maxClimb) // the step back was one too many
+	}
+	f.climbed = false
+	f.nextClimb = now.Add(f.climbWait)
 	n := Limit(f.accepts, 1, limit)
 	// the far side took this many lately: a slot not freed yet, soon free
 	return Decision{Limit: n, Hold: hold, Free: n < limit || peak >= limit}
@@ -137,3 +155,24 @@ func (d Decision) Retry(free int, retryDelay time.Duration) (time.Duration, bool
 	}
 	return min(time.Duration(free+1)*100*time.Millisecond, retryDelay), true
 }
+
+// Climb says whether a limit that refusals lowered climbs a step back at now, and to what:
+// limit rsyncs run, want were asked for (-j). Once no session has been refused for the
+// wait since the last refusal or step, the limit rises by a quarter (at least one), up to
+// want. A far side that refuses again lowers it at once (Refused), and doubles the wait; a
+// daemon whose max connections was raised (rsync --daemon reads rsyncd.conf for each
+// connection) gets its sessions back a step every few seconds.
+func (f *FarSide) Climb(now time.Time, limit, want int) (int, bool) {
+	if f.refused == 0 || limit >= want || now.Before(f.nextClimb) {
+		return limit, false
+	}
+	if f.climbed {
+		f.climbWait = max(f.climbWait/2, firstClimb) // the last step held
+	}
+	f.climbed = true
+	f.nextClimb = now.Add(f.climbWait)
+	return min(want, limit+max(1, limit/4)), true
+}
+
+// NextClimb returns when Climb may raise a lowered limit next; zero before any refusal.
+func (f *FarSide) NextClimb() time.Time { return f.nextClimb }

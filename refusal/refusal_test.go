@@ -202,3 +202,76 @@ func TestLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestClimb: a fixed -j that refusals lowered climbs back a quarter (at least one) every
+// wait without a refusal, up to what was asked; a refusal of a climbed limit doubles the
+// wait, a step that held halves it again (not below 3 s).
+func TestClimb(t *testing.T) {
+	type step struct {
+		at      time.Duration
+		refused bool // a refusal at this moment, with active-1 accepted
+		active  int
+		limit   int // the limit in force before the step
+		want    int // the limit after it
+	}
+	s := func(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+	tests := []struct {
+		name  string
+		asked int
+		steps []step
+	}{
+		{"never refused: nothing to climb", 8, []step{{0, false, 0, 8, 8}, {s(60000), false, 0, 8, 8}}},
+		{"daemon raised its limit: back to -j", 8, []step{
+			{0, true, 3, 8, 2},
+			{s(2900), false, 0, 2, 2},
+			{s(3000), false, 0, 2, 3},
+			{s(5900), false, 0, 3, 3},
+			{s(6000), false, 0, 3, 4},
+			{s(9000), false, 0, 4, 5},
+			{s(12000), false, 0, 5, 6},
+			{s(15000), false, 0, 6, 7},
+			{s(18000), false, 0, 7, 8},
+			{s(21000), false, 0, 8, 8},
+		}},
+		{"still full: each refused step doubles the wait", 8, []step{
+			{0, true, 3, 8, 2},
+			{s(3000), false, 0, 2, 3},
+			{s(3100), true, 3, 3, 2}, // refused at the climbed limit: wait 6 s
+			{s(9000), false, 0, 2, 2},
+			{s(9100), false, 0, 2, 3},
+			{s(9200), true, 3, 3, 2}, // again: 12 s
+			{s(21100), false, 0, 2, 2},
+			{s(21200), false, 0, 2, 3},
+			{s(33100), false, 0, 3, 3},
+			{s(33200), false, 0, 3, 4}, // 3 held: the wait halves to 6 s
+			{s(39100), false, 0, 4, 4},
+			{s(39200), false, 0, 4, 5},
+		}},
+		{"a big -j climbs by quarters", 32, []step{
+			{0, true, 5, 32, 4},
+			{s(3000), false, 0, 4, 5},
+			{s(6000), false, 0, 5, 6},
+			{s(9000), false, 0, 6, 7},
+			{s(12000), false, 0, 7, 8},
+			{s(15000), false, 0, 8, 10},
+			{s(18000), false, 0, 10, 12},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var f FarSide
+			for _, st := range tc.steps {
+				now := t0.Add(st.at)
+				got := st.limit
+				if st.refused {
+					got = f.Refused(now, st.limit, st.active, 0).Limit
+				} else if n, ok := f.Climb(now, st.limit, tc.asked); ok {
+					got = n
+				}
+				if got != st.want {
+					t.Fatalf("at %v (limit %d, refused %v): limit %d, want %d", st.at, st.limit, st.refused, got, st.want)
+				}
+			}
+		})
+	}
+}

@@ -12,11 +12,55 @@ import (
 // last minutes of a copy. The returned channel is closed after in is closed and drained.
 // When ctx ends, held chunks go to unsent.
 func BiggestFirst(ctx context.Context, in <-chan *Chunk, window int, unsent func(*Chunk)) <-chan *Chunk {
+	return BiggestFirstTail(ctx, in, window, unsent, Tail{})
+}
+
+// Tail cuts the chunks that wait to start once the input has ended, when fewer wait than
+// slots are free, so that no slot idles while one rsync copies a long last chunk.
+type Tail struct {
+	// Free returns the slots free now: rsyncs that could start at once.
+	Free func() int
+	// Split returns the parts of c, when queued chunks wait (c among them) and free slots
+	// are free, or nil to leave c whole.
+	Split func(c *Chunk, queued, free int) []*Chunk
+}
+
+// split cuts the biggest waiting chunk while fewer chunks wait than slots are free.
+// taken is 1 right after the consumer took a chunk: Free may not count that one's slot
+// yet, and a slot counted twice would cut one part too many each time.
+func (t Tail) split(h *chunkHeap, taken int) {
+	if t.Free == nil || t.Split == nil {
+		return
+	}
+	for h.Len() > 0 {
+		free := t.Free() - taken
+		if h.Len() >= free {
+			return
+		}
+		parts := t.Split((*h)[0], h.Len(), free)
+		if len(parts) < 2 {
+			return
+		}
+		heap.Pop(h)
+		for _, c := range parts {
+			heap.Push(h, c)
+		}
+	}
+}
+
+// BiggestFirstTail is BiggestFirst that, once in is closed, cuts the chunks it holds as
+// tail says whenever fewer of them wait than slots are free.
+func BiggestFirstTail(ctx context.Context, in <-chan *Chunk, window int, unsent func(*Chunk), tail Tail) <-chan *Chunk {
 	out := make(chan *Chunk)
 	go func() {
 		defer close(out)
 		h := &chunkHeap{}
+		taken := 0
 		for in != nil || h.Len() > 0 {
+			if in == nil {
+				tail.split(h, taken)
+			}
+			taken = 0
 			var send chan<- *Chunk
 			var top *Chunk
 			if h.Len() > 0 {
@@ -35,6 +79,7 @@ func BiggestFirst(ctx context.Context, in <-chan *Chunk, window int, unsent func
 				heap.Push(h, c)
 			case send <- top:
 				heap.Pop(h)
+				taken = 1
 			case <-ctx.Done():
 				for h.Len() > 0 {
 					unsent(heap.Pop(h).(*Chunk))

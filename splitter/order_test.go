@@ -3,6 +3,7 @@ package splitter
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -60,5 +61,67 @@ func TestBiggestFirstCancel(t *testing.T) {
 	}
 	if n+unsent != 3 {
 		t.Errorf("%d sent + %d unsent, want 3", n, unsent)
+	}
+}
+
+// The tail split: once the input has ended, a chunk waiting while more slots are free is
+// cut for them; while no slot is free, it waits whole.
+func TestBiggestFirstTail(t *testing.T) {
+	mk := func(id, n int) *Chunk {
+		c := &Chunk{ID: id}
+		for i := range n {
+			c.Inputs = append(c.Inputs, []byte(fmt.Sprint(id, "/", i)))
+			c.Entries = append(c.Entries, c.Inputs[i])
+			c.Sizes = append(c.Sizes, 10)
+			c.Bytes += 10
+		}
+		return c
+	}
+	sp := New(Config{}, Hooks{})
+	sp.nextID.Store(2)
+	split := func(c *Chunk, queued, free int) []*Chunk {
+		parts := free - queued + 1
+		var cuts []int
+		for k := 1; k < parts; k++ {
+			cuts = append(cuts, k*c.Len()/parts)
+		}
+		return sp.Split(c, cuts)
+	}
+	tests := []struct {
+		name string
+		free int
+		want string
+	}{
+		{"no slot free: whole", 0, "[40 20]"},
+		{"one slot free a chunk: whole", 2, "[40 20]"},
+		{"four free: the biggest cut in three", 4, "[20 14 13 13]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := make(chan *Chunk, 2)
+			in <- mk(1, 40)
+			in <- mk(2, 20)
+			close(in)
+			// a consumer's free slots: each chunk it takes takes one
+			var took atomic.Int64
+			free := func() int { return max(0, tc.free-int(took.Load())) }
+			out := BiggestFirstTail(context.Background(), in, 10, nil, Tail{Free: free, Split: split})
+			time.Sleep(50 * time.Millisecond)
+			var got []int
+			seen := map[string]bool{}
+			for c := range out {
+				took.Add(1)
+				got = append(got, c.Len())
+				for _, p := range c.Inputs {
+					if seen[string(p)] {
+						t.Errorf("path %s twice", p)
+					}
+					seen[string(p)] = true
+				}
+			}
+			if fmt.Sprint(got) != tc.want || len(seen) != 60 {
+				t.Errorf("chunks of %v paths (%d in all), want %s", got, len(seen), tc.want)
+			}
+		})
 	}
 }

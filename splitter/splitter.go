@@ -12,10 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/prsync/prsync/chunksize"
 )
 
 // Chunk is a batch of paths handed to one rsync.
@@ -33,6 +36,9 @@ type Chunk struct {
 	Entries [][]byte
 	// Bytes is the sum of the sizes of the regular files in the chunk.
 	Bytes int64
+	// Sizes holds each path's size when the chunk may be cut in parts (Splitter.Split):
+	// chunks sized by time, without -H; nil otherwise.
+	Sizes []int64
 }
 
 // Len returns the number of paths in the chunk.
@@ -58,6 +64,13 @@ type Config struct {
 	ChunkFiles int
 	ChunkBytes int64
 	ChunkWait  time.Duration
+	// Sizer, when set, sizes chunks by time (package chunksize), within ChunkFiles and
+	// ChunkBytes; nil cuts them at ChunkFiles paths or ChunkBytes bytes exactly.
+	Sizer *chunksize.Sizer
+	// Slots, with Sizer, returns how many rsyncs may run at once: once the end of the
+	// input has been read and the paths left would not fill every slot with a chunk of
+	// the budget, they are cut in that many equal chunks.
+	Slots func() int
 	// Shard and Shards select the paths whose hash mod Shards is Shard; Shards <= 1 keeps all.
 	Shard, Shards int
 	// HardLinks keeps all links of an inode (nlink > 1) in the same shard and chunk.
@@ -106,10 +119,18 @@ type Splitter struct {
 	hooks Hooks
 
 	cur    *Chunk
+	budget chunksize.Budget // what cur may hold
 	arena  arena
-	nextID int
+	nextID atomic.Int64 // the last chunk ID given; Split gives IDs from another goroutine
 	links  *linkGroups
 	srcRef *dirRef // the directory relative paths are under, for lstat
+
+	// the records read (by feed) and applied (by Run), and whether feed has read the end:
+	// then the records left are known, and the last chunks share them (tailFiles each)
+	read      atomic.Int64
+	eof       atomic.Bool
+	applied   int64
+	tailFiles int
 }
 
 // New returns a Splitter.
@@ -126,7 +147,7 @@ func New(cfg Config, hooks Hooks) *Splitter {
 	if cfg.ChunkBytes <= 0 {
 		cfg.ChunkBytes = 1 << 62
 	}
-	s := &Splitter{cfg: cfg, hooks: hooks, nextID: 1}
+	s := &Splitter{cfg: cfg, hooks: hooks}
 	if base := cmp.Or(cfg.Root, cfg.Cwd); cfg.RemoteSrc == "" && filepath.IsAbs(base) {
 		s.srcRef = newDirRef(filepath.Clean(base))
 	}
@@ -136,9 +157,9 @@ func New(cfg Config, hooks Hooks) *Splitter {
 	return s
 }
 
-// Chunks returns the number of chunks made (the highest chunk ID); call it once Run has
-// returned.
-func (s *Splitter) Chunks() int { return s.nextID - 1 }
+// Chunks returns the number of chunks made (the highest chunk ID), those Split made
+// included.
+func (s *Splitter) Chunks() int { return int(s.nextID.Load()) }
 
 // ErrRead wraps an error reading the input.
 var ErrRead = errors.New("read input")
@@ -244,6 +265,7 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 			return ctx.Err()
 		}
 		for i, in := range u.recs {
+			s.applied++
 			if err := s.apply(ctx, in, &u.looks[i], out); err != nil {
 				return err
 			}
@@ -315,6 +337,10 @@ func (s *Splitter) feed(r io.Reader, free chan []byte, units *sync.Pool, ordered
 		if err != nil && len(carry) > 0 {
 			recs = append(recs, bytes.Clone(carry))
 			carry = carry[:0]
+		}
+		s.read.Add(int64(len(recs)))
+		if err != nil {
+			s.eof.Store(true)
 		}
 		if len(recs) == 0 {
 			free <- buf
@@ -576,28 +602,93 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 	for _, r := range g {
 		size += r.size
 	}
-	if s.cur != nil && (s.cur.Bytes+size > s.cfg.ChunkBytes || s.cur.Len()+len(g) > s.cfg.ChunkFiles || s.cur.Src != g[0].src) {
+	if s.cur != nil && (s.budget.Over(s.cur.Len()+len(g), s.cur.Bytes+size) || s.cur.Src != g[0].src) {
 		if err := s.flush(ctx, out); err != nil {
 			return err
 		}
 	}
 	if s.cur == nil {
-		n := min(s.cfg.ChunkFiles, 4096)
-		s.cur = &Chunk{ID: s.nextID, Src: g[0].src, Inputs: make([][]byte, 0, n), Entries: make([][]byte, 0, n)}
-		s.nextID++
+		s.budget = chunksize.Fixed(s.cfg.ChunkFiles, s.cfg.ChunkBytes)
+		if s.cfg.Sizer != nil {
+			s.budget = s.cfg.Sizer.Budget()
+			s.shareTail()
+		}
+		n := min(s.budget.Files, 4096)
+		s.cur = &Chunk{ID: int(s.nextID.Add(1)), Src: g[0].src, Inputs: make([][]byte, 0, n), Entries: make([][]byte, 0, n)}
+		if s.cfg.Sizer != nil && !s.cfg.HardLinks {
+			s.cur.Sizes = make([]int64, 0, n)
+		}
 	}
 	for _, r := range g {
 		s.cur.Inputs = append(s.cur.Inputs, s.arena.add(r.input))
 		s.cur.Entries = append(s.cur.Entries, s.arena.addString(r.entry))
 		s.cur.Bytes += r.size
+		if s.cur.Sizes != nil {
+			s.cur.Sizes = append(s.cur.Sizes, r.size)
+		}
 		if s.hooks.Accepted != nil {
 			s.hooks.Accepted(r.size)
 		}
 	}
-	if s.cur.Len() >= s.cfg.ChunkFiles || s.cur.Bytes >= s.cfg.ChunkBytes {
+	if s.budget.Reached(s.cur.Len(), s.cur.Bytes) {
 		return s.flush(ctx, out)
 	}
 	return nil
+}
+
+// minTailFiles is the fewest paths shareTail gives a chunk: below it, another rsync's
+// start costs more than the paths' share of the work saves.
+const minTailFiles = 4
+
+// shareTail, once the end of the input has been read, cuts the paths left into one chunk
+// per slot when the budget would leave slots without one: a short list is spread over
+// every slot from its first chunk, and the input's last chunks end together.
+func (s *Splitter) shareTail() {
+	if s.tailFiles == 0 && s.cfg.Slots != nil && s.eof.Load() {
+		slots := max(s.cfg.Slots(), 1)
+		left := int(s.read.Load()-s.applied) + 1 // the record being applied is not counted
+		if left < slots*s.budget.Files || !s.budget.Timed {
+			s.tailFiles = max((left+slots-1)/slots, minTailFiles)
+		} else {
+			return
+		}
+	}
+	if s.tailFiles == 0 {
+		return
+	}
+	if s.budget.Timed {
+		s.budget.Files = min(s.budget.Files, s.tailFiles)
+	} else {
+		s.budget.Files = min(s.tailFiles, s.cfg.ChunkFiles) // nothing known yet: the list's length is
+	}
+}
+
+// Split cuts a chunk that has not started into parts that start at the indexes cuts
+// gives (chunksize.Sizer.Split), each with a new ID and the same source; it returns nil
+// when c cannot be cut (it has no Sizes: -H keeps an inode's links in one chunk). It is
+// safe to call while Run runs.
+func (s *Splitter) Split(c *Chunk, cuts []int) []*Chunk {
+	if c.Sizes == nil || len(cuts) == 0 {
+		return nil
+	}
+	parts := make([]*Chunk, 0, len(cuts)+1)
+	lo := 0
+	for k := 0; k <= len(cuts); k++ {
+		hi := c.Len()
+		if k < len(cuts) {
+			hi = cuts[k]
+		}
+		if hi <= lo || hi > c.Len() {
+			return nil
+		}
+		p := &Chunk{ID: int(s.nextID.Add(1)), Src: c.Src, Inputs: c.Inputs[lo:hi:hi], Entries: c.Entries[lo:hi:hi], Sizes: c.Sizes[lo:hi:hi]}
+		for _, b := range p.Sizes {
+			p.Bytes += b
+		}
+		parts = append(parts, p)
+		lo = hi
+	}
+	return parts
 }
 
 func (s *Splitter) flush(ctx context.Context, out chan<- *Chunk) error {

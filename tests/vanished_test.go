@@ -201,7 +201,8 @@ func TestVanishedReal(t *testing.T) {
 			}
 			dst := filepath.Join(w, "dst")
 			failedList := filepath.Join(w, "failed")
-			args := []string{"-0", "--root", root, "--failed", failedList, "--no-throttle"}
+			// one chunk, as before chunks were sized by time: z-during vanishes while it runs
+			args := []string{"-0", "--root", root, "--failed", failedList, "--no-throttle", "--chunk-time", "0"}
 			if c.sizes {
 				args = append(args, "--sizes")
 			}

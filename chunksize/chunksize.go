@@ -1,0 +1,374 @@
+// Package chunksize sizes chunks by time, from what the chunks that finished cost.
+package chunksize
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// # The target
+//
+// A chunk should last about Target of rsync work. Shorter, and each rsync's start (its
+// fork and exec, the connection, the file list; 20 ms of CPU locally, a few round trips
+// over ssh or to a daemon) is a larger share of the copy. Longer, and the run's tail is a
+// few long rsyncs while the other slots idle, and a lowered limit (-j auto, a refusal)
+// waits that long to act, since lowering it stops no rsync. 2 s keeps a start of 100 ms
+// at 5 % of the work and matches -j auto's 2 s windows (tune.Window): every window sees
+// chunks end and start. When the start cost itself is high (a slow ssh handshake), the
+// target grows to StartShare × the start cost, so that starts stay at most 5 %.
+//
+// # The estimator
+//
+// A finished chunk of f files and b bytes that took d seconds is a Sample. The estimator
+// fits
+//
+//	d = start + perFile × f + perByte × b
+//
+// by least squares over the last Keep samples, the newer weighted more (each older
+// sample by Decay): a workload that turns from small files to big ones is followed
+// within a few chunks. No term may be negative: of the fits of every subset of the three
+// terms with no negative coefficient, the one with the least squared error wins (a
+// non-negative least squares over three terms, solved exactly). The durations are those
+// of rsyncs running side by side, so the fit is what a chunk costs at the concurrency of
+// the moment.
+//
+// # Sizes
+//
+// Until a chunk has finished, chunks are cut at StartFiles paths, so that a short list
+// still gives every slot a chunk in the first seconds. Then a chunk closes when its
+// predicted duration reaches the target, and never holds more than Growth × the paths
+// of the largest chunk finished so far: the fit is not trusted far beyond what it has
+// seen, and the sizes it sees grow, which separates the start cost from the per-file
+// cost. MaxFiles and MaxBytes (--chunk-files, --chunk-bytes) stay upper bounds.
+
+// Policy holds the constants of the sizing.
+type Policy struct {
+	Target     time.Duration // the duration a chunk aims at
+	StartShare float64       // the target is at least this many times the start cost
+	MaxFiles   int           // upper bound of a chunk's paths
+	MaxBytes   int64         // upper bound of a chunk's bytes (a bigger file gets a chunk of its own)
+	StartFiles int           // paths of a chunk cut before any has finished
+	Growth     float64       // a chunk holds at most this many times the paths of the largest finished
+	Keep       int           // samples the fit looks at
+	Decay      float64       // weight of a sample against the next newer one
+	// MinPart is the shortest predicted duration of a part that the tail split cuts, and
+	// MinPartFiles its fewest paths.
+	MinPart      time.Duration
+	MinPartFiles int
+}
+
+// DefaultTarget is the duration a chunk aims at by default (--chunk-time).
+const DefaultTarget = 2 * time.Second
+
+// DefaultPolicy returns the Policy with the target and the bounds given.
+func DefaultPolicy(target time.Duration, maxFiles int, maxBytes int64) Policy {
+	return Policy{
+		Target:       target,
+		StartShare:   20,
+		MaxFiles:     max(maxFiles, 1),
+		MaxBytes:     max(maxBytes, 1),
+		StartFiles:   min(32, max(maxFiles, 1)),
+		Growth:       2,
+		Keep:         24,
+		Decay:        0.85,
+		MinPart:      target / 8,
+		MinPartFiles: 4,
+	}
+}
+
+// Sample is one finished chunk: its paths, its bytes, and how long its rsync ran.
+type Sample struct {
+	Files   int
+	Bytes   int64
+	Seconds float64
+}
+
+// Fit is the cost model: Start seconds per rsync, PerFile seconds per path, PerByte
+// seconds per byte. N is the samples it was fitted on; 0 means nothing is known yet.
+type Fit struct {
+	Start, PerFile, PerByte float64
+	N                       int
+}
+
+// Predict returns the seconds a chunk of files paths and bytes bytes should take.
+func (f Fit) Predict(files int, bytes int64) float64 {
+	return f.Start + f.PerFile*float64(files) + f.PerByte*float64(bytes)
+}
+
+// Budget is what the next chunk may hold. A chunk is full once it holds Files paths or
+// Bytes bytes, or once its predicted duration reaches Seconds (when Timed).
+type Budget struct {
+	Files   int
+	Bytes   int64
+	Timed   bool
+	Fit     Fit
+	Seconds float64
+}
+
+// Fixed is the budget of a chunk cut by count and bytes alone (--chunk-files,
+// --chunk-bytes given, or --chunk-time 0).
+func Fixed(files int, bytes int64) Budget { return Budget{Files: files, Bytes: bytes} }
+
+// Over reports whether a chunk of files paths and bytes bytes is over the budget: the
+// path that would make it so starts the next chunk.
+func (b *Budget) Over(files int, bytes int64) bool {
+	return files > b.Files || bytes > b.Bytes || b.Timed && b.Fit.Predict(files, bytes) > b.Seconds
+}
+
+// Reached reports whether a chunk of files paths and bytes bytes is full.
+func (b *Budget) Reached(files int, bytes int64) bool {
+	return files >= b.Files || bytes >= b.Bytes || b.Timed && b.Fit.Predict(files, bytes) >= b.Seconds
+}
+
+// Estimator learns the cost model from finished chunks and sizes the next ones. It is
+// pure and not safe for concurrent use; Sizer is.
+type Estimator struct {
+	p        Policy
+	samples  []Sample // the newest last, at most p.Keep
+	maxFiles int      // paths of the largest chunk finished
+	fit      Fit
+}
+
+// New returns an Estimator that knows nothing yet.
+func New(p Policy) *Estimator { return &Estimator{p: p} }
+
+// Observe learns from a finished chunk. Samples of no path or no positive duration are
+// ignored.
+func (e *Estimator) Observe(s Sample) {
+	if s.Files <= 0 || !(s.Seconds > 0) || math.IsInf(s.Seconds, 1) || s.Bytes < 0 {
+		return
+	}
+	if len(e.samples) == e.p.Keep {
+		copy(e.samples, e.samples[1:])
+		e.samples = e.samples[:len(e.samples)-1]
+	}
+	e.samples = append(e.samples, s)
+	e.maxFiles = max(e.maxFiles, s.Files)
+	e.fit = fit(e.samples, e.p.Decay)
+}
+
+// Fit returns the cost model as fitted so far.
+func (e *Estimator) Fit() Fit { return e.fit }
+
+// Target returns the duration chunks aim at, in seconds: the policy's target, or more
+// when the start cost is high.
+func (e *Estimator) Target() float64 {
+	return max(e.p.Target.Seconds(), e.p.StartShare*e.fit.Start)
+}
+
+// Budget returns what the next chunk may hold.
+func (e *Estimator) Budget() Budget {
+	if e.fit.N == 0 {
+		return Budget{Files: e.p.StartFiles, Bytes: e.p.MaxBytes}
+	}
+	files := e.p.MaxFiles
+	if g := e.p.Growth * float64(e.maxFiles); g < float64(files) {
+		files = max(int(g), e.p.StartFiles)
+	}
+	return Budget{Files: files, Bytes: e.p.MaxBytes, Timed: true, Fit: e.fit, Seconds: e.Target()}
+}
+
+// TailParts says into how many parts to cut a chunk of files paths and bytes bytes that
+// waits to start, once the input has ended, when queued chunks wait (it among them) and
+// slots rsyncs may run at once: enough that every slot gets a chunk, but no part shorter
+// than MinPart (as predicted) or with fewer than MinPartFiles paths. 1 means leave it.
+func (e *Estimator) TailParts(files int, bytes int64, queued, slots int) int {
+	want := slots - queued + 1
+	if want < 2 || files < 2*e.p.MinPartFiles {
+		return 1
+	}
+	n := min(want, files/e.p.MinPartFiles)
+	if m := e.p.MinPart.Seconds(); e.fit.N > 0 && m > e.fit.Start {
+		// each part pays the start cost and a share of the work: start + work/n >= MinPart
+		work := e.fit.Predict(files, bytes) - e.fit.Start
+		n = min(n, int(work/(m-e.fit.Start)))
+	}
+	return max(n, 1)
+}
+
+// Cuts returns where to cut a chunk whose paths have the sizes given into parts runs of
+// about equal predicted cost: the index where each part after the first starts. Runs
+// keep the input's order, so a part holds neighbouring paths.
+func (e *Estimator) Cuts(sizes []int64, parts int) []int {
+	if parts < 2 || len(sizes) < parts {
+		return nil
+	}
+	perFile, perByte := e.fit.PerFile, e.fit.PerByte
+	if perFile <= 0 && perByte <= 0 {
+		perFile = 1
+	}
+	if perFile <= 0 {
+		perFile = perByte * 4096 // a path costs at least a block's worth
+	}
+	cost := func(s int64) float64 { return perFile + perByte*float64(s) }
+	var total float64
+	for _, s := range sizes {
+		total += cost(s)
+	}
+	var cuts []int
+	var acc float64
+	for i, s := range sizes {
+		k := len(cuts) + 1 // the part that starts next
+		left := len(sizes) - i
+		if k < parts && i > 0 && (acc >= total*float64(k)/float64(parts)*(1-1e-9) || left <= parts-k) {
+			cuts = append(cuts, i)
+		}
+		acc += cost(s)
+	}
+	return cuts
+}
+
+// fit solves the weighted non-negative least squares of d = a + b·f + c·B over the
+// samples, the newest weighted 1 and each older one decay times the next.
+func fit(samples []Sample, decay float64) Fit {
+	n := len(samples)
+	if n == 0 {
+		return Fit{}
+	}
+	// scale the columns to about 1, so that the normal equations are well conditioned
+	var sf, sb float64
+	for _, s := range samples {
+		sf = max(sf, float64(s.Files))
+		sb = max(sb, float64(s.Bytes))
+	}
+	if sb == 0 {
+		sb = 1
+	}
+	type row struct {
+		x    [3]float64
+		y, w float64
+	}
+	rows := make([]row, n)
+	w := 1.0
+	for i := n - 1; i >= 0; i-- {
+		s := samples[i]
+		rows[i] = row{x: [3]float64{1, float64(s.Files) / sf, float64(s.Bytes) / sb}, y: s.Seconds, w: w}
+		w *= decay
+	}
+	best, bestErr := [3]float64{}, math.Inf(1)
+	// the subsets of the terms, fewer terms first; among one-term fits the per-file cost
+	// first, so that one sample (or samples of one size) is not taken for a start cost
+	for _, mask := range [...]int{2, 4, 1, 6, 3, 5, 7} {
+		var idx []int
+		for j := 0; j < 3; j++ {
+			if mask&(1<<j) != 0 {
+				idx = append(idx, j)
+			}
+		}
+		if len(idx) > n {
+			continue
+		}
+		k := len(idx)
+		var a [3][4]float64 // the normal equations, augmented
+		for _, r := range rows {
+			for p := 0; p < k; p++ {
+				for q := 0; q < k; q++ {
+					a[p][q] += r.w * r.x[idx[p]] * r.x[idx[q]]
+				}
+				a[p][k] += r.w * r.x[idx[p]] * r.y
+			}
+		}
+		for p := 0; p < k; p++ {
+			a[p][p] += 1e-9 // a whisper of ridge: a column of zeros stays solvable
+		}
+		sol, ok := solve(a, k)
+		if !ok {
+			continue
+		}
+		var coef [3]float64
+		neg := false
+		for p, j := range idx {
+			if sol[p] < 0 {
+				neg = true
+			}
+			coef[j] = sol[p]
+		}
+		if neg {
+			continue
+		}
+		var sse float64
+		for _, r := range rows {
+			d := r.y - (coef[0]*r.x[0] + coef[1]*r.x[1] + coef[2]*r.x[2])
+			sse += r.w * d * d
+		}
+		// the fewer terms win a tie: they extrapolate less wildly
+		if sse < bestErr*(1-1e-9) {
+			best, bestErr = coef, sse
+		}
+	}
+	return Fit{Start: best[0], PerFile: best[1] / sf, PerByte: best[2] / sb, N: n}
+}
+
+// solve solves the k×k system held in a (augmented with its right side in column k) by
+// Gaussian elimination with partial pivoting.
+func solve(a [3][4]float64, k int) ([3]float64, bool) {
+	var x [3]float64
+	for c := 0; c < k; c++ {
+		p := c
+		for r := c + 1; r < k; r++ {
+			if math.Abs(a[r][c]) > math.Abs(a[p][c]) {
+				p = r
+			}
+		}
+		if math.Abs(a[p][c]) < 1e-12 {
+			return x, false
+		}
+		a[c], a[p] = a[p], a[c]
+		for r := c + 1; r < k; r++ {
+			f := a[r][c] / a[c][c]
+			for q := c; q <= k; q++ {
+				a[r][q] -= f * a[c][q]
+			}
+		}
+	}
+	for r := k - 1; r >= 0; r-- {
+		s := a[r][k]
+		for q := r + 1; q < k; q++ {
+			s -= a[r][q] * x[q]
+		}
+		x[r] = s / a[r][r]
+	}
+	return x, true
+}
+
+// Sizer is an Estimator shared by the goroutine that reports finished chunks and the
+// ones that cut and split chunks.
+type Sizer struct {
+	mu sync.Mutex
+	e  *Estimator
+}
+
+// NewSizer returns a Sizer with policy p.
+func NewSizer(p Policy) *Sizer { return &Sizer{e: New(p)} }
+
+// Observe learns from a finished chunk.
+func (s *Sizer) Observe(x Sample) {
+	s.mu.Lock()
+	s.e.Observe(x)
+	s.mu.Unlock()
+}
+
+// Budget returns what the next chunk may hold.
+func (s *Sizer) Budget() Budget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.e.Budget()
+}
+
+// Fit returns the cost model as fitted so far.
+func (s *Sizer) Fit() Fit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.e.Fit()
+}
+
+// Split returns where to cut a chunk of these sizes waiting to start, once the input has
+// ended, when queued chunks wait (it among them) and slots rsyncs may run at once (see
+// TailParts and Cuts); nil means leave it whole.
+func (s *Sizer) Split(sizes []int64, bytes int64, queued, slots int) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parts := s.e.TailParts(len(sizes), bytes, queued, slots)
+	return s.e.Cuts(sizes, parts)
+}

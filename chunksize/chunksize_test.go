@@ -1,0 +1,262 @@
+package chunksize
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// world is a workload: what a chunk of f files and b bytes costs.
+type world func(files int, bytes int64) float64
+
+// cut fills chunks from an endless stream of files of size size(i) as the splitter does
+// with the budget of the moment, runs them in w, and returns the paths of each chunk.
+func cut(e *Estimator, w world, size func(i int) int64, chunks int) []int {
+	var out []int
+	i := 0
+	for range chunks {
+		b := e.Budget()
+		files, bytes := 0, int64(0)
+		for {
+			s := size(i)
+			if files > 0 && b.Over(files+1, bytes+s) {
+				break
+			}
+			files, bytes, i = files+1, bytes+s, i+1
+			if b.Reached(files, bytes) {
+				break
+			}
+		}
+		out = append(out, files)
+		e.Observe(Sample{Files: files, Bytes: bytes, Seconds: w(files, bytes)})
+	}
+	return out
+}
+
+func TestEstimator(t *testing.T) {
+	const kib, mib = 1 << 10, 1 << 20
+	p := DefaultPolicy(2*time.Second, 2000, 128*mib)
+	tests := []struct {
+		name   string
+		p      Policy
+		w      world
+		size   func(i int) int64
+		chunks int
+		// the paths of the first chunk, and of the last ones (within 15 %)
+		first, last int
+	}{
+		{
+			// 40 ms to start, 1 ms a file: 2 s hold 1960 files; the chunks grow 32, 64,
+			// 128, … to it
+			name: "start cost and per-file cost: chunks grow to the target",
+			p:    p, w: func(f int, _ int64) float64 { return 0.04 + 0.001*float64(f) },
+			size: func(int) int64 { return 4 * kib }, chunks: 12, first: 32, last: 1960,
+		},
+		{
+			// 5 ms a file: 2 s hold 392
+			name: "slow files stop short of --chunk-files",
+			p:    p, w: func(f int, _ int64) float64 { return 0.02 + 0.005*float64(f) },
+			size: func(int) int64 { return 4 * kib }, chunks: 12, first: 32, last: 396,
+		},
+		{
+			// so cheap that 2 s would be 200,000 files: --chunk-files bounds it
+			name: "the count bound stays the upper limit",
+			p:    p, w: func(f int, _ int64) float64 { return 0.01 + 0.00001*float64(f) },
+			size: func(int) int64 { return 1 * kib }, chunks: 12, first: 32, last: 2000,
+		},
+		{
+			// 10 MiB/s per stream, 1 MiB files: 20 files a chunk
+			name: "bytes cost: a slow link",
+			p:    p, w: func(f int, b int64) float64 { return 0.05 + 0.0005*float64(f) + float64(b)/(10*mib) },
+			size: func(int) int64 { return mib }, chunks: 10, first: 32, last: 19,
+		},
+		{
+			// a start cost of 500 ms: the target becomes 20 × 0.5 = 10 s, 950 files
+			name: "a high start cost lengthens the target",
+			p:    p, w: func(f int, _ int64) float64 { return 0.5 + 0.01*float64(f) },
+			size: func(int) int64 { return kib }, chunks: 14, first: 32, last: 950,
+		},
+		{
+			// small files for 10 chunks, then 4 MiB ones: from 1,000 files a chunk to
+			// about 100 (2 s at 40 MiB/s)
+			name: "small files then big ones",
+			p:    p, w: func(f int, b int64) float64 { return 0.03 + 0.002*float64(f) + float64(b)/(40*mib) },
+			size: func(i int) int64 {
+				if i < 3000 {
+					return 100
+				}
+				return 4 * mib
+			},
+			chunks: 24, first: 32, last: 19,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(tc.p)
+			got := cut(e, tc.w, tc.size, tc.chunks)
+			if got[0] != tc.first {
+				t.Errorf("first chunk %d paths, want %d (all %v)", got[0], tc.first, got)
+			}
+			last := got[len(got)-1]
+			if math.Abs(float64(last-tc.last)) > 0.15*float64(tc.last)+1 {
+				t.Errorf("last chunk %d paths, want about %d (all %v, fit %+v)", last, tc.last, got, e.Fit())
+			}
+			for i := 1; i < len(got); i++ {
+				if got[i] > max(2*got[i-1], 2*maxOf(got[:i])) {
+					t.Errorf("chunk %d grew from %d to %d: more than twice the largest before", i, got[i-1], got[i])
+				}
+			}
+		})
+	}
+}
+
+func maxOf(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// A workload that turns from small files to big ones is followed: the chunks of big
+// files stay near the target, not at the thousand small files of before.
+func TestEstimatorFollowsChange(t *testing.T) {
+	const mib = 1 << 20
+	e := New(DefaultPolicy(2*time.Second, 2000, 128*mib))
+	small := func(f int, _ int64) float64 { return 0.03 + 0.001*float64(f) }
+	cut(e, small, func(int) int64 { return 0 }, 12)
+	big := func(f int, b int64) float64 { return 0.03 + 0.001*float64(f) + float64(b)/(20*mib) }
+	got := cut(e, big, func(int) int64 { return 2 * mib }, 8)
+	// 2 s at 20 MiB/s is 20 files of 2 MiB: the first big chunk is cut by the small
+	// files' fit (which ignores bytes), the later ones by the new fit
+	for _, n := range got[3:] {
+		if n > 30 {
+			t.Fatalf("big files: chunks of %v paths, want about 20 after the first few (fit %+v)", got, e.Fit())
+		}
+	}
+	if s := big(got[len(got)-1], int64(got[len(got)-1])*2*mib); s < 1.4 || s > 2.6 {
+		t.Errorf("the last chunk takes %.2f s, want about 2", s)
+	}
+}
+
+func TestFit(t *testing.T) {
+	tests := []struct {
+		name             string
+		samples          []Sample
+		start, file, per float64
+	}{
+		{"exact", []Sample{{10, 0, 0.05 + 0.01}, {100, 0, 0.05 + 0.1}, {1000, 0, 0.05 + 1}}, 0.05, 0.001, 0},
+		{"bytes", []Sample{{10, 1e6, 0.1 + 0.01 + 0.1}, {20, 5e6, 0.1 + 0.02 + 0.5}, {5, 9e6, 0.1 + 0.005 + 0.9}, {40, 1e5, 0.1 + 0.04 + 0.01}}, 0.1, 0.001, 1e-7},
+		// a fit with a negative start would extrapolate wrong: the start is dropped
+		{"no negative term", []Sample{{10, 0, 0.001}, {100, 0, 0.2}, {200, 0, 0.4}}, 0, 0.002, 0},
+		{"one sample", []Sample{{32, 0, 0.5}}, 0, 0.5 / 32, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fit(tc.samples, 1)
+			near := func(got, want float64) bool { return math.Abs(got-want) <= 0.02*math.Abs(want)+1e-9 }
+			if !near(f.Start, tc.start) || !near(f.PerFile, tc.file) || !near(f.PerByte, tc.per) {
+				t.Errorf("fit %+v, want start %g, per file %g, per byte %g", f, tc.start, tc.file, tc.per)
+			}
+			if f.Start < 0 || f.PerFile < 0 || f.PerByte < 0 {
+				t.Errorf("negative term: %+v", f)
+			}
+		})
+	}
+}
+
+// The tail split: once the input has ended, a waiting chunk is cut so that every slot gets
+// a part, unless the parts would be too short.
+func TestTailParts(t *testing.T) {
+	known := New(DefaultPolicy(2*time.Second, 2000, 1<<30))
+	for range 3 {
+		known.Observe(Sample{Files: 100, Seconds: 0.02 + 0.1})
+		known.Observe(Sample{Files: 400, Seconds: 0.02 + 0.4})
+	}
+	tests := []struct {
+		name                 string
+		e                    *Estimator
+		files, queued, slots int
+		want                 int
+	}{
+		{"a short list, nothing known: one part per slot", New(DefaultPolicy(2*time.Second, 2000, 1<<30)), 300, 1, 8, 8},
+		{"other chunks wait too", known, 2000, 3, 8, 6},
+		{"enough chunks wait", known, 2000, 8, 8, 1},
+		{"more waiting than slots", known, 2000, 12, 8, 1},
+		{"few paths: at least 4 a part", New(DefaultPolicy(2*time.Second, 2000, 1<<30)), 12, 1, 8, 3},
+		{"one path", known, 1, 1, 8, 1},
+		// 40 paths take 40 ms: parts of at least 250 ms after a start of 20 ms allow none
+		{"short work: not worth a start", known, 40, 1, 8, 1},
+		// 1,000 paths take 1 s: 4 parts of 250 ms
+		{"parts no shorter than a quarter of a second", known, 1000, 1, 8, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.e.TailParts(tc.files, 0, tc.queued, tc.slots); got != tc.want {
+				t.Errorf("TailParts(%d files, %d queued, %d slots) = %d, want %d", tc.files, tc.queued, tc.slots, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCuts(t *testing.T) {
+	e := New(DefaultPolicy(2*time.Second, 2000, 1<<30))
+	e.fit = Fit{Start: 0.02, PerFile: 0.001, PerByte: 0.001 / (1 << 20), N: 4} // a 1 MiB file costs two empty ones
+	ones := func(n int, s int64) []int64 {
+		x := make([]int64, n)
+		for i := range x {
+			x[i] = s
+		}
+		return x
+	}
+	tests := []struct {
+		name  string
+		sizes []int64
+		parts int
+		want  []int
+	}{
+		{"equal files", ones(8, 0), 4, []int{2, 4, 6}},
+		{"one part", ones(8, 0), 1, nil},
+		{"more parts than paths", ones(3, 0), 4, nil},
+		{"as many parts as paths", ones(3, 0), 3, []int{1, 2}},
+		// a 7 MiB file weighs as much as four of 1 MiB
+		{"a big file first", append([]int64{7 << 20}, ones(7, 1<<20)...), 2, []int{3}},
+		{"a big file last", append(ones(7, 1<<20), 7<<20), 2, []int{6}},
+		{"equal big files: by count", ones(6, 1<<30), 3, []int{2, 4}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := e.Cuts(tc.sizes, tc.parts)
+			if len(got) != len(tc.want) {
+				t.Fatalf("Cuts = %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("Cuts = %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// Fixed budgets are --chunk-files and --chunk-bytes exactly: full at the count or the bytes,
+// never by time.
+func TestFixedBudget(t *testing.T) {
+	b := Fixed(250, 1<<20)
+	tests := []struct {
+		files         int
+		bytes         int64
+		over, reached bool
+	}{
+		{249, 0, false, false},
+		{250, 0, false, true},
+		{251, 0, true, true},
+		{10, 1 << 20, false, true},
+		{10, 1<<20 + 1, true, true},
+	}
+	for _, tc := range tests {
+		if o, r := b.Over(tc.files, tc.bytes), b.Reached(tc.files, tc.bytes); o != tc.over || r != tc.reached {
+			t.Errorf("%d files, %d bytes: over %v reached %v, want %v %v", tc.files, tc.bytes, o, r, tc.over, tc.reached)
+		}
+	}
+}

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"testing"
+	"time"
+)
+
+// --chunk-files or --chunk-bytes given alone (flag or environment) keep their exact
+// meaning: chunks are not sized by time; --chunk-time given as well sizes within them.
+func TestChunkTarget(t *testing.T) {
+	tests := []struct {
+		name string
+		argv []string
+		env  map[string]string
+		want time.Duration
+	}{
+		{"defaults: by time", []string{"dst"}, nil, 2 * time.Second},
+		{"--chunk-files alone: exact", []string{"--chunk-files", "250", "dst"}, nil, 0},
+		{"--chunk-bytes=1M alone: exact", []string{"--chunk-bytes=1M", "dst"}, nil, 0},
+		{"PRSYNC_CHUNK_FILES: exact", []string{"dst"}, map[string]string{"PRSYNC_CHUNK_FILES": "250"}, 0},
+		{"with --chunk-time: by time within them", []string{"--chunk-files", "250", "--chunk-time", "5s", "dst"}, nil, 5 * time.Second},
+		{"--chunk-time 0", []string{"--chunk-time=0", "dst"}, nil, 0},
+		{"rsync's options after -- do not count", []string{"dst", "--", "--chunk-files"}, nil, 2 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			f, _, _, _, err := parseArgs(t, tc.argv...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &runner{f: f, argv: tc.argv}
+			if got := r.chunkTarget(); got != tc.want {
+				t.Errorf("chunkTarget() = %v, want %v", got, tc.want)
+			}
+			if (r.sizer() == nil) != (tc.want == 0) {
+				t.Errorf("sizer %v with target %v", r.sizer(), tc.want)
+			}
+		})
+	}
+}

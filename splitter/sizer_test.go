@@ -1,0 +1,119 @@
+package splitter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prsync/prsync/chunksize"
+)
+
+// Chunks sized by time: a list whose end is read before its first chunk is cut is shared
+// by the slots, one chunk each; without a sizer, --chunk-files stays exact; Split cuts a
+// chunk and keeps its paths, in order, once.
+func TestSizedChunks(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for i := range 300 {
+		p := filepath.Join(dir, fmt.Sprintf("f%03d", i))
+		if err := os.WriteFile(p, make([]byte, 100), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	in := strings.Join(paths, "\n") + "\n"
+	sizer := func() *chunksize.Sizer {
+		return chunksize.NewSizer(chunksize.DefaultPolicy(2*time.Second, 2000, 128<<20))
+	}
+	slots := func(n int) func() int { return func() int { return n } }
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"a short list over 8 slots", Config{Sizer: sizer(), Slots: slots(8)},
+			"38/3800 38/3800 38/3800 38/3800 38/3800 38/3800 38/3800 34/3400"},
+		{"over 3 slots", Config{Sizer: sizer(), Slots: slots(3)}, "100/10000 100/10000 100/10000"},
+		{"no slots known: first chunks of 32", Config{Sizer: sizer()},
+			"32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 12/1200"},
+		{"--chunk-files exact: one chunk", Config{}, "300/30000"},
+		{"--chunk-files 128 exact", Config{ChunkFiles: 128}, "128/12800 128/12800 44/4400"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Sep, cfg.Cwd = '\n', "/"
+			if cfg.ChunkFiles == 0 {
+				cfg.ChunkFiles = 2000
+			}
+			cfg.ChunkBytes = 128 << 20
+			// the list's end comes with its last bytes, as it may from a pipe: here always,
+			// so that the end is known before the first chunk is cut
+			s := New(cfg, Hooks{})
+			out := make(chan *Chunk, 1000)
+			if err := s.Run(context.Background(), &lastRead{b: []byte(in)}, out); err != nil {
+				t.Fatal(err)
+			}
+			close(out)
+			var cs []*Chunk
+			for c := range out {
+				cs = append(cs, c)
+			}
+			if got := sizes(cs); got != tc.want {
+				t.Errorf("chunks %q, want %q", got, tc.want)
+			}
+		})
+	}
+
+	// Split: parts with new IDs, the same paths in the same order, bytes summed
+	s := New(Config{Sep: '\n', Cwd: "/", ChunkFiles: 2000, ChunkBytes: 1 << 30, Sizer: sizer()}, Hooks{})
+	out := make(chan *Chunk, 100)
+	if err := s.Run(context.Background(), strings.NewReader(in), out); err != nil {
+		t.Fatal(err)
+	}
+	close(out)
+	c := <-out
+	n := s.Chunks()
+	parts := s.Split(c, []int{10, 20})
+	if len(parts) != 3 || parts[0].Len() != 10 || parts[1].Len() != 10 || parts[2].Len() != c.Len()-20 {
+		t.Fatalf("split %d paths at 10, 20: %d parts", c.Len(), len(parts))
+	}
+	var got []string
+	var bytes int64
+	for i, p := range parts {
+		if p.ID != n+i+1 || p.Src != c.Src {
+			t.Errorf("part %d: ID %d src %q, want %d %q", i, p.ID, p.Src, n+i+1, c.Src)
+		}
+		for _, in := range p.Inputs {
+			got = append(got, string(in))
+		}
+		bytes += p.Bytes
+	}
+	var want []string
+	for _, in := range c.Inputs {
+		want = append(want, string(in))
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") || bytes != c.Bytes {
+		t.Errorf("the parts hold other paths or bytes than the chunk: %d bytes of %d", bytes, c.Bytes)
+	}
+	if s.Split(&Chunk{Inputs: c.Inputs}, []int{1}) != nil {
+		t.Error("a chunk without sizes (-H) was split")
+	}
+}
+
+// lastRead returns all of b, and io.EOF, in its first Read.
+type lastRead struct{ b []byte }
+
+func (r *lastRead) Read(p []byte) (int, error) {
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	if len(r.b) == 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}

@@ -1,0 +1,151 @@
+package tests
+
+// Issue 23 end to end: chunks sized by time spread a short list over every slot, and a
+// fixed -j that a daemon's max connections lowered climbs back once the daemon takes more.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// overlap returns the most rsyncs that ran at once by the chunk_start and chunk_end
+// events, counting only the attempts for which keep(chunk_end) is true.
+func overlap(r *Run, keep func(end map[string]any) bool) int {
+	type key struct{ chunk, attempt int64 }
+	starts := map[key]string{}
+	type edge struct {
+		at string
+		d  int
+	}
+	var edges []edge
+	for _, e := range r.Events {
+		k := key{num(e, "chunk"), num(e, "attempt")}
+		switch e["type"] {
+		case "chunk_start":
+			starts[k] = e["time"].(string)
+		case "chunk_end":
+			if s, ok := starts[k]; ok && keep(e) {
+				edges = append(edges, edge{s, +1}, edge{e["time"].(string), -1})
+			}
+		}
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at != edges[j].at {
+			return edges[i].at < edges[j].at
+		}
+		return edges[i].d < edges[j].d
+	})
+	n, most := 0, 0
+	for _, e := range edges {
+		n += e.d
+		most = max(most, n)
+	}
+	return most
+}
+
+// TestShortListEverySlot: 300 small files to a daemon, each rsync slowed by --bwlimit
+// after --. With the defaults (chunks sized by time) the list is cut for the 4 slots at
+// once, so 4 rsyncs copy side by side; before, it was one chunk and one rsync.
+func TestShortListEverySlot(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
+	os.MkdirAll(mod, 0o755)
+	var names []string
+	for i := range 300 {
+		n := fmt.Sprintf("d%d/f%03d", i%5, i)
+		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 2000), 0o644)
+		names = append(names, n)
+	}
+	d := startDaemon(t, mod, 0)
+	failed := filepath.Join(w, "failed")
+	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "4",
+		"--failed", failed, "--no-throttle", d.URL(), "--", "--bwlimit=500k").wait(2 * time.Minute)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	checkTruth(t, r, src, mod, names, failed, 0)
+	checkIdentity(t, r.Summary(t), 300)
+	if b, err := os.ReadFile(failed); err != nil || len(b) != 0 {
+		t.Errorf("--failed: %q, %v; want it empty", b, err)
+	}
+	if st := r.Events[0]; st["chunk_time"] != 2.0 {
+		t.Errorf("start event chunk_time %v, want 2", st["chunk_time"])
+	}
+	starts := r.OfType("chunk_start")
+	if len(starts) < 4 {
+		t.Fatalf("%d chunks for 300 paths and 4 slots, want at least 4", len(starts))
+	}
+	if n := overlap(r, func(map[string]any) bool { return true }); n != 4 {
+		t.Errorf("at most %d rsyncs ran at once, want all 4 slots busy", n)
+	}
+	var files []int64
+	for _, s := range starts {
+		files = append(files, num(s, "files"))
+	}
+	t.Logf("chunks of %v paths in %v s", files, r.Summary(t)["seconds"])
+}
+
+// TestRefusedLimitClimbsBack: -j 4 against a daemon with max connections = 2 lowers the
+// limit to 2. The daemon's config is then rewritten to 4 (rsync --daemon reads it for each
+// connection), and the limit climbs back to the 4 asked for while the copy runs.
+func TestRefusedLimitClimbsBack(t *testing.T) {
+	needRsync(t)
+	w := t.TempDir()
+	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
+	os.MkdirAll(mod, 0o755)
+	var names []string
+	for i := range 48 {
+		n := fmt.Sprintf("d%d/f%02d", i%3, i)
+		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 100_000), 0o644)
+		names = append(names, n)
+	}
+	user := ""
+	if isRoot() {
+		user = "uid = root\ngid = root\n"
+	}
+	d := startDaemonConf(t, mod, 0, user+"max connections = 2")
+	failed := filepath.Join(w, "failed")
+	p := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "4",
+		"--chunk-files", "2", "--failed", failed, "--no-throttle", "--retries", "5", d.URL(), "--", "--bwlimit=200k")
+	p.mustWaitFor("the limit lowered by a refusal", time.Minute, func(e map[string]any) bool {
+		return e["type"] == "jobs" && e["reason"] == "refused"
+	})
+	conf, err := os.ReadFile(d.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raised := time.Now().UTC().Format(time.RFC3339Nano)
+	if err := os.WriteFile(d.conf, bytes.Replace(conf, []byte("max connections = 2"), []byte("max connections = 4"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := p.wait(2 * time.Minute)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	checkTruth(t, r, src, mod, names, failed, 0)
+	checkIdentity(t, r.Summary(t), 48)
+	var climbs []int64
+	top := int64(0)
+	for _, j := range r.OfType("jobs") {
+		if j["reason"] == "climb" {
+			climbs = append(climbs, num(j, "new"))
+			top = max(top, num(j, "new"))
+		}
+	}
+	if top != 4 {
+		t.Fatalf("the limit climbed to %v after the daemon took 4, want back to 4: jobs %v", climbs, r.OfType("jobs"))
+	}
+	// and the daemon took the sessions: more than 2 accepted rsyncs ran at once after
+	accepted := func(e map[string]any) bool { return e["status"] == "ok" && e["time"].(string) > raised }
+	if n := overlap(r, accepted); n <= 2 {
+		t.Errorf("at most %d accepted rsyncs ran at once after the daemon's limit was raised, want more than 2", n)
+	}
+	t.Logf("climbs %v; jobs %v", climbs, r.OfType("jobs"))
+}
