@@ -16,8 +16,9 @@ import (
 	"time"
 )
 
-// TestRefusalsFinalLimit: -j 15 against a daemon with max connections = 3. The limit comes
-// down in steps; stderr says the refusal once as it happens, without a limit that will not
+// TestRefusalsFinalLimit: -j 15 against a daemon with max connections = 3, each session
+// long enough (100 kB at 60 kB/s) that the first fifteen overlap on a loaded machine too.
+// The limit comes down in steps; stderr says the refusal once as it happens, without a limit that will not
 // last, and once at the end the limit the run ended at, which is the last jobs event's.
 func TestRefusalsFinalLimit(t *testing.T) {
 	needRsync(t)
@@ -25,7 +26,7 @@ func TestRefusalsFinalLimit(t *testing.T) {
 	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
 	os.MkdirAll(mod, 0o755)
 	var names []string
-	for i := 0; i < 30; i++ {
+	for i := 0; i < 20; i++ {
 		n := fmt.Sprintf("d%d/f%02d", i%3, i)
 		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 100_000), 0o644)
 		names = append(names, n)
@@ -37,7 +38,7 @@ func TestRefusalsFinalLimit(t *testing.T) {
 	d := startDaemonConf(t, mod, 0, user+"max connections = 3")
 	failed := filepath.Join(w, "failed")
 	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "15",
-		"--chunk-files", "1", "--failed", failed, "--no-throttle", "--retries", "5", d.URL(), "--", "--bwlimit=200k").wait(3 * time.Minute)
+		"--chunk-files", "1", "--failed", failed, "--no-throttle", "--retries", "5", d.URL(), "--", "--bwlimit=60k").wait(3 * time.Minute)
 	if r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
