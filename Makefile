@@ -9,13 +9,18 @@ LDFLAGS := -X github.com/prsync/prsync/cli.Version=$(VERSION) -X github.com/prsy
 DOCS     = $(GO) run ./internal/docgen/cmd/prsync-docs -version=$(VERSION) -date=$(DOCDATE)
 GOBIN    = $(shell $(GO) env GOPATH)/bin
 
-.PHONY: build test test-busy lint demo bench clean man completions docs release deb-test
+.PHONY: build test test-busy lint demo bench clean man completions docs release deb-test readme-check
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o prsync .
 
 test:
 	bash scripts/test.sh
+
+# every command of README.md's Set-up, Install and Examples sections, run (tests/readme_test.go;
+# make test runs it too)
+readme-check:
+	$(GO) test -count=1 -run '^TestReadme$$' ./tests/
 
 # the same suite with a CPU hog on every core (nproc busy loops, started and stopped by
 # scripts/test-busy.sh by their PIDs), as on a shared CI machine; not part of .ci/run
@@ -43,8 +48,9 @@ completions:
 docs: man completions
 
 # goreleaser check, then a snapshot release into dist/: archives, checksums, .deb, .rpm and
-# the Homebrew cask, nothing published. goreleaser gives up on git (no commit, no date in the
-# binaries) in a clone without a remote, so such a clone gets the project's URL for the run.
+# the Homebrew cask, nothing published (scripts/release-test.sh checks the packages in CI).
+# goreleaser gives up on git (no commit, no date in the binaries) in a clone without a
+# remote, so such a clone gets the project's URL for the run.
 release:
 	PATH="$$PATH:$(GOBIN)"; command -v goreleaser >/dev/null || $(GO) install github.com/goreleaser/goreleaser/v2@v2.15.1
 	PATH="$$PATH:$(GOBIN)" goreleaser check

@@ -2,10 +2,15 @@
 # The .deb check: builds a static prsync, its man page and completions, packs them into a
 # .deb with nfpm (nfpm.yaml), installs it with dpkg, checks /usr/bin/prsync --version, the
 # man page (rendered with no warnings) and the completions, then removes the package. As
-# root on Debian/Ubuntu (CI). It leaves the machine as it found it: the package is removed
+# root on Debian/Ubuntu (make deb-test). It leaves the machine as it found it: the package is removed
 # however the script ends, the Debian packages it had to install for the test (rsync,
 # man-db) are purged again, and dist/nfpm is deleted. It refuses to run over a prsync that
 # is installed already, by a package or by hand.
+#
+#   bash scripts/deb-test.sh [PACKAGE.deb]
+#
+# Given a .deb (scripts/release-test.sh gives make release's), it builds nothing: it installs
+# that one with apt, as README's Install says, and checks it the same way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
@@ -16,8 +21,16 @@ die() { say "error: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || die "run it as root: it installs a package with dpkg"
 command -v dpkg >/dev/null && command -v apt-get >/dev/null || die "it needs dpkg and apt-get (Debian, Ubuntu)"
 
-# the version of the test package: a leftover of an interrupted run is recognised by it
+deb=${1:-}
+if [ -n "$deb" ]; then
+  [ -f "$deb" ] || die "$deb: no such package"
+  case $deb in /*|./*) ;; *) deb=./$deb ;; esac # apt takes a path, not a name, only so
+fi
+# the version of the test package: a leftover of an interrupted run is recognised by it, or
+# by the marker written before a given .deb is installed and removed once it is purged
 pkgver=0.0.0~debtest
+marker=/var/lib/prsync-deb-test.installed
+if [ -n "$deb" ]; then pkgver=$(dpkg-deb -f "$deb" Version); fi
 files=(/usr/bin/prsync /usr/share/man/man1/prsync.1.gz /usr/share/bash-completion/completions/prsync
   /usr/share/zsh/vendor-completions/_prsync /usr/share/fish/vendor_completions.d/prsync.fish
   /usr/share/doc/prsync/README.md)
@@ -25,9 +38,11 @@ files=(/usr/bin/prsync /usr/share/man/man1/prsync.1.gz /usr/share/bash-completio
 installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]; }
 
 if installed prsync || dpkg-query -W prsync >/dev/null 2>&1; then
-  if [ "$(dpkg-query -W -f='${Version}' prsync)" = "$pkgver" ]; then
+  if [ "$(dpkg-query -W -f='${Version}' prsync)" = 0.0.0~debtest ] ||
+    { [ -f $marker ] && [ "$(cat $marker)" = "$(dpkg-query -W -f='${Version}' prsync)" ]; }; then
     say "removing the test package an interrupted run left"
     dpkg --purge prsync >/dev/null
+    rm -f $marker
   else
     die "a prsync package is installed ($(dpkg-query -W -f='${Version}' prsync)); not replacing it"
   fi
@@ -49,7 +64,7 @@ pkg_installed=false
 cleanup() {
   local rc=$?
   if $pkg_installed; then
-    dpkg --purge prsync >/dev/null || rc=1
+    dpkg --purge prsync >/dev/null && rm -f $marker || rc=1
   fi
   if [ ${#need[@]} -gt 0 ]; then
     local after new
@@ -72,6 +87,14 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+if [ -n "$deb" ]; then
+  # the package's own version, as goreleaser wrote it into the binary (0.0.1~next: 0.0.1-next)
+  version=${pkgver//\~/-}
+  commit=$(git rev-parse HEAD 2>/dev/null || true)
+  echo "$pkgver" >$marker
+  pkg_installed=true
+  out=$(DEBIAN_FRONTEND=noninteractive apt install -y -qq "$deb" 2>&1) || die "apt install $deb: $(echo "$out" | tail -n 3)"
+else
 command -v nfpm >/dev/null || go install github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 
 # build: the binary static, as goreleaser builds it (but without -trimpath, so that the
@@ -91,6 +114,7 @@ PKG_VERSION=$pkgver PKG_ARCH=$(dpkg --print-architecture) \
 # install and check
 pkg_installed=true
 dpkg -i dist/nfpm/prsync_test.deb >/dev/null
+fi
 [ "$(dpkg-query -W -f='${Depends}' prsync)" = rsync ] || die "the package does not depend on rsync"
 for f in "${files[@]}"; do
   [ -f "$f" ] || die "the package did not install $f"
@@ -121,8 +145,9 @@ if [ -f /usr/share/bash-completion/bash_completion ]; then
 fi
 
 dpkg --purge prsync >/dev/null
+rm -f $marker
 pkg_installed=false
 for f in "${files[@]}"; do
   [ ! -e "$f" ] || die "dpkg --purge prsync left $f"
 done
-say "ok: built, installed, checked and removed prsync $version as a .deb"
+say "ok: installed, checked and removed prsync $version (${deb:-a .deb built with nfpm})"

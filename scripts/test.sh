@@ -31,6 +31,9 @@ if [ -n "${CI:-}${PRSYNC_TEST_INSTALL:-}" ] && [ "$(uname)" = Linux ]; then
   [ -f /usr/share/bash-completion/bash_completion ] || pkgs+=(bash-completion)
   command -v zsh >/dev/null || pkgs+=(zsh)
   command -v fish >/dev/null || pkgs+=(fish)
+  command -v rpm >/dev/null || pkgs+=(rpm)
+  command -v prometheus-node-exporter >/dev/null || pkgs+=(prometheus-node-exporter)
+  command -v promtool >/dev/null || pkgs+=(prometheus)
   [ ${#pkgs[@]} -eq 0 ] || apt_install "${pkgs[@]}"
 fi
 rsync --version | sed -n 1p
@@ -49,6 +52,7 @@ echo "== tests (race)"
 # -p 1: the throttle's tests run busy loops, which other packages' tests would take for load
 # (make test-busy gives the go test runs twice their time: PRSYNC_TEST_TIMEOUT_SCALE=2)
 scale=${PRSYNC_TEST_TIMEOUT_SCALE:-1}
+# (./tests holds TestReadme, which make readme-check runs alone: README's commands, run)
 # -parallel 4: the table tests whose cases wait on rsync starts, retries and daemons run
 # their cases side by side (t.Parallel in the subtests); top-level tests stay one at a time
 go test -race -count=1 -p 1 -parallel 4 -timeout $((20 * scale))m ./...
@@ -63,8 +67,11 @@ if [ -f bench/go.mod ]; then
   (cd bench && go vet ./... && go test -count=1 ./...)
   if [ -x bench/run.sh ]; then bash bench/run.sh --smoke; fi
 fi
-if [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null; then
-  echo "== .deb: build, install, run, man page, remove"
+if [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null && command -v rpm >/dev/null; then
+  echo "== release: make release (goreleaser check, snapshot); the .deb installed, run, removed; the .rpm listed"
+  bash scripts/release-test.sh
+elif [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null; then
+  echo "== .deb: build, install, run, man page, remove (no rpm: make release is not checked)"
   bash scripts/deb-test.sh
 fi
 echo "== all tests passed"

@@ -297,9 +297,10 @@ func TestCompletionsNameEveryFlag(t *testing.T) {
 type pkgSpec struct {
 	contents, deps []string
 	description    string
+	conflicts      []string // "PACKAGER: NAME", from the overrides
 }
 
-// readPkgSpec reads the contents, dependencies and description of nfpm.yaml or of
+// readPkgSpec reads the contents, dependencies, description and conflicts of nfpm.yaml or of
 // .goreleaser.yaml's nfpms section, which are written alike, line by line.
 func readPkgSpec(t *testing.T, path string) pkgSpec {
 	t.Helper()
@@ -320,11 +321,19 @@ func readPkgSpec(t *testing.T, path string) pkgSpec {
 			}
 		}
 	}
+	packager := "" // inside overrides: the packager whose lines these are
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		key, value, _ := strings.Cut(strings.TrimSpace(l), ":")
 		value = strings.TrimSpace(value)
 		switch key {
+		case "deb", "rpm", "apk", "archlinux":
+			packager = key
+		case "conflicts":
+			for i++; i < len(lines) && indent(lines[i]) > indent(l) && strings.HasPrefix(strings.TrimSpace(lines[i]), "- "); i++ {
+				s.conflicts = append(s.conflicts, packager+": "+strings.TrimPrefix(strings.TrimSpace(lines[i]), "- "))
+			}
+			i--
 		case "- src":
 			s.contents = append(s.contents, "src "+value)
 		case "dst", "mode":
@@ -364,6 +373,10 @@ func TestPackagesAgree(t *testing.T) {
 	}
 	if !slices.Equal(nfpm.deps, []string{"rsync"}) || !slices.Equal(gr.deps, nfpm.deps) {
 		t.Errorf("dependencies: nfpm.yaml %q, .goreleaser.yaml %q; want rsync", nfpm.deps, gr.deps)
+	}
+	// pssh's /usr/bin/prsync (Fedora, EPEL, Alpine); Debian's pssh names it parallel-rsync
+	if !slices.Equal(nfpm.conflicts, []string{"rpm: pssh"}) || !slices.Equal(gr.conflicts, nfpm.conflicts) {
+		t.Errorf("conflicts: nfpm.yaml %q, .goreleaser.yaml %q; want the .rpm's on pssh alone", nfpm.conflicts, gr.conflicts)
 	}
 	if nfpm.description == "" || nfpm.description != gr.description {
 		t.Errorf("descriptions differ:\n%s\n--\n%s", nfpm.description, gr.description)
