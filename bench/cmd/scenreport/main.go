@@ -381,8 +381,8 @@ const (
 	endMark   = "<!-- scenarios:end -->"
 )
 
-// spliceInto replaces the text between the markers of path with text, or appends the
-// markers and text when path has none.
+// spliceInto replaces the text between the markers of path with text; when path has
+// none, it puts the markers and text under its "# " title (or at the end).
 func spliceInto(path, text string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -393,6 +393,10 @@ func spliceInto(path, text string) error {
 	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
 	if i >= 0 && j > i {
 		s = s[:i] + strings.TrimSuffix(block, "\n") + s[j+len(endMark):]
+	} else if strings.HasPrefix(s, "# ") && strings.Contains(s, "\n") {
+		// The newest results come first: right under the title.
+		k := strings.Index(s, "\n") + 1
+		s = s[:k] + "\n" + block + "\n" + strings.TrimLeft(s[k:], "\n")
 	} else {
 		if !strings.HasSuffix(s, "\n") {
 			s += "\n"

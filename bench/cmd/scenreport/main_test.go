@@ -82,7 +82,7 @@ func TestSplice(t *testing.T) {
 	}
 	b, _ := os.ReadFile(p)
 	got := string(b)
-	want := "# Results\n\nold text\n\n" + beginMark + "\n\nsecond\n\n" + endMark + "\n"
+	want := "# Results\n\n" + beginMark + "\n\nsecond\n\n" + endMark + "\n\nold text\n"
 	if got != want {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
