@@ -153,6 +153,89 @@ proc_cpu() {
 	sed 's/^.*) //' "/proc/$pid/stat" | awk -v t="$tck" '{printf "%.3f\n", ($12+$13+$14+$15)/t}'
 }
 
+# ---------------------------------------------------------------- network
+# Used by run.sh (--net) and scenarios.sh (scenario 5). The caller sets OUT,
+# WORK, NET_STREAM, NET_LINK, NET_MAXCONN and NS_A= NS_B= NET_DAEMON_PID=.
+# Two network namespaces joined by a veth pair, private addresses that exist
+# only inside them, per-stream caps with tc htb (classes keyed by the client's
+# source port, which is pinned to 256 ports), and an rsync daemon in the
+# destination namespace. Everything is removed on exit.
+net_teardown() {
+	if [ -n "$NET_DAEMON_PID" ]; then
+		kill "$NET_DAEMON_PID" 2>/dev/null || true
+		wait "$NET_DAEMON_PID" 2>/dev/null || true
+		NET_DAEMON_PID=
+	fi
+	if [ -n "$NS_A" ]; then ip netns del "$NS_A" 2>/dev/null || true; NS_A=; fi
+	if [ -n "$NS_B" ]; then ip netns del "$NS_B" 2>/dev/null || true; NS_B=; fi
+}
+
+# tc_bits RATE -> bits per second (tc's units: bit kbit mbit gbit tbit, and
+# bps kbps mbps gbps tbps in bytes per second; k is 1000).
+tc_bits() {
+	awk -v r="$1" 'BEGIN{
+		n = r + 0; u = r; sub(/^[0-9.]+/, "", u)
+		m = 1; if (u ~ /^k/) m = 1e3; else if (u ~ /^m/) m = 1e6; else if (u ~ /^g/) m = 1e9; else if (u ~ /^t/) m = 1e12
+		if (u ~ /bps$/) m *= 8
+		printf "%.0f\n", n * m }'
+}
+
+net_setup() {
+	local va="prsbA$$" vb="prsbB$$" i cid port batch=$OUT/logs/tc.batch
+	NS_A="prsb-src-$$"
+	ip netns add "$NS_A" || { NS_A=; return 1; }
+	NS_B="prsb-dst-$$"
+	ip netns add "$NS_B" || { NS_B=; return 1; }
+	ip link add "$va" netns "$NS_A" type veth peer name "$vb" netns "$NS_B" || return 1
+	ip -n "$NS_A" addr add 10.200.0.1/24 dev "$va"
+	ip -n "$NS_B" addr add 10.200.0.2/24 dev "$vb"
+	ip -n "$NS_A" link set lo up
+	ip -n "$NS_B" link set lo up
+	ip -n "$NS_A" link set "$va" up
+	ip -n "$NS_B" link set "$vb" up
+	# Client source ports 50000-50255, one htb class each: NET_STREAM (400
+	# Mbit/s) per TCP stream, NET_LINK (2 Gbit/s) for the link. Each class is
+	# guaranteed the link / 256 (8 Mbit/s at 2 Gbit/s), at most its ceiling.
+	# The kernel here has no netem, fq or sfq.
+	local rate
+	rate=$(awk -v s="$(tc_bits "$NET_STREAM")" -v l="$(tc_bits "$NET_LINK")" 'BEGIN{r=l/256; if (s<r) r=s; printf "%dkbit", (r/1000 < 1 ? 1 : r/1000)}')
+	ip netns exec "$NS_A" sysctl -q -w net.ipv4.ip_local_port_range="50000 50255" net.ipv4.tcp_tw_reuse=1 || return 1
+	{
+		echo "qdisc add dev $va root handle 1: htb default 2"
+		echo "class add dev $va parent 1: classid 1:1 htb rate $NET_LINK ceil $NET_LINK burst 1m cburst 1m quantum 65536"
+		echo "class add dev $va parent 1:1 classid 1:2 htb rate $rate ceil $NET_STREAM burst 256k cburst 256k quantum 65536"
+		for ((i = 0; i < 256; i++)); do
+			cid=$(printf '%x' $((0x100 + i)))
+			port=$((50000 + i))
+			echo "class add dev $va parent 1:1 classid 1:$cid htb rate $rate ceil $NET_STREAM burst 256k cburst 256k quantum 65536"
+			echo "filter add dev $va parent 1: protocol ip prio 1 u32 match ip sport $port 0xffff flowid 1:$cid"
+		done
+	} >"$batch"
+	ip netns exec "$NS_A" tc -batch "$batch" || return 1
+	mkdir -p "$WORK/net-dst"
+	cat >"$OUT/logs/rsyncd.conf" <<EOF
+pid file = $OUT/logs/rsyncd.pid
+lock file = $OUT/logs/rsyncd.lock
+use chroot = no
+max connections = $NET_MAXCONN
+log file = $OUT/logs/rsyncd.log
+[bench]
+	path = $WORK/net-dst
+	read only = false
+	uid = root
+	gid = root
+EOF
+	ip netns exec "$NS_B" rsync --daemon --no-detach --address=10.200.0.2 --port=873 \
+		--config="$OUT/logs/rsyncd.conf" >>"$OUT/logs/rsyncd.out" 2>&1 &
+	NET_DAEMON_PID=$!
+	for ((i = 0; i < 50; i++)); do
+		ip netns exec "$NS_A" rsync rsync://10.200.0.2/ >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	say "run.sh: the rsync daemon in $NS_B did not answer"
+	return 1
+}
+
 # ---------------------------------------------------------------- machine
 # fs_desc DIR: the file system type of DIR; for ext4, whether it has a journal.
 fs_desc() {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const header = "scenario,name,method,tool,chunk,jobs,rep,wall_s,user_s,sys_s,maxrss_kb,exit,verify,chunks,suspended_s,retries\n"
+
+func TestRender(t *testing.T) {
+	tests := []struct {
+		name string
+		csv  string
+		want []string // substrings of the markdown
+		not  []string
+	}{
+		{
+			name: "nas goals met, medians of three",
+			csv: header +
+				"1,NAS,rsync,rsync,,,1,100,1,1,0,0,ok,,,\n" +
+				"1,NAS,rsync,rsync,,,2,90,1,1,0,0,ok,,,\n" +
+				"1,NAS,rsync,rsync,,,3,200,1,1,0,0,ok,,,\n" +
+				"1,NAS,parallel-c250-j8,parallel,250,8,1,50,1,1,0,0,ok,,,\n" +
+				"1,NAS,prsync-c250-j8,prsync,250,8,1,45,1,1,0,0,ok,4,0,0\n" +
+				"1,NAS,prsync-default,prsync-default,,,1,40,1,1,0,0,ok,4,0.5,0\n",
+			want: []string{"| 1 | NAS fresh | 100.00 s |", "50.00 s (parallel -f/-N 250 -j 8)", "| 0.40 | 0.80 | 0.89 |",
+				"≤ 0.45× rsync -a: **met**", "≤ 0.95× best peer: **met**", "never slower than rsync -a: **met**"},
+		},
+		{
+			name: "a fast wrong copy is not the best peer",
+			csv: header +
+				"3,local,rsync,rsync,,,1,10,1,1,0,0,ok,,,\n" +
+				"3,local,fpsync-c250-j4,fpsync,250,4,1,1,1,1,0,0,FAIL: checksum,,,\n" +
+				"3,local,parallel-c250-j4,parallel,250,4,1,8,1,1,0,0,ok,,,\n" +
+				"3,local,prsync-c250-j4,prsync,250,4,1,7,1,1,0,0,ok,40,0,0\n" +
+				"3,local,prsync-default,prsync-default,,,1,9,1,1,0,0,ok,5,0,0\n",
+			want: []string{"| — | 7.00 s (prsync -f/-N 250 -j 4) | 9.00 s | 0.90 | 1.12 | 1.29 |", "≤ 1.0× best peer: **missed**",
+				"≤ 1.05× best fixed: **missed**", "FAIL 1/1: FAIL: checksum"},
+		},
+		{
+			name: "one failed repetition fails the method; defaults that fail",
+			csv: header +
+				"7,pull,rsync,rsync,,,1,10,1,1,0,0,ok,,,\n" +
+				"7,pull,prsync-default,prsync-default,,,1,9,1,1,0,0,ok,1,0,0\n" +
+				"7,pull,prsync-default,prsync-default,,,2,9,1,1,0,23,ok,1,0,0\n",
+			want: []string{"| 7 | pull from a daemon | 10.00 s | — | — | — | FAIL |", "≤ 1.05× rsync -a: **n/a**"},
+			not:  []string{"**met**"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, err := readRows(strings.NewReader(tc.csv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := render(summarize(rows), []string{"CPUs: 2", "label: before"}, "plots/x")
+			for _, w := range tc.want {
+				if !strings.Contains(md, w) {
+					t.Errorf("missing %q in\n%s", w, md)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(md, w) {
+					t.Errorf("unexpected %q in\n%s", w, md)
+				}
+			}
+		})
+	}
+}
+
+func TestSplice(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "RESULTS.md")
+	if err := os.WriteFile(p, []byte("# Results\n\nold text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"first\n", "second\n"} {
+		if err := spliceInto(p, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(p)
+	got := string(b)
+	want := "# Results\n\n" + beginMark + "\n\nsecond\n\n" + endMark + "\n\nold text\n"
+	if got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
