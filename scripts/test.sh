@@ -48,6 +48,7 @@ if [ "$(id -u)" = 0 ] && command -v dpkg >/dev/null && command -v rpm >/dev/null
     goreleaser_log=$(mktemp)
     nice -n 19 go install github.com/goreleaser/goreleaser/v2@v2.15.1 >"$goreleaser_log" 2>&1 &
     goreleaser_pid=$!
+    trap 'kill "$goreleaser_pid" 2>/dev/null || true' EXIT # a failed suite leaves no build behind
   fi
 fi
 
