@@ -127,7 +127,7 @@ var completionCases = []struct {
 	line  string // COMP_LINE, when it is not the words joined by spaces
 	want  []string
 }{
-	{[]string{"prsync", "--ch"}, "", []string{"--chunk-files", "--chunk-bytes", "--chunk-wait"}},
+	{[]string{"prsync", "--ch"}, "", []string{"--chunk-files", "--chunk-bytes", "--chunk-time", "--chunk-wait"}},
 	{[]string{"prsync", "--no-p"}, "", []string{"--no-progress"}},
 	{[]string{"prsync", "--transport", ""}, "", []string{"direct", "pipe"}},
 	{[]string{"prsync", "--transport", "=", "d"}, "prsync --transport=d", []string{"direct"}},
@@ -216,7 +216,7 @@ zpty -d z
 		b, _ := os.ReadFile(filepath.Join(out, "matches"))
 		got := strings.Fields(string(b))
 		want := map[string][]string{
-			"prsync --ch":             {"--chunk-files", "--chunk-bytes", "--chunk-wait"},
+			"prsync --ch":             {"--chunk-files", "--chunk-bytes", "--chunk-time", "--chunk-wait"},
 			"prsync --transport=":     {"direct", "pipe"},
 			"prsync report x --o":     {"--output"},
 			"prsync doctor --js":      {"--json"},
@@ -239,7 +239,7 @@ func TestFishCompletion(t *testing.T) {
 		line string
 		want []string // fish sorts
 	}{
-		{"prsync --ch", []string{"--chunk-bytes", "--chunk-files", "--chunk-wait"}},
+		{"prsync --ch", []string{"--chunk-bytes", "--chunk-files", "--chunk-time", "--chunk-wait"}},
 		{"prsync --transport ", []string{"direct", "pipe"}},
 		{"prsync dst -- --ch", nil},
 		{"prsync report x --o", []string{"--output"}},

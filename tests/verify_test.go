@@ -87,7 +87,9 @@ func verifyCulprit(t *testing.T, target string, changes []string, reasons map[st
 		dest, arrow = startDaemon(t, dst, 0).URL(), "<" // the sender logs it
 	}
 	failed := filepath.Join(w, "failed")
-	r := runPrsync(t, "", nul(names...), "-0", "--root", src, "--rsync", wrapper, "--verify", "--failed", failed, dest)
+	// one chunk: the wrapper changes the files at the first checksum pass, which must come
+	// after every path was copied
+	r := runPrsync(t, "", nul(names...), "-0", "--root", src, "--rsync", wrapper, "--verify", "--failed", failed, "--chunk-files", "100", dest)
 	if r.Code != 23 {
 		t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
 	}
