@@ -141,7 +141,7 @@ if [ -f /usr/share/bash-completion/bash_completion ]; then
     COMP_WORDS=(prsync --ch) COMP_CWORD=1 COMP_LINE="prsync --ch" COMP_POINT=11
     _prsync prsync --ch prsync
     echo "${COMPREPLY[*]}"')
-  [ "$got" = "--chunk-files --chunk-bytes --chunk-wait" ] || die "the installed bash completion of prsync --ch: $got"
+  [ "$got" = "--chunk-files --chunk-bytes --chunk-time --chunk-wait" ] || die "the installed bash completion of prsync --ch: $got"
 fi
 
 dpkg --purge prsync >/dev/null

@@ -15,6 +15,7 @@ import (
 // TestOddNames: find -print0 | prsync -0 --root copies names with newlines, leading dashes,
 // '#', ';', spaces, backslashes, colons and invalid UTF-8 byte for byte, and runs none of them.
 func TestOddNames(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
@@ -50,6 +51,7 @@ func TestOddNames(t *testing.T) {
 // TestLayouts: absolute input lands under DEST/<absolute path> without --root and directly
 // under DEST with it; relative newline input from `find .` lands under DEST.
 func TestLayouts(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src := filepath.Join(w, "src")

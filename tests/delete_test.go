@@ -257,6 +257,7 @@ func (m *migTree) list() []byte { return nul(m.listed...) }
 // as one run and as three shards at once. Each of the four cases takes its own seed of
 // four, so that four different trees are tried without trying each tree four times.
 func TestDeleteNeverDeletesSource(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	var n uint64
 	for _, target := range []string{"local", "daemon"} {
@@ -371,6 +372,7 @@ func blockedTree(t *testing.T) (src, dst string, list []byte) {
 // TestDeleteBlocked: a failed path stops the deletion pass, --delete-after-errors runs
 // it anyway, and an interrupted run never deletes.
 func TestDeleteBlocked(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	t.Run("a failed path", func(t *testing.T) {
 		src, dst, list := blockedTree(t)
@@ -479,6 +481,7 @@ func TestDeleteBlocked(t *testing.T) {
 // TestDeleteDryRun: -n --delete deletes nothing and lists exactly what the real run
 // deletes.
 func TestDeleteDryRun(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	m := makeMigTree(t, 7)
 	// DEST must hold the copy first, or the dry run cannot see into directories the copy
@@ -552,6 +555,7 @@ func flipByte(t *testing.T, p string, at int64) {
 // quick check; --verify reports exactly that path failed and lists it, and a re-run of
 // the list with -- --checksum repairs it. Locally and into a daemon.
 func TestVerify(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	for _, target := range []string{"local", "daemon"} {
 		t.Run(target, func(t *testing.T) {
@@ -643,6 +647,7 @@ func TestVerifyTransferred(t *testing.T) {
 // TestDeleteVerifyOddNames: names with newlines, a leading '-' and invalid UTF-8, among
 // deleted and verified paths.
 func TestDeleteVerifyOddNames(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
@@ -764,6 +769,7 @@ func TestDeleteDaemonRefuses(t *testing.T) {
 // source over ssh (pull), through the suite's private sshd on 127.0.0.1.
 func TestDeleteSSH(t *testing.T) {
 	oncePerSuite(t)
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	sshConfig, _ := startSSHD(t, "")
 	for _, dir := range []string{"push", "pull"} {

@@ -225,6 +225,7 @@ func plainRsync(t testing.TB, src, dest string, rels []string, extra ...string) 
 // everything up to date. The paths go through chunks of one, four at once, so that one
 // chunk's rsync replaces the link while others are checked.
 func TestTruthDestSymlink(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	var cases []linkCase
 	for _, list := range []string{"files", "dirs"} {
@@ -298,6 +299,7 @@ func TestTruthDestSymlink(t *testing.T) {
 // leads out of DEST fails its paths in rsync 3.5.0 (an older rsync writes through it):
 // prsync exits as plain rsync does, and claims none of the paths rsync did not write.
 func TestTruthDestSymlinkKeep(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	var cases []linkCase
 	for _, list := range []string{"files", "dirs"} {

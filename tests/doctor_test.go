@@ -84,6 +84,7 @@ exec %s "$@"
 // doctor names each, leaves DEST and the daemon as they were, and a run afterwards gets
 // the daemon's slots.
 func TestDoctorMisconfigured(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	src, dst := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(src, "a"), "linked", 0o644)

@@ -1076,6 +1076,7 @@ func TestFaultLongRecord(t *testing.T) {
 
 // Transient codes are retried; config errors are not, and carry a hint.
 func TestFaultFakeRsyncCodes(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	fake := fakeRsyncPath(t)
 	for _, tc := range []struct {

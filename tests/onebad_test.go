@@ -58,6 +58,7 @@ func oneBadTree(t *testing.T, src string, n, big int) []string {
 // TestOneBadFileBiggerThanDest: 200 small files and one bigger than DEST's file system,
 // all in one chunk: exactly the big file fails (exit 23), the small ones land.
 func TestOneBadFileBiggerThanDest(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
@@ -143,6 +144,7 @@ func oneBadFake(t *testing.T, src, dst string, rels []string, mode string, chunk
 // until that path stands alone: exactly it fails (exit 23), every other path is in DEST,
 // and the chunk takes at most 2·⌈log₂ n⌉ extra rsync starts.
 func TestOneBadPathless(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	for _, tc := range []struct {
 		name, bad string
@@ -196,6 +198,7 @@ func TestOneBadPathless(t *testing.T) {
 // stops: a fake rsync that always fails (exit 13) costs each chunk 3 starts, not its
 // budget; two culprits, one in each half, look the same and fail the chunk as before.
 func TestOneBadPathlessShared(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	var all []string
 	for i := 1; i <= 64; i++ {
@@ -320,6 +323,7 @@ func oneBadSignal(t *testing.T, attempt int) {
 // "a-big" (in mod)", and exactly that path fails; the module is walked.
 func TestOneBadDaemonDest(t *testing.T) {
 	oncePerSuite(t)
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, mod := filepath.Join(base, "src"), filepath.Join(base, "mod")

@@ -162,6 +162,7 @@ var readmeData = map[string]string{"one": "one\n", "sub/two": "two\n", "sub/deep
 func (e *readmeEnv) p(rel string) string { return filepath.Join(e.w, rel) }
 
 func TestReadme(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {

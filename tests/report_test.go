@@ -22,6 +22,7 @@ import (
 // page, and a copy cut short in the middle of a line into a page that says the run had not
 // ended. With Chromium installed, a real browser draws both.
 func TestReport(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")

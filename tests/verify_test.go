@@ -22,6 +22,7 @@ import (
 // mtime. Each must fail with its own culprit, the run's hint must be that culprit's, DEST
 // must hold what was copied, and a re-run of the --failed list makes DEST the source's.
 func TestVerifyCulprit(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	cases := []struct {
 		name    string
