@@ -137,26 +137,5 @@ var doctorExamples = []Example{
 
 // printDoctorHelp is prsync doctor --help: its synopsis, the flags, and its examples.
 func printDoctorHelp(options kong.HelpOptions, ctx *kong.Context) error {
-	w := ctx.Stdout
-	if _, err := fmt.Fprintf(w, "Usage: %s\n", Synopsis(ctx.Model)); err != nil {
-		return err
-	}
-	options.NoAppSummary = true
-	if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
-		return err
-	}
-	var b strings.Builder
-	b.WriteString("\nExamples:\n")
-	for i, ex := range doctorExamples {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "  # %s\n", ex.Comment)
-		for _, l := range ex.Lines {
-			fmt.Fprintf(&b, "  %s\n", l)
-		}
-	}
-	b.WriteString("\nThe checks and their fixes: README.md, prsync doctor; man prsync.\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return helpWith(doctorExamples, "\nThe checks and their fixes: README.md, prsync doctor; man prsync.\n")(options, ctx)
 }

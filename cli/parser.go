@@ -136,28 +136,36 @@ func Default(v *kong.Value) string {
 // printHelp is --help: the synopsis, kong's own listing of arguments and flags, then the
 // examples.
 func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
-	w := ctx.Stdout
-	if _, err := fmt.Fprintf(w, "Usage: %s\n", Synopsis(ctx.Model)); err != nil {
+	return helpWith(examples, "\nCheck a run before it starts, read-only: the same command with doctor in front\n"+
+		"(prsync doctor [flags] DEST [-- RSYNC_OPTION ...]; see prsync doctor --help).\n"+
+		"\nExit codes, events and the rest: man prsync, or README.md.\n")(options, ctx)
+}
+
+// helpWith is a --help printer: the synopsis, kong's own listing of arguments and flags,
+// the examples, then the closing text.
+func helpWith(exs []Example, closing string) kong.HelpPrinter {
+	return func(options kong.HelpOptions, ctx *kong.Context) error {
+		w := ctx.Stdout
+		if _, err := fmt.Fprintf(w, "Usage: %s\n", Synopsis(ctx.Model)); err != nil {
+			return err
+		}
+		options.NoAppSummary = true
+		if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
+			return err
+		}
+		var b strings.Builder
+		b.WriteString("\nExamples:\n")
+		for i, ex := range exs {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "  # %s\n", ex.Comment)
+			for _, l := range ex.Lines {
+				fmt.Fprintf(&b, "  %s\n", l)
+			}
+		}
+		b.WriteString(closing)
+		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	options.NoAppSummary = true
-	if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
-		return err
-	}
-	var b strings.Builder
-	b.WriteString("\nExamples:\n")
-	for i, ex := range examples {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "  # %s\n", ex.Comment)
-		for _, l := range ex.Lines {
-			fmt.Fprintf(&b, "  %s\n", l)
-		}
-	}
-	b.WriteString("\nCheck a run before it starts, read-only: the same command with doctor in front\n")
-	b.WriteString("(prsync doctor [flags] DEST [-- RSYNC_OPTION ...]; see prsync doctor --help).\n")
-	b.WriteString("\nExit codes, events and the rest: man prsync, or README.md.\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
