@@ -368,7 +368,7 @@ func readmeRun(t *testing.T, e *readmeEnv, c readmeCommand) string {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute) // make demo builds prsync: minutes on a busy machine
 	defer cancel()
 	x := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", cmd)
 	x.Dir, x.Env = dir, env
