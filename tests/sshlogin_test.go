@@ -61,6 +61,7 @@ UsePAM no
 StrictModes no
 X11Forwarding no
 AllowTcpForwarding no
+SetEnv SHLVL=1
 `, port, d)
 	if !strings.Contains(extra, "MaxStartups") {
 		cfg += "MaxStartups 20\n"
