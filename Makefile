@@ -1,4 +1,4 @@
-# prsync: build, test, test-busy, lint, demo, bench, docs and release.
+# prsync: build, test, test-full, test-busy, lint, demo, bench, docs and release.
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -9,13 +9,18 @@ LDFLAGS := -X github.com/prsync/prsync/cli.Version=$(VERSION) -X github.com/prsy
 DOCS     = $(GO) run ./internal/docgen/cmd/prsync-docs -version=$(VERSION) -date=$(DOCDATE)
 GOBIN    = $(shell $(GO) env GOPATH)/bin
 
-.PHONY: build test test-busy lint demo bench clean man completions docs release deb-test readme-check
+.PHONY: build test test-full test-busy lint demo bench clean man completions docs release deb-test readme-check
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o prsync .
 
 test:
 	bash scripts/test.sh
+
+# make test, with the direct-transport pass over every copy, fault, truth and verify test and
+# the randomised tests at more rounds (PRSYNC_TEST_FULL=1): about twice make test's time
+test-full:
+	PRSYNC_TEST_FULL=1 bash scripts/test.sh
 
 # every command of README.md's Set-up, Install and Examples sections, run (tests/readme_test.go;
 # make test runs it too)

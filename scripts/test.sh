@@ -66,14 +66,24 @@ echo "== tests (race)"
 # -p 1: the throttle's tests run busy loops, which other packages' tests would take for load
 # (make test-busy gives the go test runs twice their time: PRSYNC_TEST_TIMEOUT_SCALE=2)
 scale=${PRSYNC_TEST_TIMEOUT_SCALE:-1}
-# (./tests holds TestReadme, which make readme-check runs alone: README's commands, run)
-# -parallel 4: the table tests whose cases wait on rsync starts, retries and daemons run
-# their cases side by side (t.Parallel in the subtests); top-level tests stay one at a time
-go test -race -count=1 -p 1 -parallel 4 -timeout $((20 * scale))m ./...
+go test -race -count=1 -p 1 -timeout $((5 * scale))m $(go list ./... | grep -v '/tests$')
+echo "== integration tests (./tests: the prsync they run is race-built)"
+# The prsync (and the scripts' prsync) that ./tests runs is always built with -race
+# (tests/helpers_test.go, bin). The harness around it (trees, events, walks of DEST) is built
+# with -race in make test-full: it costs a third more CPU and runs none of prsync's code.
+# The timing tests run first, one at a time; then the others side by side (t.Parallel), at
+# most 4 at once (-parallel 4). ./tests holds TestReadme too: README's commands, run.
+harness_race=
+if [ -n "${PRSYNC_TEST_FULL:-}" ]; then harness_race=-race; fi
+go test $harness_race -count=1 -parallel 4 -timeout $((15 * scale))m ./tests/
 echo "== the copy and fault tests again in the direct transport"
 # tests of a remote side skip themselves here (oncePerSuite): the transport is a local copy's.
-# The deletion pass's tests are left to the first pass (and TestTransport* runs both forms).
-PRSYNC_TEST_TRANSPORT=direct go test -race -count=1 -parallel 4 -timeout $((10 * scale))m -run 'OddNames|Layouts|Vanished|Truth|Fault|Verify' ./tests/
+# TestTransport* runs both forms in the first pass; this pass runs the receiver-side faults,
+# odd names and layouts again in --transport direct, and make test-full (PRSYNC_TEST_FULL=1)
+# every copy, fault, truth and verify test, with the randomised tests at more rounds.
+direct='^Test(OddNames|Layouts|TruthLocal|TruthRace|Fault0[12347][A-Za-z]*|VanishedReal)$'
+if [ -n "${PRSYNC_TEST_FULL:-}" ]; then direct='OddNames|Layouts|Vanished|Truth|Fault|Verify'; fi
+PRSYNC_TEST_TRANSPORT=direct go test $harness_race -count=1 -parallel 4 -timeout $((10 * scale))m -run "$direct" ./tests/
 echo "== fuzz smoke"
 go test -run '^$' -fuzz '^FuzzRecords$' -fuzztime 10s ./splitter/
 go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./rsync/

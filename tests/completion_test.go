@@ -147,6 +147,7 @@ var completionCases = []struct {
 }
 
 func TestBashCompletion(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	_, err := exec.LookPath("bash")
 	need(t, "bash", err == nil)
 	bc := bashCompletionScript()
@@ -166,6 +167,7 @@ func TestBashCompletion(t *testing.T) {
 }
 
 func TestZshCompletion(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	if _, err := exec.LookPath("zsh"); err != nil {
 		t.Skip("zsh is not installed")
 	}
@@ -230,6 +232,7 @@ zpty -d z
 }
 
 func TestFishCompletion(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	if _, err := exec.LookPath("fish"); err != nil {
 		t.Skip("fish is not installed")
 	}

@@ -20,6 +20,7 @@ import (
 )
 
 func TestMetricsNodeExporter(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	exporter, promtool := consumerNeed(t, "prometheus-node-exporter", "prometheus-node-exporter"), consumerNeed(t, "promtool", "prometheus")
 	w := t.TempDir()

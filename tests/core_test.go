@@ -119,6 +119,7 @@ func TestLayouts(t *testing.T) {
 
 // TestDaemon copies to a real rsync daemon on 127.0.0.1.
 func TestDaemon(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
 	w := t.TempDir()
@@ -142,6 +143,7 @@ func TestDaemon(t *testing.T) {
 // TestVanishedAndUnreadable: a missing path gives exit 24 and exactly that path in --failed;
 // an unreadable file, copied by an unprivileged user, gives exit 23 and that path.
 func TestVanishedAndUnreadable(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src := filepath.Join(w, "src")
@@ -234,6 +236,7 @@ func TestStreaming(t *testing.T) {
 
 // TestDryRun plans and reports without copying.
 func TestDryRun(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")

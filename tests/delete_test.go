@@ -314,6 +314,7 @@ func TestDeleteNeverDeletesSource(t *testing.T) {
 // TestDeleteRemovedFromSource: a file and a directory removed from the source between
 // two runs are removed from DEST by the second, with deleted events.
 func TestDeleteRemovedFromSource(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
@@ -620,6 +621,7 @@ func TestVerify(t *testing.T) {
 
 // TestVerifyTransferred: --verify=transferred checks only what the run transferred.
 func TestVerifyTransferred(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
@@ -725,6 +727,7 @@ func same(t *testing.T, a, b string) bool {
 // TestDeleteDaemonRefuses: a daemon module that refuses --delete stops the run before
 // anything is copied, with a clear error; a read-only one too.
 func TestDeleteDaemonRefuses(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
 	for _, tt := range []struct{ conf, msg, hint string }{

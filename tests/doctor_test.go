@@ -168,6 +168,7 @@ func TestDoctorMisconfigured(t *testing.T) {
 
 // A DEST on a full file system is an error, and doctor creates nothing there.
 func TestDoctorFullDest(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	if !isRoot() {
 		t.Skip("mounting a tmpfs needs root")

@@ -289,6 +289,7 @@ func fltChownNobody(t testing.TB, dir string) {
 // Row 1: a path that does not exist when prsync reads it is vanished (exit 24), and it
 // is listed in --failed with the input's separator.
 func TestFault01VanishedBeforeRead(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	for _, tc := range []struct {
 		name    string
@@ -325,6 +326,7 @@ func TestFault01VanishedBeforeRead(t *testing.T) {
 // Row 2: a file deleted after rsync built its list, before it was sent: rsync's
 // "file has vanished" (code 24).
 func TestFault02VanishedDuringCopy(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
@@ -356,6 +358,7 @@ func TestFault02VanishedDuringCopy(t *testing.T) {
 
 // Row 3: a file the (unprivileged) user cannot read fails alone (23); the rest is copied.
 func TestFault03Unreadable(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	run := fltNobody(t, base)
@@ -394,6 +397,7 @@ func TestFault03Unreadable(t *testing.T) {
 // Row 4: the destination fills up (a 2 MB tmpfs): the run stops (ENOSPC is not retried),
 // and every path not copied is in --failed.
 func TestFault04DiskFull(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a tmpfs")
@@ -469,6 +473,7 @@ func TestFault04DiskFull(t *testing.T) {
 // Row 5: the rsync daemon is killed mid-copy (a transient code 12/10), restarted on the
 // same port, and the retry completes the copy.
 func TestFault05DaemonKilled(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
 	base := t.TempDir()
@@ -515,6 +520,7 @@ func TestFault05DaemonKilled(t *testing.T) {
 // Row 6: a daemon that is never there: code 10, retried, then the run stops and every
 // path is failed.
 func TestFault06DaemonNeverThere(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
 	base := t.TempDir()
@@ -558,6 +564,7 @@ func TestFault06DaemonNeverThere(t *testing.T) {
 // ends 0 with an exact copy. The killed receiver leaves its ".name.XXXXXX" temp file;
 // prsync sweeps it in a local DEST because the attempt died of a signal.
 func TestFault07RsyncKilled(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
@@ -594,6 +601,7 @@ func TestFault07RsyncKilled(t *testing.T) {
 // Row 8: SIGINT at a random moment, 20 times: exit 20 (or 0 when the copy had ended),
 // a summary last, the identity, every path copied or in --failed, and no process left.
 func TestSignal08InterruptLoop(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	shared := t.TempDir()
 	src := filepath.Join(shared, "src")
@@ -747,6 +755,7 @@ func TestSignal09TermWhilePaused(t *testing.T) {
 
 // Rows 10 and 11: setup faults fail fast with one clear error, before any copying rsync.
 func TestFault10and11Setup(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src := filepath.Join(base, "src")
@@ -790,6 +799,7 @@ func TestFault10and11Setup(t *testing.T) {
 
 // SIGHUP is treated like SIGTERM: exit 20, the summary, not-done paths in --failed.
 func TestSignalHUP(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
@@ -825,6 +835,7 @@ func TestSignalHUP(t *testing.T) {
 // A second SIGINT sends KILL to the groups: exit 20, nothing left, and no temp file in
 // a local DEST (rsync removed it on TERM, or prsync swept it after the KILL).
 func TestSignalSecondInterruptKills(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
@@ -917,6 +928,7 @@ exec rsync "$@"
 // Fail some paths (unreadable for an unprivileged run, and missing), fix the causes,
 // re-run from the --failed list alone, and end with an exact copy.
 func TestFailedRoundTrip(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, dst, out := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "out")
@@ -975,6 +987,7 @@ func TestFailedRoundTrip(t *testing.T) {
 // A read error on the input ends it cleanly: an error event, a summary, a non-zero exit,
 // and no hang.
 func TestFaultStdinReadError(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	dir := filepath.Join(base, "adir")
@@ -1021,6 +1034,7 @@ func TestFaultStdinReadError(t *testing.T) {
 
 // Empty input (or only empty records) is a successful no-op with a summary.
 func TestFaultEmptyInput(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	for _, tc := range []struct {
 		name  string
@@ -1053,6 +1067,7 @@ func TestFaultEmptyInput(t *testing.T) {
 
 // A 1 MB record is a per-path failure (file name too long); the other paths are copied.
 func TestFaultLongRecord(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")

@@ -20,10 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
-
-	"github.com/prsync/prsync/cli"
 )
 
 // The prsync binaries built for the tests: race-enabled for every test of behaviour, and
@@ -42,9 +39,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("PRSYNC_TEST_FAKE_RSYNC") != "" {
 		os.Exit(fakeRsync())
 	}
-	testscript.Main(cleanupM{m}, map[string]func(){
-		"prsync": func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
-	})
+	os.Exit(cleanupM{m}.Run())
 }
 
 // cleanupM removes the prsync builds when the tests are done.
@@ -829,6 +824,10 @@ func fakeRsyncPath(t testing.TB) string {
 	}
 	return self
 }
+
+// fullSuite reports make test-full (PRSYNC_TEST_FULL=1): the randomised tests run more
+// rounds, and the direct-transport pass runs every copy and fault test.
+func fullSuite() bool { return os.Getenv("PRSYNC_TEST_FULL") != "" }
 
 // oncePerSuite skips t in the suite's second pass, in the direct transport
 // (PRSYNC_TEST_TRANSPORT=direct, which .ci/run adds): the transport is how a local copy's

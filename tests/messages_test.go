@@ -76,6 +76,7 @@ func TestRefusalsFinalLimit(t *testing.T) {
 // empties the mount and then fails on its rmdir, as `rsync -a --delete` does: exit 23 with
 // the pass failed. With `-- -x` the mount and its files are kept, and the run exits 0.
 func TestDeleteMountPoint(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	if !isRoot() {
 		t.Skip("mounting a tmpfs needs root")

@@ -21,6 +21,7 @@ import (
 // intervals, then the run ends: exactly one warning names the path as given, the run
 // exits 0 with DEST complete, and the file says prsync_up 0 and prsync_exit_code 0.
 func TestMetricsFileMidRun(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	for _, how := range []string{"removed", "read-only remount"} {
 		t.Run(how, func(t *testing.T) {

@@ -97,6 +97,7 @@ func TestOneBadFileBiggerThanDest(t *testing.T) {
 // (exit 11, every path failed, the hint says the destination is full), after a bounded
 // number of rsync starts.
 func TestOneBadFullDest(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
@@ -359,6 +360,7 @@ func TestOneBadDaemonDest(t *testing.T) {
 // TestOneBadDaemonFullDest: TestOneBadFullDest into a daemon's module: room for nothing,
 // the run stops as before (exit 11, every path failed, the hint) after at most 4 starts.
 func TestOneBadDaemonFullDest(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
 	base := t.TempDir()

@@ -382,6 +382,7 @@ func TestOpsLiveControl(t *testing.T) {
 // TestOpsMetrics: the metrics file parses as Prometheus text format (with the client
 // library's own parser) and its counters agree with the summary.
 func TestOpsMetrics(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")

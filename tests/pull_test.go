@@ -57,6 +57,7 @@ func relList(t testing.TB, dir string) ([]byte, []string) {
 // TestPullDaemon: a daemon's module as the source, odd names, nested directories and
 // symlinks; with and without --sizes.
 func TestPullDaemon(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
 	w := t.TempDir()
@@ -92,6 +93,7 @@ func TestPullDaemon(t *testing.T) {
 
 // TestPullSSH: pull over ssh from the suite's private sshd on 127.0.0.1.
 func TestPullSSH(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	sshConfig, _ := startSSHD(t, "")
 	w := t.TempDir()
@@ -123,6 +125,7 @@ func TestPullSSH(t *testing.T) {
 // to rsync, which says it vanished, instead of prsync's own lstat), and malformed records
 // are failed paths.
 func TestSizes(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
@@ -190,6 +193,7 @@ func TestSizes(t *testing.T) {
 // vanished (exit 24), one the daemon cannot read is failed (exit 23); a daemon whose max
 // connections is below -j still serves the whole pull.
 func TestPullFaults(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
 	if !isRoot() {

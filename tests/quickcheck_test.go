@@ -16,6 +16,7 @@ import (
 // checked against rsync's --itemize-changes on a tree with every kind of change, in both
 // transports (which must agree with each other too).
 func TestQuickCheckMatchesRsync(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
@@ -139,6 +140,7 @@ func unescapeName(b []byte) []byte {
 // TestQuickCheckRun: a re-run with nothing changed starts no rsync at all; a changed file
 // and options that change rsync's decision still go to rsync.
 func TestQuickCheckRun(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")

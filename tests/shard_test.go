@@ -88,6 +88,7 @@ func checkShardFields(t *testing.T, r *Run, k, n int) {
 
 // Three shards at the same time, into separate destinations: each path copied exactly once.
 func TestShardThreeSeparate(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src := filepath.Join(base, "src")
@@ -198,6 +199,7 @@ func runJqTotals(t *testing.T, logs ...string) map[string]any {
 
 // The same three shards into one shared destination: a byte-identical tree.
 func TestShardThreeSharedDest(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, dest := filepath.Join(base, "src"), filepath.Join(base, "dest")
@@ -248,6 +250,7 @@ func TestShardThreeSharedDest(t *testing.T) {
 }
 
 func TestShardSpecs(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src := filepath.Join(base, "src")
@@ -317,6 +320,7 @@ func TestShardSpecs(t *testing.T) {
 
 // The --failed lists of all shards, concatenated, are one retry run (docs/scale-out.md).
 func TestShardFailedListsRetry(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src, dest := filepath.Join(base, "src"), filepath.Join(base, "dest")
@@ -471,6 +475,7 @@ func checkLinkGroups(t *testing.T, dest string, groups [][]string, wantLinked bo
 }
 
 func TestShardHardLinks(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	base := t.TempDir()
 	src := filepath.Join(base, "src")
@@ -534,6 +539,7 @@ func TestShardHardLinks(t *testing.T) {
 // The Kubernetes recipe cannot run here (no cluster); its manifest must at least parse, be an
 // Indexed Job, and hand PRSYNC_SHARD an index out of as many shards as completions.
 func TestShardDocsKubernetesManifest(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	doc, err := os.ReadFile("../docs/scale-out.md")
 	if err != nil {
 		t.Fatal(err)

@@ -386,6 +386,7 @@ func (s *slurm) wait(t *testing.T, job string, timeout time.Duration) map[string
 }
 
 func TestSlurmArray(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	s := startSlurm(t)
 	defer s.stopAll(t)

@@ -15,9 +15,44 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// privsepDir is /run/sshd, which the tests' sshds share: the first to start creates it
+// when it is missing, and the last to stop removes what was created.
+var privsepDir privsep
+
+type privsep struct {
+	mu      sync.Mutex
+	users   int
+	created bool
+}
+
+func (d *privsep) hold() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.users == 0 {
+		if _, err := os.Stat("/run/sshd"); os.IsNotExist(err) {
+			if err := os.Mkdir("/run/sshd", 0o755); err != nil {
+				return err
+			}
+			d.created = true
+		}
+	}
+	d.users++
+	return nil
+}
+
+func (d *privsep) release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.users--; d.users == 0 && d.created {
+		os.Remove("/run/sshd")
+		d.created = false
+	}
+}
 
 // startSSHD starts sshd on a free port of 127.0.0.1 with its own host key, config (plus
 // the lines of extra) and authorized key, and returns an ssh config file whose hosts h0
@@ -41,12 +76,10 @@ func startSSHD(t *testing.T, extra string) (sshConfig, parallel string) {
 	if err := os.WriteFile(filepath.Join(d, "authorized_keys"), pub, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat("/run/sshd"); os.IsNotExist(err) {
-		if err := os.Mkdir("/run/sshd", 0o755); err != nil {
-			t.Skipf("sshd: cannot create its privilege-separation directory /run/sshd: %v", err)
-		}
-		t.Cleanup(func() { os.Remove("/run/sshd") })
+	if err := privsepDir.hold(); err != nil {
+		t.Skipf("sshd: cannot create its privilege-separation directory /run/sshd: %v", err)
 	}
+	t.Cleanup(privsepDir.release)
 	port := freePort(t)
 	cfg := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
@@ -113,6 +146,7 @@ SetEnv SHLVL=1
 }
 
 func TestSSHLoginParallel(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	sshConfig, parallel := startSSHD(t, "")
 	base := t.TempDir()

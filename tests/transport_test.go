@@ -23,6 +23,7 @@ var transports = []string{"pipe", "direct"}
 // TestTransportOddBinaryPath: prsync at a path with a space and a quote still runs its
 // helper (rsync splits -e on spaces), and odd names copy byte-identical.
 func TestTransportOddBinaryPath(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	dir := filepath.Join(w, "my tools", "it's here")
@@ -49,6 +50,7 @@ func TestTransportOddBinaryPath(t *testing.T) {
 // TestTransportFallback: where the pipe cannot carry the copy, prsync uses direct, and says
 // so only when pipe was asked for explicitly.
 func TestTransportFallback(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src := filepath.Join(w, "src")
@@ -93,6 +95,7 @@ func TestTransportFallback(t *testing.T) {
 // TestTransportOptions: hard links, ACLs and extended attributes (as root), --partial-dir,
 // --temp-dir and --dry-run in both transports.
 func TestTransportOptions(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {

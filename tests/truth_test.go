@@ -155,6 +155,7 @@ func wantFailed(t testing.TB, r *Run, failed map[string]bool, want ...string) {
 
 // TestTruthLocal: receiver-side faults in a local DEST.
 func TestTruthLocal(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	t.Run("immutable directory", func(t *testing.T) {
 		w := t.TempDir()
@@ -267,6 +268,7 @@ func TestTruthLocal(t *testing.T) {
 
 // TestTruthDaemon: faults of an rsync daemon, the module's directory walked afterwards.
 func TestTruthDaemon(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	if !isRoot() {
 		t.Skip("the daemon cases need root (uid, chattr)")
@@ -362,6 +364,7 @@ func TestTruthDaemon(t *testing.T) {
 // TestTruthSSHMaxStartups: sshd drops logins beyond MaxStartups; the chunks it refused are
 // retried with fewer rsyncs at once, and the run ends with everything copied.
 func TestTruthSSHMaxStartups(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	sshConfig, _ := startSSHD(t, "MaxStartups 3:100:3\n")
 	w := t.TempDir()
@@ -385,6 +388,7 @@ func TestTruthSSHMaxStartups(t *testing.T) {
 // streams at once. The race-built prsync must report the same outcome every time (and the
 // race detector, which makes prsync exit 66, must stay silent).
 func TestTruthRace(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
@@ -413,6 +417,7 @@ func TestTruthRace(t *testing.T) {
 // goes on copying, and exits with the code the copy earned; --failed and DEST account for
 // every path; no rsync is left.
 func TestTruthClosedStdout(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src := filepath.Join(w, "src")
@@ -535,10 +540,11 @@ func procState(pid int) string {
 	return ""
 }
 
-// TestTruthInterrupts interrupts 100 runs at random moments (every fifth gets a second
-// SIGINT too). Each ends with exit 20 (or 0 when it finished first) and a summary, leaves
+// TestTruthInterrupts interrupts 40 runs (100 in make test-full) at random moments, with a
+// new seed each time (every fifth gets a second SIGINT too). Each ends with exit 20 (or 0 when it finished first) and a summary, leaves
 // no rsync running or stopped, and accounts for every path it read, checked against DEST.
 func TestTruthInterrupts(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src := filepath.Join(w, "src")
@@ -548,7 +554,10 @@ func TestTruthInterrupts(t *testing.T) {
 		writeFile(t, filepath.Join(src, rel), strings.Repeat("r", 1000+i*3000), 0o644)
 		rels = append(rels, rel)
 	}
-	const runs = 100
+	runs := 40
+	if fullSuite() {
+		runs = 100
+	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 9))

@@ -38,6 +38,7 @@ func regularFiles(t testing.TB, dir string) []string {
 // and a hint, count none vanished, and list them all in --failed. With `use chroot = yes`
 // (as root) the same pull copies everything.
 func TestVanishedDaemonChroot(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	mod := filepath.Join(w, "mod")
@@ -153,6 +154,7 @@ func TestVanishedDaemonChroot(t *testing.T) {
 // From a local source (checked with lstat), and from a daemon and over ssh (checked with a
 // listing).
 func TestVanishedReal(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	for _, c := range []struct {
 		name   string
@@ -255,6 +257,7 @@ func TestVanishedReal(t *testing.T) {
 // paths rsync called vanished are failed with the listing's error, not vanished. The copy
 // is the real rsync's; only its --list-only run fails (the fake rsync).
 func TestVanishedListingFails(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	w := t.TempDir()
 	src := filepath.Join(w, "src")
