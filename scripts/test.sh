@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test suite: what `make test` and .ci/run run. It installs what a fresh machine lacks
-# (rsync; as root on Debian/Ubuntu with apt-get), then runs gofmt, vet, staticcheck, the race-enabled
-# tests, a macOS build, a fuzz smoke and a bench smoke.
+# (rsync; as root on Debian/Ubuntu with apt-get), then runs gofmt, vet, staticcheck, a macOS
+# build, the race-enabled unit tests, the integration tests (./tests) and, as root with dpkg and
+# rpm, the release check. make test-full (PRSYNC_TEST_FULL=1) adds the whole direct-transport
+# pass, a race-built harness, more rounds of the randomised tests, a fuzz smoke and a bench smoke.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
@@ -63,19 +65,21 @@ staticcheck ./...
 echo "== macOS build"
 GOOS=darwin GOARCH=arm64 go build -o /dev/null ./...
 echo "== tests (race)"
-# -p 1: the throttle's tests run busy loops, which other packages' tests would take for load
+# the throttle's tests run alone: their busy loops would be other packages' tests' load
 # (make test-busy gives the go test runs twice their time: PRSYNC_TEST_TIMEOUT_SCALE=2)
 scale=${PRSYNC_TEST_TIMEOUT_SCALE:-1}
-go test -race -count=1 -p 1 -timeout $((5 * scale))m $(go list ./... | grep -v '/tests$')
+go test -race -count=1 -timeout $((5 * scale))m $(go list ./... | grep -v -e '/tests$' -e '/throttle$')
+go test -race -count=1 -timeout $((5 * scale))m ./throttle/
 echo "== integration tests (./tests: the prsync they run is race-built)"
 # The prsync (and the scripts' prsync) that ./tests runs is always built with -race
 # (tests/helpers_test.go, bin). The harness around it (trees, events, walks of DEST) is built
 # with -race in make test-full: it costs a third more CPU and runs none of prsync's code.
 # The timing tests run first, one at a time; then the others side by side (t.Parallel), at
-# most 4 at once (-parallel 4). ./tests holds TestReadme too: README's commands, run.
+# most 8 at once (-parallel 8: many wait on rsync's --bwlimit, retries and daemons).
+# ./tests holds TestReadme too: README's commands, run.
 harness_race=
 if [ -n "${PRSYNC_TEST_FULL:-}" ]; then harness_race=-race; fi
-go test $harness_race -count=1 -parallel 4 -timeout $((15 * scale))m ./tests/
+go test $harness_race -count=1 -parallel 8 -timeout $((15 * scale))m ./tests/
 echo "== the copy and fault tests again in the direct transport"
 # tests of a remote side skip themselves here (oncePerSuite): the transport is a local copy's.
 # TestTransport* runs both forms in the first pass; this pass runs the receiver-side faults,
@@ -83,14 +87,22 @@ echo "== the copy and fault tests again in the direct transport"
 # every copy, fault, truth and verify test, with the randomised tests at more rounds.
 direct='^Test(OddNames|Layouts|TruthLocal|TruthRace|Fault0[12347][A-Za-z]*|VanishedReal)$'
 if [ -n "${PRSYNC_TEST_FULL:-}" ]; then direct='OddNames|Layouts|Vanished|Truth|Fault|Verify'; fi
-PRSYNC_TEST_TRANSPORT=direct go test $harness_race -count=1 -parallel 4 -timeout $((10 * scale))m -run "$direct" ./tests/
-echo "== fuzz smoke"
-go test -run '^$' -fuzz '^FuzzRecords$' -fuzztime 10s ./splitter/
-go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./rsync/
+PRSYNC_TEST_TRANSPORT=direct go test $harness_race -count=1 -parallel 8 -timeout $((10 * scale))m -run "$direct" ./tests/
+# the fuzz targets' seed corpora ran with the unit tests above; make test-full fuzzes them
+if [ -n "${PRSYNC_TEST_FULL:-}" ]; then
+  echo "== fuzz smoke"
+  go test -run '^$' -fuzz '^FuzzRecords$' -fuzztime 10s ./splitter/
+  go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./rsync/
+fi
 if [ -f bench/go.mod ]; then
-  echo "== bench module and smoke"
+  echo "== bench module"
   (cd bench && go vet ./... && go test -count=1 ./...)
-  if [ -x bench/run.sh ]; then bash bench/run.sh --smoke; fi
+  # the bench scripts on tiny trees (bench/run.sh --smoke: the local bench and the seven
+  # scenarios' smoke): make test-full
+  if [ -n "${PRSYNC_TEST_FULL:-}" ] && [ -x bench/run.sh ]; then
+    echo "== bench smoke"
+    bash bench/run.sh --smoke
+  fi
 fi
 if [ -n "$release_check" ]; then
   echo "== release: make release (goreleaser check, snapshot); the .deb installed, run, removed; the .rpm listed"

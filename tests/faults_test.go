@@ -332,7 +332,8 @@ func TestFault02VanishedDuringCopy(t *testing.T) {
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
 	names := fltFiles(t, src, 4, 25<<10)
 	last := names[len(names)-1]
-	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
+	// 100 kB at 25 kB/s: the last file is sent 3 s in, time enough to remove it on a busy machine
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=25")
 	p.mustWaitFor("chunk_start", 10*time.Second, fltIs("chunk_start"))
 	// a temp file in DEST means the receiver is writing the first file: the list is built
 	fltWaitTemp(t, p, dst, 10*time.Second)
@@ -569,7 +570,8 @@ func TestFault07RsyncKilled(t *testing.T) {
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
 	names := fltFiles(t, src, 4, 40<<10)
-	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
+	// 100 kB at 25 kB/s: the last file is sent 3 s in, time enough to remove it on a busy machine
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=25")
 	cs := p.mustWaitFor("chunk_start", 10*time.Second, fltIs("chunk_start"))
 	fltWaitTemp(t, p, dst, 10*time.Second)
 	pid := int(num(cs, "pid"))
@@ -840,7 +842,8 @@ func TestSignalSecondInterruptKills(t *testing.T) {
 	base := t.TempDir()
 	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
 	names := fltFiles(t, src, 2, 200<<10)
-	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
+	// 100 kB at 25 kB/s: the last file is sent 3 s in, time enough to remove it on a busy machine
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, "--no-throttle", "--root", src, "--failed", failed, dst, "--", "--bwlimit=25")
 	p.mustWaitFor("chunk_start", 10*time.Second, fltIs("chunk_start"))
 	fltWaitTemp(t, p, dst, 10*time.Second)
 	p.signal(syscall.SIGINT)

@@ -481,7 +481,7 @@ func TestShardHardLinks(t *testing.T) {
 	src := filepath.Join(base, "src")
 	list, groups, n := scaleLinkTree(t, base)
 	lf := writeList(t, base, list)
-	common := []string{"-0", "--root", src, "-j", "4", "--chunk-files", "3", "--no-throttle"}
+	common := []string{"-0", "--root", src, "-j", "4", "--chunk-files", "6", "--no-throttle"} // groups of up to 7 links span chunks
 
 	t.Run("one instance", func(t *testing.T) {
 		dest := filepath.Join(base, "dest1")
