@@ -24,6 +24,7 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", dir+string(filepath.ListSeparator)+env.Getenv("PATH"))
 			env.Setenv("PRSYNC_RETRY_DELAY", "10ms")
+			env.Setenv("PRSYNC_MAX_SUSPEND", "2s") // as for the other tests (cleanEnv): a busy suite pauses copies
 			if p, err := exec.LookPath("rsync"); err == nil {
 				env.Setenv("RSYNC", p)
 			}
