@@ -128,11 +128,12 @@ func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
 	}
 }
 
-// lowerForRefusal tells the far side's refusal of one more session to p.far, holds new
+// lowerForRefusal tells the far side's refusal of one more session, which ran took, to p.far, holds new
 // sessions back as it decides, and brings the limit down to what the far side accepts.
-func (p *Pool) lowerForRefusal(detail string) refusal.Decision {
+func (p *Pool) lowerForRefusal(detail string, took time.Duration) refusal.Decision {
 	p.mu.Lock()
 	now := time.Now()
+	p.far.RefusedAfter(took)
 	d := p.far.Refused(now, p.limit, p.active, p.acceptedNow(now))
 	p.wakeAfter(d.Hold)
 	old := p.limit
@@ -152,7 +153,7 @@ func (p *Pool) lowerForRefusal(detail string) refusal.Decision {
 func (p *Pool) acceptedNow(now time.Time) int {
 	n := 0
 	for _, pr := range p.procs {
-		if refusal.Admitted(pr.started, pr.spoke != nil && pr.spoke.Load(), now) {
+		if p.far.Admitted(pr.started, pr.spoke != nil && pr.spoke.Load(), now) {
 			n++
 		}
 	}

@@ -28,6 +28,9 @@ type FarSide struct {
 	nextClimb time.Time
 	climbWait time.Duration
 	climbed   bool
+	// slowest is the longest a refused session ran before the refusal (a loaded machine,
+	// a far side slow to answer): a silent session counts as accepted only after twice that
+	slowest time.Duration
 }
 
 // Decision is what one refusal decides.
@@ -65,9 +68,25 @@ const (
 )
 
 // Admitted reports whether the far side accepted a session started at started: its rsync
-// logged a line (spoke), or it ran longer than a refusal takes.
-func Admitted(started time.Time, spoke bool, now time.Time) bool {
-	return spoke || now.Sub(started) >= acceptedAfter
+// logged a line (spoke), or it ran longer than a refusal takes: a second, or twice the
+// slowest refusal seen (RefusedAfter), where refusals come later than that.
+func (f *FarSide) Admitted(started time.Time, spoke bool, now time.Time) bool {
+	return spoke || now.Sub(started) >= f.acceptWait()
+}
+
+func (f *FarSide) acceptWait() time.Duration { return max(acceptedAfter, 2*f.slowest) }
+
+// RefusedAfter notes that a refused session ran d before its refusal; it is called before
+// Refused. A refusal that came after Admitted's wait means that refused sessions were
+// counted as accepted (on a busy machine a handshake can take seconds): the peak they
+// made is forgotten, and from now on a silent session counts as accepted only after twice
+// d. Without this, a wave of sessions all refused late would teach that the far side takes
+// them all, and the limit would not come down.
+func (f *FarSide) RefusedAfter(d time.Duration) {
+	if d >= f.acceptWait() {
+		f.peak = 0
+	}
+	f.slowest = max(f.slowest, d)
 }
 
 // Limit is the most sessions to run after a refusal, by what the far side accepted

@@ -10,23 +10,57 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // TestAdmitted: a session counts as accepted once its rsync has logged a line, or has run
-// longer than a refusal takes.
+// longer than a refusal takes: a second, or twice the slowest refusal seen.
 func TestAdmitted(t *testing.T) {
 	tests := []struct {
-		name  string
-		ran   time.Duration
-		spoke bool
-		want  bool
+		name    string
+		slowest time.Duration // refusals seen before, by how long their sessions ran
+		ran     time.Duration
+		spoke   bool
+		want    bool
 	}{
-		{"just started, silent", 0, false, false},
-		{"half a second, silent", ms(500), false, false},
-		{"just started, logged", 0, true, true},
-		{"ran past the handshake", time.Second, false, true},
+		{"just started, silent", 0, 0, false, false},
+		{"half a second, silent", 0, ms(500), false, false},
+		{"just started, logged", 0, 0, true, true},
+		{"ran past the handshake", 0, time.Second, false, true},
+		{"refusals came fast", ms(200), time.Second, false, true},
+		{"refusals came after 2 s: 3 s is not enough", 2 * time.Second, 3 * time.Second, false, false},
+		{"refusals came after 2 s: 4 s is", 2 * time.Second, 4 * time.Second, false, true},
+		{"refusals came after 2 s, logged", 2 * time.Second, 0, true, true},
 	}
 	for _, tt := range tests {
-		if got := Admitted(t0, tt.spoke, t0.Add(tt.ran)); got != tt.want {
+		var f FarSide
+		if tt.slowest > 0 {
+			f.RefusedAfter(tt.slowest)
+		}
+		if got := f.Admitted(t0, tt.spoke, t0.Add(tt.ran)); got != tt.want {
 			t.Errorf("%s: Admitted = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestRefusedLate: on a machine so busy that the far side's refusals come 2 s after the
+// sessions started, the silent sessions that ran past a second were counted as accepted,
+// all 8 of them. The late refusal forgets that peak, and the limit comes down to what the
+// far side really took (here 3 sessions that went on running), not to 7.
+func TestRefusedLate(t *testing.T) {
+	var f FarSide
+	now := t0.Add(2100 * time.Millisecond)
+	if got := f.Peak(8, now.Add(-100*time.Millisecond)); got != 8 {
+		t.Fatalf("peak %d, want 8", got)
+	}
+	f.RefusedAfter(2100 * time.Millisecond)
+	// the three it took logged a line: accepted whatever the wait; the five refused did not
+	d := f.Refused(now, 8, 4, 3)
+	if d.Limit != 3 {
+		t.Errorf("limit %d after a late refusal, want 3 (the peak of 8 was the refused sessions)", d.Limit)
+	}
+	// a refusal that came in time keeps the peak
+	var g FarSide
+	g.Peak(3, t0)
+	g.RefusedAfter(100 * time.Millisecond)
+	if d := g.Refused(t0.Add(time.Second), 8, 2, 1); d.Limit != 3 {
+		t.Errorf("limit %d after a prompt refusal, want the peak, 3", d.Limit)
 	}
 }
 

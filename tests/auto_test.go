@@ -61,8 +61,10 @@ func TestAutoSettlesAtConnectionLimit(t *testing.T) {
 		if num(p, "jobs") > 3 && p["time"].(string) > jobs[0]["time"].(string) {
 			over++
 		}
-		if num(p, "running") > 3 {
-			t.Errorf("%d rsyncs running at once against a daemon that takes 3", num(p, "running"))
+		// before the first refusal, the first wave runs (on a busy machine a refusal can
+		// take a second to come)
+		if num(p, "running") > 3 && p["time"].(string) > jobs[0]["time"].(string) {
+			t.Errorf("%d rsyncs running at once against a daemon that takes 3, after it refused", num(p, "running"))
 		}
 	}
 	s := r.Summary(t)
