@@ -159,9 +159,11 @@ func TestSSHLoginParallel(t *testing.T) {
 	joblog := filepath.Join(base, "joblog")
 
 	// the recipe of docs/scale-out.md, with the hosts of the test's ssh config
-	remote := fmt.Sprintf("%s -0 --from %s --root %s --shard {}/2 --failed %s/failed.{} %s > %s/prsync.{}.jsonl",
+	// (--max-suspend 2s as PRSYNC_MAX_SUSPEND gives the other tests' runs: ssh does not pass
+	// the variable, and a busy machine would pause each shard up to 30 s)
+	remote := fmt.Sprintf("%s -0 --from %s --root %s --shard {}/2 --max-suspend 2s --failed %s/failed.{} %s > %s/prsync.{}.jsonl",
 		bin(t), lf, src, logs, dest, logs)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // parallel and ssh start slowly on a busy machine
 	defer cancel()
 	cmd := exec.CommandContext(ctx, parallel, "--joblog", joblog, "--ssh", "ssh -F "+sshConfig,
 		"--sshlogin", "1/h0,1/h1", remote, ":::", "0", "1")
