@@ -193,6 +193,9 @@ func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, res result)
 		return class == rsync.Transient && attempt-*free <= p.Retries, backoff(p.RetryDelay, attempt-*free)
 	}
 	took := time.Duration(res.seconds * float64(time.Second))
+	if res.paused {
+		took = 0 // a session stopped a while (throttle, Ctrl-Z) says nothing of how long a refusal takes
+	}
 	if d, ok := p.lowerForRefusal(res.r.SessionLine, took).Retry(*free, p.RetryDelay); ok {
 		*free++
 		return true, d
