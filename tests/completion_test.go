@@ -176,6 +176,8 @@ func TestZshCompletion(t *testing.T) {
 	out := t.TempDir()
 	// an interactive zsh on a pseudo-terminal (zsh/zpty) completes the line with ^T bound
 	// to complete-word; a wrapper of compadd writes the matches it adds to a file
+	// (it waits up to 60 s for that: beside the other tests, compinit on a busy CI machine
+	// took more than the 5 s it once had)
 	rc := `
 PROMPT='%% '
 unsetopt zle_bracketed_paste
@@ -202,7 +204,7 @@ zmodload zsh/zpty || exit 3
 zpty z zsh -f -i
 zpty -w z "source ${(q)OUT}/rc.zsh"
 zpty -n -w z "$LINE"$'\x14'
-for i in {1..100}; do [[ -e $OUT/done ]] && break; sleep 0.05; done
+for i in {1..1200}; do [[ -e $OUT/done ]] && break; sleep 0.05; done
 zpty -d z
 [[ -e $OUT/done ]]
 `
