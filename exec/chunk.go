@@ -44,9 +44,6 @@ type ran struct {
 }
 
 func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
-	p.mu.Lock()
-	p.queued--
-	p.mu.Unlock()
 	st := &chunkState{c: c, logged: make([]rsync.PathState, c.Len()), out: make([]rsync.Outcome, c.Len()), budget: isolationBudget(c.Len())}
 	all := make([]int, c.Len())
 	for i := range all {

@@ -84,7 +84,7 @@ type Pool struct {
 	held    bool // job control stopped the run (Ctrl-Z)
 	ctlHeld bool // live control paused the run
 	procs   map[int]*proc
-	queued  int
+	queued  int  // rsyncs waiting in acquire for a slot
 	waiting bool // Run waits for a free slot before it takes the next chunk
 	closing bool // ctx ended: nothing may be paused any more
 	abort   *AbortError
@@ -174,13 +174,7 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		if !ok {
 			break
 		}
-		p.mu.Lock()
-		p.queued++
-		p.mu.Unlock()
 		if !p.acquire(ctx) {
-			p.mu.Lock()
-			p.queued--
-			p.mu.Unlock()
 			p.drop(ctx, c, false)
 			continue
 		}
@@ -248,9 +242,9 @@ func (p *Pool) Procs() []throttle.Proc {
 	return out
 }
 
-// Queued returns the number of chunks taken from the input and not started (waiting for
-// a slot, or for a retry), plus one while the throttle's closed gate keeps Run from taking
-// the next. Run takes a chunk only once a slot is free, so that the input can still
+// Queued returns the number of rsyncs waiting for a slot (chunks taken from the input,
+// refused ones queueing again, the deletion pass's), plus one while the throttle's closed
+// gate keeps Run from taking the next. Run takes a chunk only once a slot is free, so that the input can still
 // reorder it; without that one, a gate closed just as the last running rsync ended
 // looked to the throttle like a run with nothing waiting, and stayed closed for as long
 // as the machine was busy (TestOpsCgroupThrottle, a busy loop in the cgroup, hung).

@@ -262,3 +262,31 @@ func TestQueuedAtClosedGate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestQueuedDeletePass: the deletion pass's rsync waiting at the throttle's closed gate
+// counts in Queued, as a chunk of the copy does, so that the throttle sees the stall and
+// lets it through after MaxSuspend.
+func TestQueuedDeletePass(t *testing.T) {
+	p := &Pool{Rsync: "/bin/true", Dest: t.TempDir(), Jobs: 1, Confirm: ConfirmNothing, Reports: func(Report) {}}
+	p.SetGate(false)
+	done := make(chan DeleteStats, 1)
+	go func() {
+		done <- p.Delete(context.Background(), context.Background(), []splitter.DirList{{Root: t.TempDir(), Entries: [][]byte{[]byte("d")}}}, DeleteOptions{FirstID: 1})
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Queued() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pass waits at the closed gate: Queued() = %d, want 1", p.Queued())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.SetGate(true)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pass did not run once the gate opened")
+	}
+	if n := p.Queued(); n != 0 {
+		t.Errorf("after the pass: Queued() = %d, want 0", n)
+	}
+}

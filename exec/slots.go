@@ -83,10 +83,16 @@ func (p *Pool) wakeForClimb(now time.Time) {
 	}
 }
 
-// acquire takes a slot. It returns false when ctx ended or the run was aborted.
+// acquire takes a slot. It returns false when ctx ended or the run was aborted. While it
+// waits it counts in Queued, whoever waits: a chunk of the copy, one the far side refused
+// that queues again, or the deletion pass (which, uncounted, sat at a closed gate with
+// nothing running for as long as the machine stayed busy: make test-busy hung in
+// TestDeleteBlocked).
 func (p *Pool) acquire(ctx context.Context) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.queued++
+	defer func() { p.queued-- }()
 	for !p.open() && ctx.Err() == nil && p.abort == nil {
 		p.cond.Wait()
 	}

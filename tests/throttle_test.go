@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -253,4 +254,48 @@ func TestNoThrottle(t *testing.T) {
 		t.Errorf("summary suspensions %v", s["suspensions"])
 	}
 	sameTree(t, src, dst)
+}
+
+// TestThrottleDeletePass: the deletion pass starts while every core is busy. The copy
+// has ended, the throttle's gate is closed, and nothing runs; the pass's rsync waits at
+// the gate, and --max-suspend lets it through as it lets a copy's chunk through (make
+// test-busy once hung here for 10 minutes: the pass waited where the throttle did not
+// count it).
+func TestThrottleDeletePass(t *testing.T) {
+	needRsync(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	var list []string
+	for i := 0; i < 4; i++ {
+		name := fmt.Sprintf("d/f%d", i)
+		writeFile(t, filepath.Join(src, name), name, 0o644)
+		list = append(list, name)
+	}
+	writeFile(t, filepath.Join(dst, "d", "extra"), "not in the source", 0o644)
+	in, feed := io.Pipe()
+	l := start(t, startOpts{stdin: in}, "-0", "--root", src, "--delete",
+		"--throttle-interval", "200ms", "--max-suspend", "2s", dst)
+	if _, err := feed.Write(nul(list...)); err != nil {
+		t.Fatal(err)
+	}
+	l.mustWaitFor("chunk_end", 30*time.Second, isType("chunk_end"))
+	startHog(t)
+	// the copy is done and the input still open: the hot machine closes the gate, with
+	// nothing paused and nothing running, before the list ends and the pass begins
+	time.Sleep(2 * time.Second)
+	feed.Close()
+	r := l.wait(60 * time.Second)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(dst, "d", "extra")); !os.IsNotExist(err) {
+		t.Errorf("d/extra not deleted: %v", err)
+	}
+	sameTree(t, src, dst)
+	if s := r.Summary(t); s["delete_pass"] != "ran" {
+		t.Errorf("delete_pass %q", s["delete_pass"])
+	}
 }
