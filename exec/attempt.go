@@ -21,7 +21,8 @@ type result struct {
 	cancelled bool
 	stderr    string // the first few KiB
 	seconds   float64
-	paused    bool // the group was stopped a while (throttle, bandwidth limit, Ctrl-Z)
+	started   time.Time // when it started; zero when it did not
+	paused    bool      // the group was stopped a while (throttle, bandwidth limit, Ctrl-Z)
 	pid       int
 	r         *rsync.Result
 	logged    int64 // file bytes its output said it transferred
@@ -215,6 +216,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		cancelled: cancelled.Load() || p.killed.Load(),
 		stderr:    errBuf.String(),
 		seconds:   round3(time.Since(t0).Seconds()),
+		started:   t0,
 		paused:    paused,
 		pid:       pid,
 		r:         sk.a.Result(),

@@ -82,7 +82,7 @@ func (p *Pool) runOnce(ctx context.Context, st *chunkState, set []int, rerun boo
 		res := p.attempt(ctx, sub, sub.Entries, st.attempt, nil)
 		st.remember(set, res.r)
 		class := rsync.Classify(res.code, res.cancelled, res.r)
-		retry, delay := p.retryAfter(class, try, &free, res.r.SessionLine)
+		retry, delay := p.retryAfter(class, try, &free, res.r.SessionLine, res.started)
 		if retry && ctx.Err() == nil {
 			p.report(p.endReport(sub, st.attempt, res, "retrying"))
 			if !p.wait(ctx, class, delay) {
@@ -187,12 +187,13 @@ func (p *Pool) flushPending(st *chunkState) {
 // retryAfter says whether an attempt that ended as class is to be tried again, and
 // after how long. free counts the chunk's refusals that prsync brought on itself
 // (refusal.Decision.Retry): they do not use up --retries.
-func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, session string) (bool, time.Duration) {
+// started is when the attempt's rsync started (zero: it did not).
+func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, session string, started time.Time) (bool, time.Duration) {
 	if class != rsync.Refused {
 		p.sessionAccepted()
 		return class == rsync.Transient && attempt-*free <= p.Retries, backoff(p.RetryDelay, attempt-*free)
 	}
-	if d, ok := p.lowerForRefusal(session).Retry(*free, p.RetryDelay); ok {
+	if d, ok := p.lowerForRefusal(session, started).Retry(*free, p.RetryDelay); ok {
 		*free++
 		return true, d
 	}

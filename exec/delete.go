@@ -288,7 +288,7 @@ func (p *Pool) runRetried(ctx context.Context, c *splitter.Chunk, entries [][]by
 	for attempt := 1; ; attempt++ {
 		res := p.run(ctx, c, entries, 0, ps)
 		class := rsync.Classify(res.code, res.cancelled, res.r)
-		retry, delay := p.retryAfter(class, attempt, &free, res.r.SessionLine)
+		retry, delay := p.retryAfter(class, attempt, &free, res.r.SessionLine, res.started)
 		if !retry || ctx.Err() != nil {
 			return res, true
 		}

@@ -128,12 +128,16 @@ func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
 	}
 }
 
-// lowerForRefusal tells the far side's refusal of one more session to p.far, holds new
-// sessions back as it decides, and brings the limit down to what the far side accepts.
-func (p *Pool) lowerForRefusal(detail string) refusal.Decision {
+// lowerForRefusal tells the far side's refusal of one more session, started at started
+// (zero: now), to p.far, holds new sessions back as it decides, and brings the limit down
+// to what the far side accepts.
+func (p *Pool) lowerForRefusal(detail string, started time.Time) refusal.Decision {
 	p.mu.Lock()
 	now := time.Now()
-	d := p.far.Refused(now, p.limit, p.active, p.acceptedNow(now))
+	if started.IsZero() {
+		started = now
+	}
+	d := p.far.RefusedSession(now, started, p.limit, p.active, p.acceptedNow(now))
 	p.wakeAfter(d.Hold)
 	old := p.limit
 	if d.Limit >= old {
