@@ -180,3 +180,21 @@ func (p *Pool) Free() int {
 	}
 	return max(0, p.limit-p.active-p.queued)
 }
+
+// Running reports, for chunk id's rsync while it runs, when it started and when it logged
+// its first line (zero before); ok is false when none runs for it.
+func (p *Pool) Running(id int) (started, first time.Time, ok bool) {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.procs[id]
+	if pr == nil {
+		return time.Time{}, time.Time{}, false
+	}
+	if pr.first != nil {
+		if n := pr.first.Load(); n != 0 {
+			first = time.Unix(0, n)
+		}
+	}
+	return pr.started, first, true
+}
