@@ -651,6 +651,19 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 	return nil
 }
 
+// endWait is how long the first chunk waits for the end of an input that is still being
+// read: a list from a file, or from a find that ends within it, is then known whole and
+// can be probed (Config.Opening). A file's end comes with the read after its last bytes.
+const endWait = 50 * time.Millisecond
+
+// awaitEnd waits up to endWait for the input's end to be read.
+func (s *Splitter) awaitEnd(ctx context.Context) {
+	deadline := time.Now().Add(endWait)
+	for !s.eof.Load() && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // minProbeList is the fewest paths of a short list that is probed before it is cut
 // (Config.Opening); a shorter one is split evenly over the slots at once.
 const minProbeList = 4 * chunksize.ProbeFiles
@@ -663,6 +676,9 @@ const minTailFiles = 4
 // per slot when the budget would leave slots without one: a short list is spread over
 // every slot from its first chunk, and the input's last chunks end together.
 func (s *Splitter) shareTail(ctx context.Context) {
+	if s.cfg.Opening != nil && s.tailFiles == 0 && s.nextID.Load() == 0 && !s.probing {
+		s.awaitEnd(ctx)
+	}
 	if s.tailFiles == 0 && s.cfg.Slots != nil && s.eof.Load() {
 		slots := max(s.cfg.Slots(), 1)
 		left := int(s.read.Load()-s.applied) + 1 // the record being applied is not counted
