@@ -20,7 +20,8 @@ package chunksize
 //     busy on one CPU for all its time leaves room for CPUs of them; one that mostly waits,
 //     for many more);
 //
-// from 1 to one per slot. The wait ends as soon as the answer is known: while the probe
+// from 1 to one per slot. A probe that logged nothing (every path up to date, with the quick
+// check off) leaves the CPU rule alone. The wait ends as soon as the answer is known: while the probe
 // runs, the work it has done is a lower bound of its paths' cost, and once that bound
 // alone gives every slot a part, the rest is cut for every slot.
 
@@ -59,11 +60,10 @@ func (p Policy) OpeningParts(rest int, pr Probe, slots, cpus int) (int, bool) {
 		return max(1, min(int(float64(rest)*perPath/(OpeningStarts*start)), most))
 	}
 	if pr.Ended {
-		if pr.First <= 0 || pr.Files < 2 {
-			// nothing logged (every path up to date), or one path: all of it was the start
-			return 1, true
-		}
-		n := byWork(max(pr.Elapsed-pr.First, 0)/float64(pr.Files-1), pr.First)
+		n := most
+		if pr.First > 0 && pr.Files >= 2 {
+			n = byWork(max(pr.Elapsed-pr.First, 0)/float64(pr.Files-1), pr.First)
+		} // else nothing logged (every path up to date, --no-quick-check): the CPU alone says
 		if pr.CPU > 0 && pr.Elapsed > 0 && cpus > 0 {
 			n = min(n, max(1, int(float64(cpus)*pr.Elapsed/pr.CPU)))
 		}

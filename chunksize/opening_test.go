@@ -33,7 +33,9 @@ func TestOpeningParts(t *testing.T) {
 		{"daemon", 984, Probe{Files: 16, First: 0.30, Elapsed: 0.32, CPU: 0.05, Ended: true}, 8, 2, 1, true},
 		{"daemon, 10,000 paths", 9984, Probe{Files: 16, First: 0.30, Elapsed: 0.336, CPU: 0.05, Ended: true}, 8, 2, 8, true},
 		{"not started yet", 984, Probe{Files: 16, Elapsed: 0.5}, 8, 2, 0, false},
-		{"nothing logged", 984, Probe{Files: 16, Elapsed: 0.5, Ended: true}, 8, 2, 1, true},
+		// nothing logged (--no-quick-check, every path up to date): the CPU alone says
+		{"nothing logged, waiting", 984, Probe{Files: 16, Elapsed: 0.5, CPU: 0.05, Ended: true}, 8, 2, 8, true},
+		{"nothing logged, CPU-bound", 984, Probe{Files: 16, Elapsed: 0.5, CPU: 0.5, Ended: true}, 8, 2, 2, true},
 		{"refused or failed", 984, Probe{Files: 16, Failed: true, Ended: true}, 8, 2, 8, true},
 		{"no path left", 0, Probe{Files: 16, First: 0.1, Elapsed: 0.2, Ended: true}, 8, 2, 1, true},
 		// never parts of fewer than 4 paths
