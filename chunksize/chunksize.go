@@ -372,3 +372,18 @@ func (s *Sizer) Split(sizes []int64, bytes int64, queued, slots int) []int {
 	parts := s.e.TailParts(len(sizes), bytes, queued, slots)
 	return s.e.Cuts(sizes, parts)
 }
+
+// Target returns the duration chunks aim at, as Estimator.Target.
+func (s *Sizer) Target() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Duration(s.e.Target() * float64(time.Second))
+}
+
+// OpeningParts says into how many parts to cut the rest of a short list after its probe
+// (Policy.OpeningParts).
+func (s *Sizer) OpeningParts(rest int, pr Probe, slots, cpus int) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.e.p.OpeningParts(rest, pr, slots, cpus)
+}

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prsync/prsync/chunksize"
@@ -57,6 +60,9 @@ func (p *pipeline) observe(m exec.Report) {
 		return
 	}
 	e, ok := m.(exec.ChunkEnded)
+	if ok {
+		p.probe.ended(e)
+	}
 	if !ok || e.Attempt != 1 || e.Outcomes == nil || e.Paused || e.Status != "ok" && e.Status != "vanished" {
 		return
 	}
@@ -76,5 +82,73 @@ func (p *pipeline) tail(sp *splitter.Splitter) splitter.Tail {
 			}
 			return sp.Split(c, p.sizer.Split(c.Sizes, c.Bytes, queued, free))
 		},
+	}
+}
+
+// probeBox holds the probe chunk of a short list (splitter.Config.Opening) and how its
+// first attempt ended.
+type probeBox struct {
+	mu    sync.Mutex
+	chunk *splitter.Chunk
+	end   *chunksize.Probe
+}
+
+func (b *probeBox) ended(e exec.ChunkEnded) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.chunk == nil || e.Chunk != b.chunk || b.end != nil {
+		return
+	}
+	pr := chunksize.Probe{Files: e.Chunk.Len(), First: e.FirstLine, Elapsed: e.Seconds, CPU: e.CPUSeconds, Ended: true}
+	// refused, failed or paused: its time says nothing of what its paths cost
+	pr.Failed = e.Attempt != 1 || e.Paused || e.Status != "ok" && e.Status != "vanished"
+	b.end = &pr
+}
+
+// openingPoll is how often opening looks at the probe.
+const openingPoll = 5 * time.Millisecond
+
+// openingFunc returns the splitter's Opening: it waits for the probe chunk of a short list
+// to show what a start and a path cost, and says into how many parts to cut the rest
+// (chunksize.Policy.OpeningParts). It waits at most the chunk target; then, or when the
+// run ends, the rest is cut for every slot, as without a probe.
+func (p *pipeline) openingFunc() func(context.Context, *splitter.Chunk, int) int {
+	if p.sizer == nil {
+		return nil
+	}
+	return func(ctx context.Context, probe *splitter.Chunk, rest int) int {
+		p.probe.mu.Lock()
+		p.probe.chunk = probe
+		p.probe.mu.Unlock()
+		deadline := time.Now().Add(p.sizer.Target())
+		t := time.NewTicker(openingPoll)
+		defer t.Stop()
+		for {
+			slots := p.pool.Limit()
+			p.probe.mu.Lock()
+			end := p.probe.end
+			p.probe.mu.Unlock()
+			pr := chunksize.Probe{Files: probe.Len()}
+			if end != nil {
+				pr = *end
+			} else if started, first, ok := p.pool.Running(probe.ID); ok {
+				now := time.Now()
+				pr.Elapsed = now.Sub(started).Seconds()
+				if !first.IsZero() {
+					pr.First = max(first.Sub(started).Seconds(), 1e-6)
+				}
+			}
+			if n, known := p.sizer.OpeningParts(rest, pr, slots, runtime.NumCPU()); known {
+				return n
+			}
+			select {
+			case <-ctx.Done():
+				return slots
+			case now := <-t.C:
+				if now.After(deadline) {
+					return slots
+				}
+			}
+		}
 	}
 }

@@ -43,6 +43,7 @@ type pipeline struct {
 	dirs          *splitter.Dirs // the directories the paths touched, with --delete
 	chunks        int            // the chunks the splitter made, once the copy has ended
 	sizer         *chunksize.Sizer
+	probe         probeBox // the probe chunk of a short list, and what it showed
 	sp            *splitter.Splitter
 
 	inputErr      error // set before the input goroutine ends
@@ -242,7 +243,7 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 	h := &splitHooks{out: p.rep.in}
 	sp := splitter.New(splitter.Config{
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
-		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit,
+		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit, Opening: p.openingFunc(),
 		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick, Dirs: p.dirs,
 	}, h.hooks())
 	p.sp = sp

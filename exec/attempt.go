@@ -21,7 +21,10 @@ type result struct {
 	cancelled bool
 	stderr    string // the first few KiB
 	seconds   float64
-	paused    bool // the group was stopped a while (throttle, bandwidth limit, Ctrl-Z)
+	started   time.Time // when it started; zero when it did not
+	firstLine float64   // seconds from its start to its first logged line; 0: none
+	cpu       float64   // CPU seconds of its process tree (rusage of the waited ones)
+	paused    bool      // the group was stopped a while (throttle, bandwidth limit, Ctrl-Z)
 	pid       int
 	r         *rsync.Result
 	logged    int64 // file bytes its output said it transferred
@@ -39,10 +42,15 @@ type sink struct {
 	// spoke is set at rsync's first out-format line: the far side accepted the session
 	// (a refusal comes on stderr, before any)
 	spoke atomic.Bool
+	// first is when rsync logged its first line (Unix nanoseconds), 0 before
+	first atomic.Int64
 }
 
 func (s *sink) stdout(line []byte) {
 	s.spoke.Store(true)
+	if s.first.Load() == 0 {
+		s.first.CompareAndSwap(0, time.Now().UnixNano())
+	}
 	s.mu.Lock()
 	n, file := s.a.Stdout(line)
 	s.logged += n
@@ -162,7 +170,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	}
 	pid := cmd.Process.Pid
 	p.mu.Lock()
-	pr := &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, spoke: &sk.spoke}
+	pr := &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, spoke: &sk.spoke, first: &sk.first}
 	p.procs[c.ID] = pr
 	if p.held || p.ctlHeld {
 		stopGroup(pid) // Ctrl-Z or a pause came while it started
@@ -215,9 +223,20 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		cancelled: cancelled.Load() || p.killed.Load(),
 		stderr:    errBuf.String(),
 		seconds:   round3(time.Since(t0).Seconds()),
+		started:   t0,
+		firstLine: sinceFirst(t0, sk.first.Load()),
+		cpu:       (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
 		paused:    paused,
 		pid:       pid,
 		r:         sk.a.Result(),
 		logged:    logged,
 	}
+}
+
+// sinceFirst returns the seconds from t0 to first (Unix nanoseconds), or 0 when first is 0.
+func sinceFirst(t0 time.Time, first int64) float64 {
+	if first == 0 {
+		return 0
+	}
+	return max(time.Unix(0, first).Sub(t0).Seconds(), 1e-6)
 }

@@ -193,7 +193,7 @@ func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, res result)
 	if res.paused {
 		took = 0 // a session stopped a while (throttle, Ctrl-Z) says nothing of how long a refusal takes
 	}
-	if d, ok := p.lowerForRefusal(res.r.SessionLine, took).Retry(*free, p.RetryDelay); ok {
+	if d, ok := p.lowerForRefusal(res.r.SessionLine, took, res.started).Retry(*free, p.RetryDelay); ok {
 		*free++
 		return true, d
 	}
@@ -343,7 +343,7 @@ func chunkStatus(class rsync.Class, outcomes []rsync.Outcome, unexplained string
 
 func (p *Pool) endReport(c *splitter.Chunk, attempt int, res result, status string) ChunkEnded {
 	ev := ChunkEnded{
-		Chunk: c, Attempt: attempt, Status: status, ExitCode: res.code, Seconds: res.seconds, Paused: res.paused,
+		Chunk: c, Attempt: attempt, Status: status, ExitCode: res.code, Seconds: res.seconds, FirstLine: res.firstLine, CPUSeconds: res.cpu, Paused: res.paused,
 		BytesLogged: res.logged, Error: res.stderr,
 	}
 	if res.code != 0 && res.code != 24 || status == "partial" {

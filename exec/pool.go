@@ -102,10 +102,11 @@ type proc struct {
 	chunk    int
 	pid      int
 	started  time.Time
-	pausedBy reason       // who paused this group: the throttle, the bandwidth limit
-	pausedAt time.Time    // when the throttle paused it
-	bwCap    float64      // the --bwlimit it was started with, bytes per second; 0: none
-	spoke    *atomic.Bool // its rsync has logged a line: the far side accepted it
+	pausedBy reason        // who paused this group: the throttle, the bandwidth limit
+	pausedAt time.Time     // when the throttle paused it
+	bwCap    float64       // the --bwlimit it was started with, bytes per second; 0: none
+	spoke    *atomic.Bool  // its rsync has logged a line: the far side accepted it
+	first    *atomic.Int64 // when its rsync logged its first line (Unix nanoseconds), 0 before
 	// wasStopped: the group was stopped (SIGSTOP) at some time; its duration is not its work
 	wasStopped bool
 }

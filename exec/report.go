@@ -26,6 +26,10 @@ type ChunkEnded struct {
 	Status   string // ok, partial, vanished, failed, retrying, cancelled
 	ExitCode int
 	Seconds  float64
+	// FirstLine is the seconds from the rsync's start to its first logged line; 0: none.
+	FirstLine float64
+	// CPUSeconds is the CPU time of the rsync and the processes it waited for.
+	CPUSeconds float64
 	// Paused says the rsync was stopped a while (the throttle, the bandwidth limit, Ctrl-Z
 	// or live control): Seconds is more than its work took.
 	Paused bool

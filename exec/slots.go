@@ -134,13 +134,17 @@ func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
 	}
 }
 
-// lowerForRefusal tells the far side's refusal of one more session, which ran took, to p.far, holds new
-// sessions back as it decides, and brings the limit down to what the far side accepts.
-func (p *Pool) lowerForRefusal(detail string, took time.Duration) refusal.Decision {
+// lowerForRefusal tells the far side's refusal of one more session, started at started
+// (zero: now) and refused after took, to p.far, holds new sessions back as it decides, and
+// brings the limit down to what the far side accepts.
+func (p *Pool) lowerForRefusal(detail string, took time.Duration, started time.Time) refusal.Decision {
 	p.mu.Lock()
 	now := time.Now()
+	if started.IsZero() {
+		started = now
+	}
 	p.far.RefusedAfter(took)
-	d := p.far.Refused(now, p.limit, p.active, p.acceptedNow(now))
+	d := p.far.RefusedSession(now, started, p.limit, p.active, p.acceptedNow(now))
 	p.wakeAfter(d.Hold)
 	old := p.limit
 	if d.Limit >= old {
@@ -182,4 +186,22 @@ func (p *Pool) Free() int {
 		return 0
 	}
 	return max(0, p.limit-p.active-p.queued)
+}
+
+// Running reports, for chunk id's rsync while it runs, when it started and when it logged
+// its first line (zero before); ok is false when none runs for it.
+func (p *Pool) Running(id int) (started, first time.Time, ok bool) {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.procs[id]
+	if pr == nil {
+		return time.Time{}, time.Time{}, false
+	}
+	if pr.first != nil {
+		if n := pr.first.Load(); n != 0 {
+			first = time.Unix(0, n)
+		}
+	}
+	return pr.started, first, true
 }

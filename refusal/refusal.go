@@ -19,6 +19,9 @@ type FarSide struct {
 	// refused in turn; run counts the refusals since a session was accepted
 	holdUntil time.Time
 	run       int
+	// runAt is when the last refusal that counted in run came: a session started before
+	// it was started without its lesson, and its refusal is of the same burst
+	runAt time.Time
 	// settle keeps a slot idle this long after a session ends, once the far side has
 	// refused a session at a limit it accepted before: it frees its slot a moment late
 	settle  time.Duration
@@ -114,8 +117,21 @@ func (f *FarSide) Peak(accepted int, now time.Time) int {
 // doubling with each refusal since a session was last accepted, up to 2 s: without the
 // hold every chunk queued would take the refused one's slot in turn and be refused too.
 func (f *FarSide) Refused(now time.Time, limit, active, accepted int) Decision {
+	return f.RefusedSession(now, now, limit, active, accepted)
+}
+
+// RefusedSession is Refused for a session started at started. A session started before
+// the last refusal that doubled the hold was started without that refusal's lesson: its
+// refusal is of the same burst (a first wave of sessions, more than the far side takes,
+// refused one by one as their handshakes end), and lowers the limit as any does but does
+// not double the hold again. Without this, the five refusals of a first wave of eight at
+// max connections = 3 held every slot back 1.6 s after the three accepted sessions ended.
+func (f *FarSide) RefusedSession(now, started time.Time, limit, active, accepted int) Decision {
 	f.refused++
-	f.run++
+	if f.run == 0 || !started.Before(f.runAt) {
+		f.run++
+		f.runAt = now
+	}
 	hold := min(firstHold<<min(f.run-1, 5), maxHold)
 	f.holdUntil = now.Add(hold)
 	peak := f.Peak(accepted, now)

@@ -157,6 +157,51 @@ func TestHold(t *testing.T) {
 	}
 }
 
+// TestHoldBurst: refusals of sessions started before the refusal that last doubled the
+// hold are of the same burst (a first wave of more sessions than the far side takes):
+// they lower the limit but do not double the hold; a session started after it does.
+func TestHoldBurst(t *testing.T) {
+	type refusal struct {
+		at, started int // ms after t0
+		active      int
+		wantHold    int // ms
+		wantLimit   int
+	}
+	tests := []struct {
+		name     string
+		refusals []refusal
+	}{
+		{"a first wave of 8 at max connections 3", []refusal{
+			{530, 0, 8, 100, 7}, {560, 10, 7, 100, 6}, {640, 20, 6, 100, 5},
+			{850, 20, 5, 100, 4}, {980, 60, 4, 100, 3},
+		}},
+		{"a retry started after the burst doubles", []refusal{
+			{500, 0, 8, 100, 7}, {600, 10, 7, 100, 6}, {900, 700, 6, 200, 5},
+			{950, 20, 5, 200, 4}, {1300, 1000, 4, 400, 3},
+		}},
+		{"every session started after the last refusal", []refusal{
+			{100, 50, 4, 100, 3}, {300, 200, 4, 200, 3}, {700, 500, 4, 400, 3},
+		}},
+		{"started at the refusal's instant counts", []refusal{
+			{100, 0, 4, 100, 3}, {200, 100, 4, 200, 3},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var f FarSide
+			for i, r := range tt.refusals {
+				d := f.RefusedSession(t0.Add(ms(r.at)), t0.Add(ms(r.started)), 8, r.active, 0)
+				if d.Hold != ms(r.wantHold) || d.Limit != r.wantLimit {
+					t.Errorf("refusal %d: hold %v, limit %d; want %v, %d", i+1, d.Hold, d.Limit, ms(r.wantHold), r.wantLimit)
+				}
+			}
+			if n, _ := f.Refusals(); n != int64(len(tt.refusals)) {
+				t.Errorf("%d refusals counted, want %d", n, len(tt.refusals))
+			}
+		})
+	}
+}
+
 // TestSettle: a refusal at a limit the far side accepted before makes every slot wait a
 // moment after a session ends (settle): 50 ms, doubling with each such refusal up to 1 s;
 // each accepted session shortens it by an eighth, down to 50 ms. A refusal above what it

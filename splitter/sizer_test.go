@@ -41,6 +41,15 @@ func TestSizedChunks(t *testing.T) {
 		{"over 3 slots", Config{Sizer: sizer(), Slots: slots(3)}, "100/10000 100/10000 100/10000"},
 		{"no slots known: first chunks of 32", Config{Sizer: sizer()},
 			"32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 12/1200"},
+		// a short list probed first: 16 paths, then the rest in the parts Opening says
+		{"probed, one part", Config{Sizer: sizer(), Slots: slots(8), Opening: opening(1)}, "16/1600 284/28400"},
+		{"probed, 3 parts", Config{Sizer: sizer(), Slots: slots(8), Opening: opening(3)}, "16/1600 95/9500 95/9500 94/9400"},
+		{"probed, every slot", Config{Sizer: sizer(), Slots: slots(8), Opening: opening(8)},
+			"16/1600 36/3600 36/3600 36/3600 36/3600 36/3600 36/3600 36/3600 32/3200"},
+		{"probed, --chunk-files 100 bounds the parts", Config{Sizer: sizer(), Slots: slots(8), Opening: opening(1), ChunkFiles: 100},
+			"16/1600 100/10000 100/10000 84/8400"},
+		{"not short: 300 paths fill 2 slots of 100", Config{Sizer: sizer(), Slots: slots(2), Opening: opening(1), ChunkFiles: 100},
+			"100/10000 100/10000 100/10000"},
 		{"--chunk-files exact: one chunk", Config{}, "300/30000"},
 		{"--chunk-files 128 exact", Config{ChunkFiles: 128}, "128/12800 128/12800 44/4400"},
 	}
@@ -103,6 +112,19 @@ func TestSizedChunks(t *testing.T) {
 	}
 	if s.Split(&Chunk{Inputs: c.Inputs}, []int{1}) != nil {
 		t.Error("a chunk without sizes (-H) was split")
+	}
+}
+
+// opening returns an Opening that says n parts, and checks it is asked once, about the
+// first chunk (the probe), with the paths after it.
+func opening(n int) func(context.Context, *Chunk, int) int {
+	asked := false
+	return func(_ context.Context, probe *Chunk, rest int) int {
+		if asked || probe.ID != 1 || probe.Len() != chunksize.ProbeFiles || rest != 300-chunksize.ProbeFiles {
+			panic(fmt.Sprintf("Opening asked again (%v) or about chunk %d of %d paths, %d left", asked, probe.ID, probe.Len(), rest))
+		}
+		asked = true
+		return n
 	}
 }
 
