@@ -2,6 +2,7 @@ package chunksize
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -12,7 +13,12 @@ type world func(files int, bytes int64) float64
 // cut fills chunks from an endless stream of files of size size(i) as the splitter does
 // with the budget of the moment, runs them in w, and returns the paths of each chunk.
 func cut(e *Estimator, w world, size func(i int) int64, chunks int) []int {
-	var out []int
+	out, _ := cutTimed(e, w, size, chunks)
+	return out
+}
+
+// cutTimed is cut, and returns the seconds each chunk took in w too.
+func cutTimed(e *Estimator, w world, size func(i int) int64, chunks int) (out []int, secs []float64) {
 	i := 0
 	for range chunks {
 		b := e.Budget()
@@ -27,10 +33,10 @@ func cut(e *Estimator, w world, size func(i int) int64, chunks int) []int {
 				break
 			}
 		}
-		out = append(out, files)
-		e.Observe(Sample{Files: files, Bytes: bytes, Seconds: w(files, bytes)})
+		out, secs = append(out, files), append(secs, w(files, bytes))
+		e.Observe(Sample{Files: files, Bytes: bytes, Seconds: secs[len(secs)-1]})
 	}
-	return out
+	return out, secs
 }
 
 func TestEstimator(t *testing.T) {
@@ -44,13 +50,24 @@ func TestEstimator(t *testing.T) {
 		chunks int
 		// the paths of the first chunk, and of the last ones (within 15 %)
 		first, last int
+		// the most chunks before one is within 15 % of last
+		steps int
+		// the workload changes: a chunk cut by the old costs may overrun the target
+		changes bool
 	}{
 		{
-			// 40 ms to start, 1 ms a file: 2 s hold 1960 files; the chunks grow 32, 64,
-			// 128, … to it
+			// 40 ms to start, 1 ms a file: 2 s hold 1960 files; 32 paths took 72 ms, so
+			// 888 fill 2 s at that rate, and the next is near the target
 			name: "start cost and per-file cost: chunks grow to the target",
 			p:    p, w: func(f int, _ int64) float64 { return 0.04 + 0.001*float64(f) },
-			size: func(int) int64 { return 4 * kib }, chunks: 12, first: 32, last: 1960,
+			size: func(int) int64 { return 4 * kib }, chunks: 12, first: 32, last: 1960, steps: 3,
+		},
+		{
+			// a daemon or ssh: 200 ms to start, 0.2 ms a file; the target is 20 × 0.2 s
+			// = 4 s, 19,000 files, bounded at 2,000. Doubling would take 7 chunks.
+			name: "the start dominates: the target in two steps",
+			p:    p, w: func(f int, _ int64) float64 { return 0.2 + 0.0002*float64(f) },
+			size: func(int) int64 { return 4 * kib }, chunks: 8, first: 32, last: 2000, steps: 2,
 		},
 		{
 			// 5 ms a file: 2 s hold 392
@@ -87,13 +104,13 @@ func TestEstimator(t *testing.T) {
 				}
 				return 4 * mib
 			},
-			chunks: 24, first: 32, last: 19,
+			chunks: 24, first: 32, last: 19, changes: true,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := New(tc.p)
-			got := cut(e, tc.w, tc.size, tc.chunks)
+			got, secs := cutTimed(e, tc.w, tc.size, tc.chunks)
 			if got[0] != tc.first {
 				t.Errorf("first chunk %d paths, want %d (all %v)", got[0], tc.first, got)
 			}
@@ -101,9 +118,15 @@ func TestEstimator(t *testing.T) {
 			if math.Abs(float64(last-tc.last)) > 0.15*float64(tc.last)+1 {
 				t.Errorf("last chunk %d paths, want about %d (all %v, fit %+v)", last, tc.last, got, e.Fit())
 			}
-			for i := 1; i < len(got); i++ {
-				if got[i] > max(2*got[i-1], 2*maxOf(got[:i])) {
-					t.Errorf("chunk %d grew from %d to %d: more than twice the largest before", i, got[i-1], got[i])
+			for i, s := range secs {
+				if i > 0 && !tc.changes && s > 1.1*e.Target() { // the first is cut before anything is known
+					t.Errorf("chunk %d of %d paths took %.2f s, over the target %.2f s (all %v)", i, got[i], s, e.Target(), got)
+				}
+			}
+			if tc.steps > 0 {
+				i := slices.IndexFunc(got, func(n int) bool { return math.Abs(float64(n-tc.last)) <= 0.15*float64(tc.last)+1 })
+				if i < 0 || i > tc.steps {
+					t.Errorf("the chunks reached about %d paths at chunk %d, want by chunk %d (all %v)", tc.last, i, tc.steps, got)
 				}
 			}
 		})
