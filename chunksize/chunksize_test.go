@@ -133,14 +133,6 @@ func TestEstimator(t *testing.T) {
 	}
 }
 
-func maxOf(xs []int) int {
-	m := 0
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
-}
-
 // A workload that turns from small files to big ones is followed: the chunks of big
 // files stay near the target, not at the thousand small files of before.
 func TestEstimatorFollowsChange(t *testing.T) {
