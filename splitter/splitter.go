@@ -87,7 +87,7 @@ type Config struct {
 	// Quick, when set, settles paths whose local copy already matches as up to date.
 	Quick *QuickCheck
 	// StatWorkers is how many goroutines examine records (lstat, quick check) at once; 0
-	// means DefaultStatWorkers.
+	// means DefaultStatWorkers, or NetStatWorkers on a network filesystem (netfs.go).
 	StatWorkers int
 	// Sizes says each record is SIZE<TAB>PATH (as find -printf '%s\t%P\0' writes it): the
 	// size counts for ChunkBytes and the biggest-first order, and the source is not
@@ -153,9 +153,7 @@ func New(cfg Config, hooks Hooks) *Splitter {
 	if cfg.ChunkFiles <= 0 {
 		cfg.ChunkFiles = 1
 	}
-	if cfg.StatWorkers <= 0 {
-		cfg.StatWorkers = DefaultStatWorkers
-	}
+	cfg.StatWorkers = statWorkers(cfg)
 	if cfg.ChunkBytes <= 0 {
 		cfg.ChunkBytes = 1 << 62
 	}

@@ -1,0 +1,68 @@
+package splitter
+
+import "cmp"
+
+// # Stat workers on a network filesystem
+//
+// On a local disk an lstat costs microseconds, or one disk read when the inode is cold, and
+// DefaultStatWorkers keep a disk's queue busy without a crowd of threads. On a network
+// filesystem each lstat whose attributes are not cached waits a round trip to the server:
+// latency, not work. There the workers are the concurrency of the lookups, and 8 of them
+// made the quick check the slowest part of an incremental copy to an sshfs mount with a
+// 2 ms round trip (20,000 paths in 30 s, with one to three rsyncs running, while GNU
+// parallel's 8 rsyncs did the same lookups and the copy in 30 s). When the source's base
+// or DEST is on one, NetStatWorkers examine records: their threads mostly wait, and the
+// Ps they hold are handed back while they do.
+
+// NetStatWorkers is how many goroutines examine records when Config.StatWorkers is 0 and
+// the source's base or DEST is on a network filesystem.
+const NetStatWorkers = 32
+
+// networkMagics are the statfs(2) f_type values of Linux filesystems whose lookups cross
+// a network (linux/magic.h and the filesystems' own sources).
+var networkMagics = map[int64]string{
+	0x6969:     "nfs",
+	0x517b:     "smb",
+	0xff534d42: "cifs",
+	0xfe534d42: "smb2",
+	0x65735546: "fuse", // sshfs, rclone, s3fs, gcsfuse, glusterfs' client
+	0x00c36400: "ceph",
+	0x0bd00bd0: "lustre",
+	0x47504653: "gpfs",
+	0x01021997: "9p",
+	0x73757245: "coda",
+	0x5346414f: "afs",
+	0x6b414653: "kafs",
+	0xaad7aaea: "panfs",
+	0x19830326: "beegfs",
+	0x013111a8: "ibrix",
+	0x61636673: "acfs",
+}
+
+// networkMagic reports whether a statfs f_type is a network filesystem's.
+func networkMagic(t int64) bool {
+	_, ok := networkMagics[t]
+	return ok
+}
+
+// networkNames are the f_fstypename values of macOS filesystems whose lookups cross a
+// network.
+var networkNames = map[string]bool{
+	"nfs": true, "smbfs": true, "afpfs": true, "webdav": true, "cifs": true,
+	"macfuse": true, "osxfuse": true, "osxfusefs": true, "fusefs": true,
+}
+
+// statWorkers returns how many goroutines examine records under cfg: the number given,
+// or NetStatWorkers when the source's base (Root, or Cwd) or the quick check's DEST is on
+// a network filesystem, or DefaultStatWorkers.
+func statWorkers(cfg Config) int {
+	switch {
+	case cfg.StatWorkers > 0:
+		return cfg.StatWorkers
+	case !cfg.Stats():
+		return DefaultStatWorkers
+	case cfg.Quick != nil && networkFS(cfg.Quick.Dest), cfg.RemoteSrc == "" && networkFS(cmp.Or(cfg.Root, cfg.Cwd)):
+		return NetStatWorkers
+	}
+	return DefaultStatWorkers
+}
