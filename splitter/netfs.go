@@ -45,13 +45,6 @@ func networkMagic(t int64) bool {
 	return ok
 }
 
-// networkNames are the f_fstypename values of macOS filesystems whose lookups cross a
-// network.
-var networkNames = map[string]bool{
-	"nfs": true, "smbfs": true, "afpfs": true, "webdav": true, "cifs": true,
-	"macfuse": true, "osxfuse": true, "osxfusefs": true, "fusefs": true,
-}
-
 // statWorkers returns how many goroutines examine records under cfg: the number given,
 // or NetStatWorkers when the source's base (Root, or Cwd) or the quick check's DEST is on
 // a network filesystem, or DefaultStatWorkers.

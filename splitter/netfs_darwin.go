@@ -11,3 +11,10 @@ func networkFS(path string) bool {
 	}
 	return networkNames[unix.ByteSliceToString(st.Fstypename[:])]
 }
+
+// networkNames are the f_fstypename values of macOS filesystems whose lookups cross a
+// network.
+var networkNames = map[string]bool{
+	"nfs": true, "smbfs": true, "afpfs": true, "webdav": true, "cifs": true,
+	"macfuse": true, "osxfuse": true, "osxfusefs": true, "fusefs": true,
+}
