@@ -63,7 +63,7 @@ usage: bench/scenarios.sh [options]
   --reps N           repetitions, interleaved; medians of N (default 5)    [BENCH_REPS]
   --chunks LIST      files per chunk of the sweep (default "250 2000")     [BENCH_CHUNKS]
   --jobs LIST        jobs of the sweep (default "4 8 16")                  [BENCH_JOBS]
-  --tools LIST       subset of: rsync prsync-default prsync parallel fpsync [BENCH_TOOLS]
+  --tools LIST       subset of: rsync prsync-default prsync-auto prsync parallel fpsync [BENCH_TOOLS]
   --quick            --reps 1 --jobs 8 (the chunk sweep stays)
   --smoke            tiny trees, 1 rep, rsync -a and prsync's defaults only
                      (--no-throttle); scenarios 1 (5 files; skipped without
@@ -116,7 +116,7 @@ done
 if [ "$SMOKE" = 1 ]; then
 	# prsync's CPU throttle would suspend rsyncs for as long as the machine is
 	# busy (CI runs other work): the smoke turns it off to stay within seconds.
-	REPS=1 CHUNKS=100 JOBS=2 TOOLS="rsync prsync-default" SCENARIOS="1 6 7" TREE=tiny DROP=0
+	REPS=1 CHUNKS=100 JOBS=2 TOOLS="rsync prsync-default prsync-auto" SCENARIOS="1 6 7" TREE=tiny DROP=0
 	NAS_FILES=5 DAEMON_FILES=496 SAMPLE_N=20 PRSYNC_OPTS=${BENCH_PRSYNC_OPTS:---no-throttle}
 fi
 TREE=${TREE_OPT:-${BENCH_TREE:-$TREE}}
@@ -239,6 +239,7 @@ m_prsync() {
 	local -a a=()
 	[ -z "${URL:-}" ] || a+=(--root "$URL")
 	[ -z "$C" ] || a+=(--chunk-files "$C" -j "$J")
+	[ -z "${AUTO:-}" ] || a+=(-j auto)
 	# shellcheck disable=SC2086
 	cd "$SRC" && find . -xdev -print0 | "$PRSYNC" -0 $PRSYNC_OPTS "${a[@]}" "$DEST"/ ${RX:+-- $RX} >"$PRLOG"
 }
@@ -261,7 +262,7 @@ methods_of() {
 	local t c j
 	for t in $TOOLS; do
 		case "$t" in
-		rsync | prsync-default) echo "$t" ;;
+		rsync | prsync-default | prsync-auto) echo "$t" ;;
 		prsync | parallel | fpsync)
 			if [ "$t" = fpsync ] && [ "$1" = 7 ]; then continue; fi
 			if [ "$t" = parallel ] && ! have parallel; then continue; fi
@@ -447,7 +448,7 @@ post_run() { case "$S" in 1 | 2) umount_nas ;; esac; rm -rf "$WORK/fpsync-tmp"; 
 
 # run_one METHOD REP
 run_one() {
-	local m=$1 rep=$2 tool c='' j='' res v wall user sys rss code
+	local m=$1 rep=$2 tool c='' j='' res v wall user sys rss code auto
 	TAG="s$S-$m-$rep"
 	res=$OUT/logs/$TAG.time
 	tool=${m%%-c*}
@@ -455,7 +456,9 @@ run_one() {
 	local fn=m_$tool
 	rm -f "$OUT/logs/$TAG.jsonl"
 	[ "$tool" != prsync-default ] || fn=m_prsync
-	export SRC DEST URL RX C=$c J=$j PRLOG=$OUT/logs/$TAG.jsonl FPTMP=$WORK/fpsync-tmp
+	auto=''
+	if [ "$tool" = prsync-auto ]; then fn=m_prsync auto=1; fi
+	export SRC DEST URL RX C=$c J=$j AUTO=$auto PRLOG=$OUT/logs/$TAG.jsonl FPTMP=$WORK/fpsync-tmp
 	if ! pre_run; then
 		v="FAIL: setup" code=-1 wall=0 user=0 sys=0 rss=0
 	else

@@ -283,7 +283,7 @@ func (p *pipeline) startThrottle(ctx, bg context.Context, wg *sync.WaitGroup) {
 func (p *pipeline) startTuner(ctx, bg context.Context, wg *sync.WaitGroup, inputEnded <-chan struct{}) {
 	tctx, stop := context.WithCancel(ctx)
 	after := context.AfterFunc(bg, stop)
-	c := &tune.Controller{Tuner: p.r.tuner, Target: &tuneTarget{pinned: &p.control.pinned, pool: p.pool, inputEnded: inputEnded}}
+	c := &tune.Controller{Tuner: p.r.tuner, Target: &tuneTarget{pinned: &p.control.pinned, pool: p.pool, inputEnded: inputEnded, last: &p.last, machine: throttle.MachineCPUs()}}
 	wg.Add(1)
 	go func() {
 		defer p.pool.RecoverPanic()
@@ -298,12 +298,30 @@ type tuneTarget struct {
 	pinned     *atomic.Bool
 	pool       *exec.Pool
 	inputEnded <-chan struct{}
+	last       *sampleBox // the newest CPU sample, the throttle's or startSampling's
+	machine    int        // the machine's CPUs, which a sample's percentages are of
 }
 
 func (t *tuneTarget) Limit() int                    { return t.pool.Limit() }
 func (t *tuneTarget) Counts() (running, paused int) { return t.pool.Counts() }
 func (t *tuneTarget) Measure()                      { t.pool.MeasureIO() }
 func (t *tuneTarget) Drained() bool                 { return isClosed(t.inputEnded) && t.pool.Queued() == 0 }
+
+// CPU returns the CPUs' use at the newest sample: of a cgroup's CPU quota where one limits
+// prsync, else of the machine. It is not known where prsync's own use cannot be told
+// (no /proc).
+func (t *tuneTarget) CPU() tune.CPUUse {
+	s, ok := t.last.get()
+	switch {
+	case !ok || !s.HasOwn:
+		return tune.CPUUse{}
+	case s.HasCgroup && s.CgroupCPUs > 0:
+		c := s.CgroupCPUs
+		return tune.CPUUse{CPUs: c, Busy: s.CgroupCPU / 100 * c, Own: s.CgroupOwn / 100 * c}
+	}
+	c := float64(t.machine)
+	return tune.CPUUse{CPUs: c, Busy: s.CPU / 100 * c, Own: s.Own / 100 * c}
+}
 
 func (t *tuneTarget) SetLimit(n int, reason, detail string, rate float64) {
 	if t.pinned.Load() {

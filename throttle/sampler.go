@@ -285,6 +285,10 @@ func (s *SystemSampler) clock() time.Time {
 	return time.Now()
 }
 
+// MachineCPUs returns the number of logical CPUs of the machine, which a Sample's CPU and
+// Own are percentages of.
+func MachineCPUs() int { return machineCPUs() }
+
 // machineCPUs returns the number of logical CPUs of the machine, which
 // system-wide CPU use is a share of (not runtime.NumCPU, which is limited by
 // this process's CPU affinity), or runtime.NumCPU if it cannot be read.

@@ -29,6 +29,14 @@ type Target interface {
 	Moved() Moved
 	// Drained reports that no work waits: the input has ended and nothing is queued.
 	Drained() bool
+	// CPU returns the CPUs' use at the newest sample (CPUs 0: not known).
+	CPU() CPUUse
+}
+
+// CPUUse is how busy the CPUs prsync may use are, in CPUs: CPUs of them (a cgroup's quota,
+// or the machine's), Busy used by anyone, Own by prsync's rsyncs.
+type CPUUse struct {
+	CPUs, Busy, Own float64
 }
 
 // Controller applies a Tuner to a Target: it samples the pool every Tick, and every
@@ -52,8 +60,8 @@ func (c *Controller) Run(ctx context.Context) {
 	defer t.Stop()
 	c.Target.Measure()
 	prev, prevAt := c.Target.Moved(), time.Now()
-	var running, paused float64
-	n := 0
+	var running, paused, busy, own, cpus float64
+	n, cpuN := 0, 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -64,6 +72,10 @@ func (c *Controller) Run(ctx context.Context) {
 		r, p := c.Target.Counts()
 		running += float64(r + p)
 		paused += float64(p)
+		if u := c.Target.CPU(); u.CPUs > 0 {
+			busy, own, cpus = busy+u.Busy, own+u.Own, u.CPUs
+			cpuN++
+		}
 		if n++; n < per {
 			continue
 		}
@@ -81,15 +93,22 @@ func (c *Controller) Run(ctx context.Context) {
 		if o.Refused > 0 {
 			o.Accepted = now.Accepted
 		}
+		if cpuN == n { // measured all along the window
+			o.CPUs, o.Busy, o.Own = cpus, busy/float64(n), own/float64(n)
+		}
 		d := c.Tuner.Observe(o)
 		if c.OnDecision != nil {
 			c.OnDecision(o, d)
 		}
 		if d.Limit != o.Limit {
-			c.Target.SetLimit(d.Limit, "auto-"+d.Reason,
-				fmt.Sprintf("best %d, utility %.3g, gain %+.2f", d.Best, d.Utility, d.Gain), d.Rate*8)
+			detail := fmt.Sprintf("best %d, utility %.3g, gain %+.2f", d.Best, d.Utility, d.Gain)
+			if d.Reason == ReasonCPUBound {
+				detail = fmt.Sprintf("%.1f of %.3g CPUs busy, %.1f by the rsyncs", o.Busy, o.CPUs, o.Own)
+			}
+			c.Target.SetLimit(d.Limit, "auto-"+d.Reason, detail, d.Rate*8)
 		}
 		prev, prevAt = now, at
 		running, paused, n = 0, 0, 0
+		busy, own, cpus, cpuN = 0, 0, 0, 0
 	}
 }

@@ -45,6 +45,10 @@ type scenario struct {
 	avail    func(t float64) float64 // rsyncs the queued work can keep busy; nil: no limit
 	paused   func(t float64) float64 // groups the throttle holds paused; nil: none
 	drainAt  float64                 // the input is drained from then on; 0: never
+	// cpu, if set, gives the CPUs busy and the part of them prsync's rsyncs
+	// use with n rsyncs running, on a machine of cpus CPUs.
+	cpu  func(n float64) (busy, own float64)
+	cpus float64
 
 	// pass is the share of runs that must converge within 30 s of each
 	// segment's start and then keep 90 % of the best fixed rate; 0 means
@@ -122,6 +126,11 @@ func (s scenario) run(tb testing.TB, seed uint64) []step {
 		}
 		u := 1 + noise*(2*rng.Float64()-1)
 		o.Bytes, o.Files = b*u, f*u
+		if s.cpu != nil {
+			busy, own := s.cpu(eff)
+			v := 1 + 0.05*(2*rng.Float64()-1) // the samples are steadier than the rate
+			o.CPUs, o.Busy, o.Own = s.cpus, min(busy*v, s.cpus), min(own*v, s.cpus)
+		}
 		d := tn.Observe(o)
 		steps = append(steps, step{t: t, obs: o, rate: o.Bytes + p.FileCost*o.Files, achieved: b + p.FileCost*f, d: d})
 		prev = n
@@ -314,6 +323,12 @@ func scenarios() []scenario {
 		{name: "per-stream-halves-1200", rate: switchAt(changeAt, capped(100*mbit, 1200*mbit), capped(50*mbit, 1200*mbit)),
 			duration: 300, changes: changed, hard: true},
 
+		// A local copy on 2 CPUs: each rsync keeps one CPU busy, so 2 do
+		// all the CPUs can, and each one more costs 3 % in switches and
+		// caches. The search starts at 8, as -j auto does in the CLI.
+		{name: "cpu-bound-2", rate: cpuBound(2, 200*mbyte), duration: 120, cpu: cpuUse(2), cpus: 2,
+			p: startAt(DefaultPolicy(2), 8)},
+
 		// The far side.
 		{name: "max-connections-12", rate: capped(100*mbit, 2000*mbit), duration: 300,
 			maxConn: func(float64) int { return 12 }},
@@ -325,6 +340,29 @@ func scenarios() []scenario {
 				return 8
 			}},
 	}
+}
+
+// cpuBound is a copy whose every rsync keeps one of cpus CPUs busy, moving
+// perCPU bytes/s on it; each rsync beyond the CPUs costs 3 % of the rate.
+func cpuBound(cpus, perCPU float64) rateFunc {
+	return func(n, _ float64) (float64, float64) {
+		return perCPU * min(n, cpus) * math.Pow(0.97, max(0, n-cpus)), 0
+	}
+}
+
+// cpuUse is what the CPUs show for cpuBound: each rsync keeps one busy, 95 %
+// of it its own, the rest the kernel's writeback.
+func cpuUse(cpus float64) func(n float64) (float64, float64) {
+	return func(n float64) (float64, float64) {
+		busy := min(n, cpus)
+		return busy, 0.95 * busy
+	}
+}
+
+// startAt returns p starting at start.
+func startAt(p Policy, start int) Policy {
+	p.Start = start
+	return p
 }
 
 func scenarioNamed(tb testing.TB, name string) scenario {
@@ -389,6 +427,28 @@ func TestConverges(t *testing.T) {
 func TestStepChange(t *testing.T) {
 	for _, name := range []string{"per-stream-halves", "link-halves", "big-to-small-files", "capacity-doubles"} {
 		t.Run(name, func(t *testing.T) { checkScenario(t, scenarioNamed(t, name)) })
+	}
+}
+
+// Issue 23: starting at the fixed default (8), a CPU-bound copy on 2 CPUs
+// drops to 1 or 2 rsyncs within 10 s, stays there, and keeps 90 % of the
+// best fixed rate.
+func TestCPUBoundConverges(t *testing.T) {
+	s := scenarioNamed(t, "cpu-bound-2")
+	checkScenario(t, s)
+	for _, seed := range seeds {
+		at := -1.0 // when the limit first dropped to 2 or less
+		for _, st := range s.run(t, seed) {
+			switch {
+			case at < 0 && st.d.Limit <= 2:
+				at = st.t + window // the decision takes effect after the window
+			case at >= 0 && st.d.Limit > 2:
+				t.Fatalf("seed %d at %.0f s: limit %d after dropping to 2 at %.0f s (%s)", seed, st.t, st.d.Limit, at, st.d.Reason)
+			}
+		}
+		if at < 0 || at > 10 {
+			t.Errorf("seed %d: limit reached 2 or less after %.0f s, want within 10 s", seed, at)
+		}
 	}
 }
 

@@ -33,6 +33,12 @@ type Observation struct {
 	// Drained says that the input has ended and no chunk is queued: from
 	// now on the pool cannot fill the limit, whatever it is.
 	Drained bool
+	// CPUs is how many CPUs prsync may use: a cgroup's CPU quota, or the
+	// machine's CPUs. Busy is how many of them were in use over the
+	// window, by anyone, and Own how many prsync's rsyncs used, both
+	// averaged over the window. CPUs 0 means they were not measured (no
+	// /proc), which turns the CPU rule off.
+	CPUs, Busy, Own float64
 }
 
 // Reasons name what a Decision did.
@@ -64,6 +70,10 @@ const (
 	ReasonRevert = "revert"
 	// ReasonHold: the window was measured and the limit stays.
 	ReasonHold = "hold"
+	// ReasonCPUBound: the CPUs were saturated, mostly by prsync's own
+	// rsyncs: the limit drops to the CPUs' worth, and no probe passes it
+	// while that lasts.
+	ReasonCPUBound = "cpu-bound"
 )
 
 // Decision is the result of one Observe.
@@ -88,6 +98,9 @@ type Decision struct {
 	// Ceiling is the most sessions the far side is taken to accept; 0 when
 	// it has not refused recently.
 	Ceiling int
+	// CPUCap is the most rsyncs the CPUs are taken to serve, while the
+	// copy is CPU-bound; 0 otherwise.
+	CPUCap int
 }
 
 // Tuner searches for the number of concurrent rsyncs that maximises the
@@ -184,6 +197,22 @@ type Decision struct {
 // group (the machine was busy for other reasons); the input is drained; or
 // nothing finished. A skipped window neither wins nor loses a probe.
 //
+// # CPU-bound copies
+//
+// Where the CPUs prsync may use are saturated (Busy at least 90 % of CPUs)
+// and its own rsyncs use at least half of them, more rsyncs cannot get more
+// CPU: they only queue for it, and cost switches, caches and memory. A local
+// copy of small files on 2 CPUs is such a copy, and so is a pull whose
+// daemon shares the machine. Waiting for the search to find this out on
+// ±20 % windows takes far longer than the 10 s such a copy may last, so a
+// measured window that shows it acts at once: the limit and best drop to the
+// CPUs' worth (CPUs rounded, at least Min), and that cap bounds every probe
+// until a window with at least that many rsyncs running shows the CPUs with
+// room again (Busy below 75 %). The search
+// then goes on below the cap, downwards first. The window of a change of the
+// limit, or one in which the throttle paused groups, says nothing: the
+// starts of new rsyncs, or a busy machine, fill the CPUs too.
+//
 // # Refusals
 //
 // A refusal acts at once, whatever else the window says. The count of
@@ -225,6 +254,8 @@ type Tuner struct {
 
 	ceiling int // most sessions the far side accepts; 0 = no ceiling
 	ceilAge int // windows since the ceiling was set or last rose
+
+	cpuCap int // most rsyncs the CPUs serve while the copy is CPU-bound; 0 = none
 }
 
 // Constants of the search; see Tuner.
@@ -242,6 +273,10 @@ const (
 	changeShare = 0.25  // or a shift of the files' share of the rate by this much
 	minNoise    = 0.01  // floor of the measured noise
 	noiseScale  = 0.886 // σ / E|x1 − x2|; see noise
+
+	cpuBusy = 0.9  // a window is CPU-bound when this share of the CPUs is busy
+	cpuOwn  = 0.5  // and prsync's rsyncs use at least this share of them
+	cpuFree = 0.75 // the cap ends when a window has less than this share busy
 )
 
 // New returns a Tuner at p.Start, or the error of p.Validate.
@@ -274,6 +309,10 @@ func (t *Tuner) Observe(o Observation) Decision {
 	t.ageCeiling()
 	if o.Refused > 0 {
 		return t.refused(o)
+	}
+	if d, ok := t.cpuBound(o); ok {
+		t.lastN = 0
+		return d
 	}
 	if reason := t.skip(o); reason != "" {
 		t.lastN = 0
@@ -521,6 +560,34 @@ func (t *Tuner) refused(o Observation) Decision {
 	return t.decision(ReasonRefused, 0)
 }
 
+// cpuBound applies the CPU rule (see Tuner) to window o, and reports whether
+// it decided the window.
+func (t *Tuner) cpuBound(o Observation) (Decision, bool) {
+	if !(o.CPUs > 0) || o.Limit != t.limit || t.settle > 0 || o.Paused > 0 {
+		return Decision{}, false
+	}
+	if o.Busy < cpuFree*o.CPUs && o.Running >= float64(t.cpuCap) {
+		t.cpuCap = 0 // room with as many rsyncs as the cap, not only with fewer
+	}
+	if o.Busy < cpuBusy*o.CPUs || o.Own < cpuOwn*o.CPUs {
+		return Decision{}, false
+	}
+	c := max(t.p.Min, min(int(math.Round(o.CPUs)), t.p.Max))
+	t.cpuCap = c
+	if t.limit <= c && t.best <= c {
+		return Decision{}, false // nothing above it: the window is judged as usual
+	}
+	if t.best > c {
+		t.best = c
+		t.base.reset()
+	}
+	t.probing = false
+	t.holdLen, t.hold = t.p.Hold, 0
+	t.search(-1)
+	t.setLimit(t.best)
+	return t.decision(ReasonCPUBound, 0), true
+}
+
 // ageCeiling raises the ceiling by one step every p.Ceiling windows, and
 // drops it once it reaches Max.
 func (t *Tuner) ageCeiling() {
@@ -575,11 +642,14 @@ func (t *Tuner) measureNoise(x float64, limit int) {
 // with uniform noise, so σ ≈ 0.886 E|x1 − x2| for either.
 func (t *Tuner) noise() float64 { return noiseScale * t.absDiff }
 
-// clamp bounds n to Min, Max and the ceiling.
+// clamp bounds n to Min, Max, the ceiling and the CPU cap.
 func (t *Tuner) clamp(n int) int {
 	hi := t.p.Max
 	if t.ceiling > 0 {
 		hi = min(hi, t.ceiling)
+	}
+	if t.cpuCap > 0 {
+		hi = min(hi, t.cpuCap)
 	}
 	return max(t.p.Min, min(n, hi))
 }
@@ -601,6 +671,7 @@ func (t *Tuner) decision(reason string, gain float64) Decision {
 		Gain:    gain,
 		Noise:   t.noise(),
 		Ceiling: t.ceiling,
+		CPUCap:  t.cpuCap,
 	}
 	if t.base.n > 0 {
 		x, _ := t.base.mean(0, t.base.n)

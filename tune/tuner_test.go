@@ -304,3 +304,79 @@ func TestRefusedBelowBest(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUBound checks the CPU rule: a measured window in which the CPUs are
+// saturated, mostly by prsync's rsyncs, drops the limit to the CPUs' worth at
+// once; any other window is judged as before.
+func TestCPUBound(t *testing.T) {
+	rate := knee20(8)
+	tests := []struct {
+		name   string
+		o      Observation // the second window at Start 8, after the settle window
+		reason string
+		limit  int
+		cap    int
+	}{
+		{"saturated by the rsyncs", Observation{CPUs: 2, Busy: 1.95, Own: 1.8}, ReasonCPUBound, 2, 2},
+		{"saturated, half the rsyncs'", Observation{CPUs: 2, Busy: 1.8, Own: 1}, ReasonCPUBound, 2, 2},
+		{"saturated by others", Observation{CPUs: 2, Busy: 2, Own: 0.4}, ReasonHold, 8, 0},
+		{"room", Observation{CPUs: 2, Busy: 1.7, Own: 1.6}, ReasonHold, 8, 0},
+		{"not measured", Observation{Busy: 2, Own: 2}, ReasonHold, 8, 0},
+		{"a quota of 1.5 CPUs", Observation{CPUs: 1.5, Busy: 1.5, Own: 1.4}, ReasonCPUBound, 2, 2},
+		{"a quota of half a CPU", Observation{CPUs: 0.5, Busy: 0.5, Own: 0.5}, ReasonCPUBound, 1, 1},
+		{"16 CPUs: nothing above the cap", Observation{CPUs: 16, Busy: 16, Own: 15}, ReasonHold, 8, 16},
+		{"throttled", Observation{CPUs: 2, Busy: 2, Own: 2, Paused: 1}, ReasonThrottled, 8, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := newTuner(t, startAt(DefaultPolicy(2), 8))
+			first := Observation{Limit: 8, Running: 8, Bytes: rate, CPUs: 2, Busy: 2, Own: 2}
+			if d := tn.Observe(first); d.Reason != ReasonSettle || d.Limit != 8 {
+				t.Fatalf("first window: %+v, want settle at 8 (the starts fill the CPUs too)", d)
+			}
+			o := tt.o
+			o.Limit, o.Running, o.Bytes = 8, 8, rate
+			d := tn.Observe(o)
+			if d.Reason != tt.reason || d.Limit != tt.limit || d.CPUCap != tt.cap {
+				t.Fatalf("window: %+v, want %q to %d with CPU cap %d", d, tt.reason, tt.limit, tt.cap)
+			}
+			if tt.reason == ReasonCPUBound && d.Best != tt.limit {
+				t.Fatalf("best %d, want %d", d.Best, tt.limit)
+			}
+		})
+	}
+}
+
+// TestCPUCap follows the search after the CPU rule dropped the limit to 2: it
+// probes down, never above the cap while the CPUs stay saturated, and may go
+// above it again once a window at the cap shows the CPUs with room.
+func TestCPUCap(t *testing.T) {
+	tn := newTuner(t, startAt(DefaultPolicy(2), 8))
+	perRsync := 100 * mbit
+	window := func(busy float64) Observation {
+		n := tn.Limit()
+		return Observation{Limit: n, Running: float64(n), Bytes: perRsync * min(float64(n), 2), CPUs: 2, Busy: min(busy*float64(n), 2), Own: min(busy*float64(n), 2)}
+	}
+	tn.Observe(window(1)) // settle
+	if d := tn.Observe(window(1)); d.Reason != ReasonCPUBound || d.Limit != 2 {
+		t.Fatalf("saturated window: %+v, want cpu-bound to 2", d)
+	}
+	sawDown := false
+	for i := range 40 {
+		d := tn.Observe(window(1))
+		if d.Limit > 2 {
+			t.Fatalf("window %d: limit %d above the CPU cap (%s)", i, d.Limit, d.Reason)
+		}
+		sawDown = sawDown || d.Limit == 1
+	}
+	if !sawDown {
+		t.Error("the search never probed 1 below the cap")
+	}
+	// each rsync now waits on the network half of its time: two leave room
+	for range 2 * DefaultPolicy(2).MaxHold * 3 {
+		if d := tn.Observe(window(0.5)); d.Limit > 2 {
+			return // a probe passed the old cap
+		}
+	}
+	t.Error("the limit never went above 2 after the CPUs had room")
+}

@@ -243,6 +243,32 @@ func setting(m *Method) string {
 	return fmt.Sprintf("%.2f s", m.Median())
 }
 
+// renderAuto writes the table that decides whether -j auto becomes the default: within 5 %
+// of prsync's best fixed setting in every scenario (issue 23). Nothing without prsync-auto runs.
+func renderAuto(b *strings.Builder, ms []*Method, scs []string) {
+	any := false
+	for _, sc := range scs {
+		any = any || best(ms, sc, "prsync-auto") != nil
+	}
+	if !any {
+		return
+	}
+	b.WriteString("\n`-j auto` (prsync-auto: default chunks, `-j auto`) against prsync's best fixed setting and its defaults; it becomes the default only where it is within 5 % of the best fixed in every scenario:\n\n")
+	b.WriteString("| # | scenario | prsync -j auto | prsync best fixed | prsync defaults | auto ÷ best fixed | auto ÷ defaults | within 5 % |\n|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range scs {
+		auto, fixed, def := best(ms, sc, "prsync-auto"), best(ms, sc, "prsync"), best(ms, sc, "prsync-default")
+		r := ratio(auto, fixed)
+		ok := "n/a"
+		if !math.IsNaN(r) {
+			ok = "no"
+			if r <= 1.05 {
+				ok = "yes"
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, scenarioNames[sc], setting(auto), setting(fixed), setting(def), fr(r), fr(ratio(auto, def)), ok)
+	}
+}
+
 func ratio(a, b *Method) float64 {
 	if a == nil || b == nil || b.Median() == 0 {
 		return math.NaN()
@@ -314,6 +340,7 @@ func render(ms []*Method, machine []string, plots string) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, scenarioNames[sc],
 			setting(rs), setting(par), setting(fp), setting(fixed), defs, fr(toR), fr(toP), fr(toF), strings.Join(gs, "; "))
 	}
+	renderAuto(&b, ms, scs)
 	b.WriteString("\nEvery method, median [min–max] wall seconds over its repetitions, and CPU (user+system, children included):\n\n")
 	b.WriteString("| # | method | median s | min–max s | CPU s | prsync chunks | prsync suspended s | runs | check |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range ms {

@@ -48,6 +48,27 @@ func TestRender(t *testing.T) {
 			want: []string{"| 7 | pull from a daemon | 10.00 s | — | — | — | FAIL |", "≤ 1.05× rsync -a: **n/a**"},
 			not:  []string{"**met**"},
 		},
+		{
+			name: "-j auto against the best fixed",
+			csv: header +
+				"3,local,rsync,rsync,,,1,10,1,1,0,0,ok,,,\n" +
+				"3,local,prsync-c2000-j8,prsync,2000,8,1,8,1,1,0,0,ok,40,0,0\n" +
+				"3,local,prsync-default,prsync-default,,,1,9,1,1,0,0,ok,5,0,0\n" +
+				"3,local,prsync-auto,prsync-auto,,,1,8.2,1,1,0,0,ok,5,0,0\n" +
+				"6,daemon,rsync,rsync,,,1,10,1,1,0,0,ok,,,\n" +
+				"6,daemon,prsync-c2000-j8,prsync,2000,8,1,4,1,1,0,0,ok,40,0,0\n" +
+				"6,daemon,prsync-default,prsync-default,,,1,5,1,1,0,0,ok,5,0,0\n" +
+				"6,daemon,prsync-auto,prsync-auto,,,1,5,1,1,0,0,ok,5,0,0\n",
+			want: []string{"| 3 | local, cold cache | 8.20 s | 8.00 s (prsync -f/-N 2000 -j 8) | 9.00 s | 1.02 | 0.91 | yes |",
+				"| 6 | daemon, max connections | 5.00 s | 4.00 s (prsync -f/-N 2000 -j 8) | 5.00 s | 1.25 | 1.00 | no |"},
+		},
+		{
+			name: "no -j auto runs, no -j auto table",
+			csv: header +
+				"3,local,rsync,rsync,,,1,10,1,1,0,0,ok,,,\n" +
+				"3,local,prsync-default,prsync-default,,,1,9,1,1,0,0,ok,5,0,0\n",
+			not: []string{"auto ÷ best fixed"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
