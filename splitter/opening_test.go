@@ -39,13 +39,19 @@ type streamed struct {
 }
 
 func startStreamed(t *testing.T, n, slots, chunkFiles int) *streamed {
+	return startStreamedBytes(t, n, slots, chunkFiles, 128<<20, nil)
+}
+
+// startStreamedBytes is startStreamed with --chunk-bytes and the sizes of some paths (10
+// bytes where it has none).
+func startStreamedBytes(t *testing.T, n, slots, chunkFiles int, chunkBytes int64, size map[int]int) *streamed {
 	t.Helper()
 	dir := t.TempDir()
 	r := &streamed{t: t, writes: make(chan string, 16), out: make(chan *Chunk, 1000), done: make(chan error, 1),
-		sizer: chunksize.NewSizer(chunksize.DefaultPolicy(2*time.Second, chunkFiles, 128<<20))}
+		sizer: chunksize.NewSizer(chunksize.DefaultPolicy(2*time.Second, chunkFiles, chunkBytes))}
 	for i := range n {
 		p := filepath.Join(dir, fmt.Sprintf("f%04d", i))
-		if err := os.WriteFile(p, make([]byte, 10), 0o644); err != nil {
+		if err := os.WriteFile(p, make([]byte, cmp.Or(size[i], 10)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		r.paths = append(r.paths, p)
@@ -59,7 +65,7 @@ func startStreamed(t *testing.T, n, slots, chunkFiles int) *streamed {
 		}
 		pw.Close()
 	}()
-	cfg := Config{Sep: '\n', Cwd: "/", ChunkFiles: chunkFiles, ChunkBytes: 128 << 20, ChunkWait: 10 * time.Second,
+	cfg := Config{Sep: '\n', Cwd: "/", ChunkFiles: chunkFiles, ChunkBytes: chunkBytes, ChunkWait: 10 * time.Second,
 		Sizer: r.sizer, Slots: func() int { return slots }, Opening: r.opening}
 	s := New(cfg, Hooks{
 		Accepted: func(int64) { r.accepted.Add(1) },
@@ -338,4 +344,25 @@ func TestStreamingOpeningCancel(t *testing.T) {
 			r.inOrder([]*Chunk{probe, {Inputs: r.unsent}}, 300)
 		})
 	}
+}
+
+// TestStreamingOpeningProbeBytes: a probe closed early by --chunk-bytes (its tenth path would
+// not fit) is still the probe: the path that did not fit is the first of the wave.
+func TestStreamingOpeningProbeBytes(t *testing.T) {
+	r := startStreamedBytes(t, 300, 8, 2000, 1000, map[int]int{9: 950})
+	r.write(100)
+	cs := r.chunks(1)
+	if cs[0].ID != 1 || cs[0].Len() != 9 {
+		t.Fatalf("first chunk %d of %d paths, want chunk 1 of the 9 that fit in 1000 bytes", cs[0].ID, cs[0].Len())
+	}
+	r.write(200)
+	r.waitRest(291)
+	r.none(50 * time.Millisecond)
+	r.answerWith(func(int) int { return 3 })
+	cs = append(cs, r.end()...)
+	// parts of 97 paths; the 950-byte path and 5 of 10 bytes fill the first one's 1000 bytes
+	if got := counts(cs); got != "9 6 97 97 91" {
+		t.Errorf("chunks of %s paths, want 9 6 97 97 91", got)
+	}
+	r.inOrder(cs, 300)
 }

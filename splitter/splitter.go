@@ -141,8 +141,8 @@ type Splitter struct {
 	eof       atomic.Bool
 	applied   int64
 	tailFiles int
-	// probe is the first chunk of a short list, cut to learn what its paths cost
-	// (Config.Opening); probing says the cut of the rest waits for it
+	// probe is the first chunk of a short list or of one still streaming, cut to learn
+	// what its paths cost (Config.Opening); probing says the cut of the rest waits for it
 	probe   *Chunk
 	probing bool
 	opened  bool // the rest was cut as Opening said: tailFiles a chunk, by count alone
@@ -656,6 +656,10 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 	if s.cur != nil && (s.budget.Over(s.cur.Len()+len(g), s.cur.Bytes+size) || s.cur.Src != g[0].src) {
 		if err := s.flush(ctx, out); err != nil {
 			return err
+		}
+		if s.waving { // that was the probe: g is the first path after it
+			s.hold(g)
+			return nil
 		}
 	}
 	if s.cur == nil {
