@@ -119,7 +119,11 @@ func (p *pipeline) openingFunc() func(*splitter.Chunk, int) (int, bool) {
 	if p.sizer == nil {
 		return nil
 	}
-	cpus := usableCPUs(runtime.NumCPU(), p.sampler.Source().CPUs)
+	var quota float64
+	if p.sampler != nil {
+		quota = p.sampler.Source().CPUs
+	}
+	cpus := usableCPUs(runtime.NumCPU(), quota)
 	var deadline time.Time
 	return func(probe *splitter.Chunk, rest int) (int, bool) {
 		now := time.Now()
