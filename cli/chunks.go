@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"context"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -60,13 +60,14 @@ func (p *pipeline) observe(m exec.Report) {
 		return
 	}
 	e, ok := m.(exec.ChunkEnded)
-	if ok {
-		p.probe.ended(e)
-	}
-	if !ok || e.Attempt != 1 || e.Outcomes == nil || e.Paused || e.Status != "ok" && e.Status != "vanished" {
+	if !ok {
 		return
 	}
-	p.sizer.Observe(chunksize.Sample{Files: e.Chunk.Len(), Bytes: e.Chunk.Bytes, Seconds: e.Seconds})
+	if e.Attempt == 1 && e.Outcomes != nil && !e.Paused && (e.Status == "ok" || e.Status == "vanished") {
+		p.sizer.Observe(chunksize.Sample{Files: e.Chunk.Len(), Bytes: e.Chunk.Bytes, Seconds: e.Seconds})
+	}
+	// after Observe: once Opening sees the probe's end, the budget has learnt from it
+	p.probe.ended(e)
 }
 
 // tail is how the chunks that wait once the input has ended are cut (no lonely tail).
@@ -85,18 +86,21 @@ func (p *pipeline) tail(sp *splitter.Splitter) splitter.Tail {
 	}
 }
 
-// probeBox holds the probe chunk of a short list (splitter.Config.Opening) and how its
-// first attempt ended.
+// probeBox holds how the first attempt of the run's first chunk ended: the probe chunk
+// (splitter.Config.Opening), when there is one. It keeps it whether or not Opening has been
+// asked yet: a probe may end before the first path after it is read.
 type probeBox struct {
-	mu    sync.Mutex
-	chunk *splitter.Chunk
-	end   *chunksize.Probe
+	mu  sync.Mutex
+	end *chunksize.Probe
 }
+
+// probeID is the ID of the probe chunk: the first chunk cut.
+const probeID = 1
 
 func (b *probeBox) ended(e exec.ChunkEnded) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.chunk == nil || e.Chunk != b.chunk || b.end != nil {
+	if e.Chunk.ID != probeID || b.end != nil {
 		return
 	}
 	pr := chunksize.Probe{Files: e.Chunk.Len(), First: e.FirstLine, Elapsed: e.Seconds, CPU: e.CPUSeconds, Ended: true}
@@ -105,50 +109,55 @@ func (b *probeBox) ended(e exec.ChunkEnded) {
 	b.end = &pr
 }
 
-// openingPoll is how often opening looks at the probe.
-const openingPoll = 5 * time.Millisecond
-
-// openingFunc returns the splitter's Opening: it waits for the probe chunk of a short list
-// to show what a start and a path cost, and says into how many parts to cut the rest
-// (chunksize.Policy.OpeningParts). It waits at most the chunk target; then, or when the
-// run ends, the rest is cut for every slot, as without a probe.
-func (p *pipeline) openingFunc() func(context.Context, *splitter.Chunk, int) int {
+// openingFunc returns the splitter's Opening: asked while the paths after the probe chunk
+// wait (a short list's rest, or the first wave of a list still streaming), it says into how
+// many parts to cut them once the probe has shown what a start and a path cost
+// (chunksize.Policy.OpeningParts). The wait is at most the chunk target from the first
+// question; then the rest is cut for every slot, as without a probe. The splitter asks
+// again every few milliseconds and ends the wait itself when the run ends.
+func (p *pipeline) openingFunc() func(*splitter.Chunk, int) (int, bool) {
 	if p.sizer == nil {
 		return nil
 	}
-	return func(ctx context.Context, probe *splitter.Chunk, rest int) int {
+	var quota float64
+	if p.sampler != nil {
+		quota = p.sampler.Source().CPUs
+	}
+	cpus := usableCPUs(runtime.NumCPU(), quota)
+	var deadline time.Time
+	return func(probe *splitter.Chunk, rest int) (int, bool) {
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(p.sizer.Target())
+		}
+		slots := p.pool.Limit()
 		p.probe.mu.Lock()
-		p.probe.chunk = probe
+		end := p.probe.end
 		p.probe.mu.Unlock()
-		deadline := time.Now().Add(p.sizer.Target())
-		t := time.NewTicker(openingPoll)
-		defer t.Stop()
-		for {
-			slots := p.pool.Limit()
-			p.probe.mu.Lock()
-			end := p.probe.end
-			p.probe.mu.Unlock()
-			pr := chunksize.Probe{Files: probe.Len()}
-			if end != nil {
-				pr = *end
-			} else if started, first, ok := p.pool.Running(probe.ID); ok {
-				now := time.Now()
-				pr.Elapsed = now.Sub(started).Seconds()
-				if !first.IsZero() {
-					pr.First = max(first.Sub(started).Seconds(), 1e-6)
-				}
-			}
-			if n, known := p.sizer.OpeningParts(rest, pr, slots, runtime.NumCPU()); known {
-				return n
-			}
-			select {
-			case <-ctx.Done():
-				return slots
-			case now := <-t.C:
-				if now.After(deadline) {
-					return slots
-				}
+		pr := chunksize.Probe{Files: probe.Len()}
+		if end != nil && probe.ID == probeID {
+			pr = *end
+		} else if started, first, ok := p.pool.Running(probe.ID); ok {
+			pr.Elapsed = now.Sub(started).Seconds()
+			if !first.IsZero() {
+				pr.First = max(first.Sub(started).Seconds(), 1e-6)
 			}
 		}
+		if n, known := p.sizer.OpeningParts(rest, pr, slots, cpus); known {
+			return n, true
+		}
+		if now.After(deadline) {
+			return slots, true
+		}
+		return 0, false
 	}
+}
+
+// usableCPUs returns the CPUs prsync's rsyncs may really use on a machine of cpus CPUs: a
+// cgroup's CPU quota (quota CPUs, 0 for none), rounded up, when it is lower.
+func usableCPUs(cpus int, quota float64) int {
+	if quota > 0 && int(math.Ceil(quota)) < cpus {
+		return max(int(math.Ceil(quota)), 1)
+	}
+	return cpus
 }

@@ -71,13 +71,16 @@ type Config struct {
 	// input has been read and the paths left would not fill every slot with a chunk of
 	// the budget, they are cut in that many equal chunks.
 	Slots func() int
-	// Opening, with Sizer and Slots, is asked how to cut a short list (one whose end was
-	// read before its first chunk was cut, and whose even split over the slots gives chunks
-	// under ChunkFiles): its first chunk is a probe of chunksize.ProbeFiles paths, and
-	// Opening waits for what the probe shows and returns into how many parts to cut the
-	// rest paths (see chunksize.Policy.OpeningParts). Nil splits the list evenly over the
-	// slots at once.
-	Opening func(ctx context.Context, probe *Chunk, rest int) int
+	// Opening, with Sizer and Slots, is asked how to cut the opening of a list whose first
+	// chunk is a probe of chunksize.ProbeFiles paths: a short list (one whose end was read
+	// before its first chunk was cut, and whose even split over the slots gives chunks
+	// under ChunkFiles), or a list still streaming when the first chunk's wait for its end
+	// (endWait) ran out. It returns into how many parts to cut rest paths after the probe
+	// (see chunksize.Policy.OpeningParts), and false while the probe has not shown enough
+	// yet: it is asked again every openingPoll, with rest grown as more paths arrive, until
+	// it answers (it bounds the wait itself). Nil splits a short list evenly over the slots
+	// at once and cuts a streaming one by the Sizer's budget from its first chunk.
+	Opening func(probe *Chunk, rest int) (parts int, known bool)
 	// Shard and Shards select the paths whose hash mod Shards is Shard; Shards <= 1 keeps all.
 	Shard, Shards int
 	// HardLinks keeps all links of an inode (nlink > 1) in the same shard and chunk.
@@ -138,11 +141,17 @@ type Splitter struct {
 	eof       atomic.Bool
 	applied   int64
 	tailFiles int
-	// probe is the first chunk of a short list, cut to learn what its paths cost
-	// (Config.Opening); probing says the cut of the rest waits for it
+	// probe is the first chunk of a short list or of one still streaming, cut to learn
+	// what its paths cost (Config.Opening); probing says the cut of the rest waits for it
 	probe   *Chunk
 	probing bool
 	opened  bool // the rest was cut as Opening said: tailFiles a chunk, by count alone
+	// streaming says the probe was cut while the input was still being read (opening.go);
+	// once it is sent (waving), the paths after it are held in wave until Opening answers
+	streaming, waving bool
+	wave              [][]rec
+	waveFiles         int
+	waveArena         arena
 }
 
 // New returns a Splitter.
@@ -241,8 +250,25 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var poll *time.Ticker // while the wave after a streaming list's probe waits (opening.go)
+	defer func() {
+		if poll != nil {
+			poll.Stop()
+		}
+	}()
 	for {
 		var u *unit
+		var tick <-chan time.Time
+		in := ordered
+		if s.waving {
+			if poll == nil {
+				poll = time.NewTicker(openingPoll)
+			}
+			tick = poll.C
+			if s.waveFull() {
+				in = nil // the input waits as it did before the wave: memory stays bounded
+			}
+		}
 		select {
 		case <-ctx.Done():
 			s.unsent()
@@ -252,12 +278,22 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 				return err
 			}
 			continue
-		case u = <-ordered:
+		case <-tick:
+			if err := s.openWave(ctx, out, false); err != nil {
+				return err
+			}
+			continue
+		case u = <-in:
 		}
 		if u.end != nil {
 			if !errors.Is(u.end, io.EOF) {
 				s.unsent()
 				return fmt.Errorf("%w: %w", ErrRead, u.end)
+			}
+			if s.waving {
+				if err := s.openWave(ctx, out, true); err != nil {
+					return err
+				}
 			}
 			if s.links != nil {
 				for _, g := range s.links.drain() {
@@ -395,6 +431,7 @@ func (s *Splitter) unsent() {
 	if s.cur != nil && s.hooks.Unsent != nil {
 		s.hooks.Unsent(s.cur.Inputs)
 	}
+	s.unsentWave()
 	if s.links != nil && s.hooks.Unsent != nil {
 		for _, g := range s.links.drain() {
 			ins := make([][]byte, len(g))
@@ -608,6 +645,10 @@ func (s *Splitter) settle(in []byte, status, reason string) {
 
 // addGroup puts records into the current chunk, all in the same one.
 func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) error {
+	if s.waving {
+		s.hold(g)
+		return nil
+	}
 	var size int64
 	for _, r := range g {
 		size += r.size
@@ -615,6 +656,10 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 	if s.cur != nil && (s.budget.Over(s.cur.Len()+len(g), s.cur.Bytes+size) || s.cur.Src != g[0].src) {
 		if err := s.flush(ctx, out); err != nil {
 			return err
+		}
+		if s.waving { // that was the probe: g is the first path after it
+			s.hold(g)
+			return nil
 		}
 	}
 	if s.cur == nil {
@@ -683,6 +728,9 @@ const minTailFiles = 4
 func (s *Splitter) shareTail(ctx context.Context) {
 	if s.cfg.Opening != nil && s.tailFiles == 0 && s.nextID.Load() == 0 && !s.probing {
 		s.awaitEnd(ctx)
+		if s.streamingProbe(ctx) {
+			return
+		}
 	}
 	if s.tailFiles == 0 && s.cfg.Slots != nil && s.eof.Load() {
 		slots := max(s.cfg.Slots(), 1)
@@ -690,9 +738,12 @@ func (s *Splitter) shareTail(ctx context.Context) {
 		switch {
 		case s.probe != nil:
 			// the probe has been cut: the rest waits for what it shows
-			n := max(s.cfg.Opening(ctx, s.probe, left), 1)
+			n, ok := s.awaitOpening(ctx, left)
+			if !ok {
+				n = slots // the run ends: as without a probe
+			}
 			s.probe, s.probing, s.opened = nil, false, true
-			s.tailFiles = max((left+n-1)/n, minTailFiles)
+			s.tailFiles = s.partFiles(left, n)
 		case s.cfg.Opening != nil && !s.probing && s.nextID.Load() == 0 && !s.budget.Timed &&
 			left > minProbeList && left < slots*s.cfg.ChunkFiles:
 			// a short list, complete before its first chunk: probe it first
@@ -754,6 +805,9 @@ func (s *Splitter) flush(ctx context.Context, out chan<- *Chunk) error {
 	}
 	select {
 	case out <- s.cur:
+		if s.cur == s.probe && s.streaming {
+			s.waving = true // the paths after it wait for what it shows (opening.go)
+		}
 		s.cur = nil
 		return nil
 	case <-ctx.Done():
