@@ -43,7 +43,7 @@ type pipeline struct {
 	dirs          *splitter.Dirs // the directories the paths touched, with --delete
 	chunks        int            // the chunks the splitter made, once the copy has ended
 	sizer         *chunksize.Sizer
-	probe         probeBox // the probe chunk of a short list, and what it showed
+	probe         probeBox // the probe chunk of a short list or of one still streaming, and what it showed
 	sp            *splitter.Splitter
 
 	inputErr      error // set before the input goroutine ends
