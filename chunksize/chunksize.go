@@ -33,6 +33,17 @@ import (
 // of rsyncs running side by side, so the fit is what a chunk costs at the concurrency of
 // the moment.
 //
+// # The first sample
+//
+// One sample cannot tell the start cost from the per-path cost by least squares: the fit of
+// one point charges it all to the paths (the per-file term wins the tie). Where that sample
+// is the probe of an opening (16 paths, 0.14 s, 0.1 s of it an rsync's start), the next
+// chunks would be cut at 16 × 2 s / 0.14 s = 228 paths, each paying the start again. So a
+// lone sample whose rsync logged its first line splits its time at that line: the first
+// line comes after the start and one path, the other paths share the rest, so per path =
+// (seconds − first) ÷ (paths − 1) and start = first − per path. A second sample brings the
+// least squares back.
+//
 // # Sizes
 //
 // Until a chunk has finished, chunks are cut at StartFiles paths, so that a short list
@@ -86,11 +97,13 @@ func DefaultPolicy(target time.Duration, maxFiles int, maxBytes int64) Policy {
 	}
 }
 
-// Sample is one finished chunk: its paths, its bytes, and how long its rsync ran.
+// Sample is one finished chunk: its paths, its bytes, and how long its rsync ran. First is
+// the seconds from its start to its first logged line (0: not known).
 type Sample struct {
 	Files   int
 	Bytes   int64
 	Seconds float64
+	First   float64
 }
 
 // Fit is the cost model: Start seconds per rsync, PerFile seconds per path, PerByte
@@ -155,6 +168,23 @@ func (e *Estimator) Observe(s Sample) {
 	e.samples = append(e.samples, s)
 	e.maxFiles = max(e.maxFiles, s.Files)
 	e.fit = fit(e.samples, e.p.Decay)
+	if f, ok := firstSplit(e.samples); ok {
+		e.fit = f
+	}
+}
+
+// firstSplit returns the fit of a lone sample split at its first logged line (see The first
+// sample), and false when there is more than one sample or the line says nothing.
+func firstSplit(samples []Sample) (Fit, bool) {
+	if len(samples) != 1 {
+		return Fit{}, false
+	}
+	s := samples[0]
+	if s.Files < 2 || !(s.First > 0 && s.First < s.Seconds) {
+		return Fit{}, false
+	}
+	perFile := (s.Seconds - s.First) / float64(s.Files-1)
+	return Fit{Start: max(s.First-perFile, 0), PerFile: perFile, N: 1}, true
 }
 
 // Fit returns the cost model as fitted so far.
@@ -179,12 +209,17 @@ func (e *Estimator) Budget() Budget {
 }
 
 // byRate returns the paths that fill the target at the newest sample's rate, its whole
-// duration charged to its paths (0: no sample yet).
+// duration charged to its paths (0: no sample yet); a lone sample split at its first line
+// charges only the time after the start (see The first sample).
 func (e *Estimator) byRate() float64 {
 	if len(e.samples) == 0 {
 		return 0
 	}
 	s := e.samples[len(e.samples)-1]
+	if _, ok := firstSplit(e.samples); ok {
+		st := e.fit.Start
+		return float64(s.Files) * max(e.Target()-st, 0) / (s.Seconds - st)
+	}
 	return float64(s.Files) * e.Target() / s.Seconds
 }
 

@@ -160,11 +160,11 @@ func TestFit(t *testing.T) {
 		samples          []Sample
 		start, file, per float64
 	}{
-		{"exact", []Sample{{10, 0, 0.05 + 0.01}, {100, 0, 0.05 + 0.1}, {1000, 0, 0.05 + 1}}, 0.05, 0.001, 0},
-		{"bytes", []Sample{{10, 1e6, 0.1 + 0.01 + 0.1}, {20, 5e6, 0.1 + 0.02 + 0.5}, {5, 9e6, 0.1 + 0.005 + 0.9}, {40, 1e5, 0.1 + 0.04 + 0.01}}, 0.1, 0.001, 1e-7},
+		{"exact", []Sample{{10, 0, 0.05 + 0.01, 0}, {100, 0, 0.05 + 0.1, 0}, {1000, 0, 0.05 + 1, 0}}, 0.05, 0.001, 0},
+		{"bytes", []Sample{{10, 1e6, 0.1 + 0.01 + 0.1, 0}, {20, 5e6, 0.1 + 0.02 + 0.5, 0}, {5, 9e6, 0.1 + 0.005 + 0.9, 0}, {40, 1e5, 0.1 + 0.04 + 0.01, 0}}, 0.1, 0.001, 1e-7},
 		// a fit with a negative start would extrapolate wrong: the start is dropped
-		{"no negative term", []Sample{{10, 0, 0.001}, {100, 0, 0.2}, {200, 0, 0.4}}, 0, 0.002, 0},
-		{"one sample", []Sample{{32, 0, 0.5}}, 0, 0.5 / 32, 0},
+		{"no negative term", []Sample{{10, 0, 0.001, 0}, {100, 0, 0.2, 0}, {200, 0, 0.4, 0}}, 0, 0.002, 0},
+		{"one sample", []Sample{{32, 0, 0.5, 0}}, 0, 0.5 / 32, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,5 +273,53 @@ func TestFixedBudget(t *testing.T) {
 		if o, r := b.Over(tc.files, tc.bytes), b.Reached(tc.files, tc.bytes); o != tc.over || r != tc.reached {
 			t.Errorf("%d files, %d bytes: over %v reached %v, want %v %v", tc.files, tc.bytes, o, r, tc.over, tc.reached)
 		}
+	}
+}
+
+// TestFirstSample checks the split of a lone sample at its first logged line: the probe of an
+// opening (16 paths) gives the start and the per-path cost at once, so the next chunk fills
+// the target instead of being cut at the probe's whole time charged to its paths.
+func TestFirstSample(t *testing.T) {
+	p := DefaultPolicy(2*time.Second, 2000, 128<<20)
+	tests := []struct {
+		name         string
+		samples      []Sample
+		start, file  float64 // the fit
+		budgetFiles  int     // the next chunk's bound of paths
+		predictFiles int     // the paths at which the fit reaches the target; 0: not checked
+	}{
+		// 60 ms to start, 2.5 ms a path: the first line after 62.5 ms, the end after 100 ms
+		{"the probe", []Sample{{16, 0, 0.1, 0.0625}}, 0.06, 0.0025, 773, 776},
+		{"no first line: all charged to the paths", []Sample{{16, 0, 0.1, 0}}, 0, 0.1 / 16, 320, 320},
+		{"a first line at the end says nothing", []Sample{{16, 0, 0.1, 0.1}}, 0, 0.1 / 16, 320, 320},
+		{"one path", []Sample{{1, 0, 0.1, 0.05}}, 0, 0.1, 32, 0}, // StartFiles at least
+		// a second sample: least squares, whatever the first lines say
+		{"two samples", []Sample{{16, 0, 0.06 + 0.04, 0.0625}, {100, 0, 0.06 + 0.25, 0.0625}}, 0.06 * 1.05, 0.0025 * 0.97, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(p)
+			for _, s := range tc.samples {
+				e.Observe(s)
+			}
+			f := e.Fit()
+			near := func(got, want float64) bool { return math.Abs(got-want) <= 0.06*math.Abs(want)+1e-9 }
+			if !near(f.Start, tc.start) || !near(f.PerFile, tc.file) {
+				t.Errorf("fit %+v, want start %g, per file %g", f, tc.start, tc.file)
+			}
+			b := e.Budget()
+			if tc.budgetFiles > 0 && (b.Files < tc.budgetFiles-2 || b.Files > tc.budgetFiles+2) {
+				t.Errorf("budget %d paths, want %d", b.Files, tc.budgetFiles)
+			}
+			if tc.predictFiles > 0 {
+				n := 0
+				for !b.Reached(n, 0) {
+					n++
+				}
+				if n < tc.predictFiles-3 || n > tc.predictFiles+3 {
+					t.Errorf("the budget is reached at %d paths, want about %d", n, tc.predictFiles)
+				}
+			}
+		})
 	}
 }

@@ -64,7 +64,7 @@ func (p *pipeline) observe(m exec.Report) {
 		return
 	}
 	if e.Attempt == 1 && e.Outcomes != nil && !e.Paused && (e.Status == "ok" || e.Status == "vanished") {
-		p.sizer.Observe(chunksize.Sample{Files: e.Chunk.Len(), Bytes: e.Chunk.Bytes, Seconds: e.Seconds})
+		p.sizer.Observe(chunksize.Sample{Files: e.Chunk.Len(), Bytes: e.Chunk.Bytes, Seconds: e.Seconds, First: e.FirstLine})
 	}
 	// after Observe: once Opening sees the probe's end, the budget has learnt from it
 	p.probe.ended(e)
