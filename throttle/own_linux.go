@@ -13,15 +13,20 @@ import (
 )
 
 // ownCPUSource returns the function that reads prsync's own CPU time and the
-// kernel threads'.
-func ownCPUSource() func([]int) (cpuTimes, error) { return readOwnCPU }
+// kernel threads'. It keeps the book of the rsyncs' peers on this machine
+// (see peerBook), so each sampler gets its own.
+func ownCPUSource() func([]int) (cpuTimes, error) {
+	peers := newPeerBook("/proc")
+	return func(pgids []int) (cpuTimes, error) { return readOwnCPU(pgids, peers) }
+}
 
 // readOwnCPU returns, in seconds, the CPU time (user and system) of this
 // process, of its reaped children, and of every live process in one of the
 // process groups pgids, including the children those processes reaped: all the
 // CPU the run uses, prsync's own included, so that none of it can make prsync
-// pause itself. It also returns the CPU time of the kernel's threads, which
-// count neither as prsync's nor as other load (see Sample.Kernel).
+// pause itself. It also returns the CPU time of the processes on this machine
+// that serve the rsyncs over TCP (see peerBook), and of the kernel's threads,
+// which count neither as prsync's nor as other load (see Sample.Kernel).
 //
 // The own sum only grows as processes end: a group member's time moves into its
 // parent's cutime and cstime when the parent reaps it, and a leader's into
@@ -30,30 +35,41 @@ func ownCPUSource() func([]int) (cpuTimes, error) { return readOwnCPU }
 // reached it, but after RUSAGE_CHILDREN was read); its whole CPU then falls into one
 // interval's other load, enough to pause a copy that runs alone. So RUSAGE_CHILDREN is
 // read before and after the scan, and the scan is done again when a reap came between.
-func readOwnCPU(pgids []int) (cpuTimes, error) {
-	return ownCPU(pgids, selfCPU, childrenCPU, func(pgids []int) (uint64, uint64, error) { return procTicks("/proc", pgids) })
-}
-
-// ownCPU is readOwnCPU with its sources given: self and children return
-// RUSAGE_SELF's and RUSAGE_CHILDREN's seconds, scan the groups' and the kernel
-// threads' ticks.
-func ownCPU(pgids []int, self, children func() (float64, error), scan func([]int) (uint64, uint64, error)) (cpuTimes, error) {
-	me, err := self()
+func readOwnCPU(pgids []int, peers *peerBook) (cpuTimes, error) {
+	t, scan, err := ownCPU(pgids, selfCPU, childrenCPU, func(pgids []int) (procScan, error) { return scanProc("/proc", pgids) })
 	if err != nil {
 		return cpuTimes{}, err
+	}
+	ours := map[int]bool{}
+	for _, p := range scan.procs {
+		if scan.want[p.pgrp] {
+			ours[p.pid] = true
+		}
+	}
+	t.peer = float64(peers.update(scan.procs, ours)) / float64(clockTicks())
+	return t, nil
+}
+
+// ownCPU is readOwnCPU without the peers, with its sources given: self and
+// children return RUSAGE_SELF's and RUSAGE_CHILDREN's seconds, scan the groups'
+// and the kernel threads' ticks. It also returns the last scan.
+func ownCPU(pgids []int, self, children func() (float64, error), scan func([]int) (procScan, error)) (cpuTimes, procScan, error) {
+	me, err := self()
+	if err != nil {
+		return cpuTimes{}, procScan{}, err
 	}
 	before, err := children()
 	if err != nil {
-		return cpuTimes{}, err
+		return cpuTimes{}, procScan{}, err
 	}
-	var group, kernel uint64
+	var sc procScan
 	after := before
 	for try := 0; try < 4; try++ {
-		if group, kernel, err = scan(pgids); err != nil {
-			return cpuTimes{}, err
+		if sc, err = scan(pgids); err != nil {
+			return cpuTimes{}, procScan{}, err
 		}
 		if after, err = children(); err != nil {
-			return cpuTimes{}, err
+			return cpuTimes{}, procScan{}, err
 		}
 		if after == before {
 			break // no reap during the scan
@@ -61,7 +77,7 @@ func ownCPU(pgids []int, self, children func() (float64, error), scan func([]int
 		before = after
 	}
 	hz := float64(clockTicks())
-	return cpuTimes{own: me + after + float64(group)/hz, kernel: float64(kernel) / hz}, nil
+	return cpuTimes{own: me + after + float64(sc.group)/hz, kernel: float64(sc.kernel) / hz}, sc, nil
 }
 
 func selfCPU() (float64, error)     { return rusageSeconds(syscall.RUSAGE_SELF) }
@@ -83,28 +99,42 @@ func timevalSeconds(tv syscall.Timeval) float64 {
 // pfKthread is PF_KTHREAD of the flags field of /proc/PID/stat: a kernel thread.
 const pfKthread = 0x00200000
 
-// procTicks returns the sum of utime, stime, cutime and cstime, in clock
-// ticks, of the processes under procDir whose process group is in pgids, and
-// the sum of utime and stime of the kernel's threads (writeback, I/O
-// completion, ksoftirqd, a loop device's worker). Processes that end during
-// the scan are skipped.
+// procScan is one scan of /proc.
+type procScan struct {
+	// group is the sum of utime, stime, cutime and cstime, in clock ticks, of
+	// the processes whose process group is in want; kernel the sum of utime and
+	// stime of the kernel's threads (writeback, I/O completion, ksoftirqd, a loop
+	// device's worker).
+	group, kernel uint64
+	want          map[int]bool
+	procs         []procEntry // every process but the kernel's threads
+}
+
+// procTicks returns the group and kernel ticks of scanProc.
 func procTicks(procDir string, pgids []int) (group, kernel uint64, err error) {
-	want := make(map[int]bool, len(pgids))
+	sc, err := scanProc(procDir, pgids)
+	return sc.group, sc.kernel, err
+}
+
+// scanProc reads the stat file of every process under procDir. Processes that
+// end during the scan are skipped.
+func scanProc(procDir string, pgids []int) (procScan, error) {
+	sc := procScan{want: make(map[int]bool, len(pgids))}
 	for _, g := range pgids {
 		if g > 0 {
-			want[g] = true
+			sc.want[g] = true
 		}
 	}
 	d, err := os.Open(procDir)
 	if err != nil {
-		return 0, 0, err
+		return procScan{}, err
 	}
 	names, err := d.Readdirnames(-1)
 	d.Close()
 	if err != nil {
-		return 0, 0, fmt.Errorf("read %s: %w", procDir, err)
+		return procScan{}, fmt.Errorf("read %s: %w", procDir, err)
 	}
-	var buf [512]byte // fields 1 to 17 fit: comm is at most 64 bytes
+	var buf [1024]byte // fields 1 to 22 fit: comm is at most 64 bytes
 	for _, name := range names {
 		if !isDigits(name) {
 			continue
@@ -116,13 +146,16 @@ func procTicks(procDir string, pgids []int) (group, kernel uint64, err error) {
 		st, ok := parseStat(b)
 		switch {
 		case !ok:
+			continue
 		case st.flags&pfKthread != 0:
-			kernel += st.ticks // a kernel thread reaps no children: only its own time
-		case want[st.pgrp]:
-			group += st.ticks
+			sc.kernel += st.ticks // a kernel thread reaps no children: only its own time
+			continue
+		case sc.want[st.pgrp]:
+			sc.group += st.ticks
 		}
+		sc.procs = append(sc.procs, st.procEntry)
 	}
-	return group, kernel, nil
+	return sc, nil
 }
 
 // readHead reads the start of a file into buf with one read. It uses the system calls
@@ -148,17 +181,21 @@ func readHead(path string, buf []byte) ([]byte, bool) {
 
 // statHead is what parseStat reads of a /proc/PID/stat line.
 type statHead struct {
-	pgrp  int    // field 5
-	flags uint64 // field 9
-	ticks uint64 // utime+stime+cutime+cstime, fields 14 to 17
+	procEntry        // pid (field 1), ppid (4), pgrp (5), starttime (22), utime+stime (14, 15)
+	flags     uint64 // field 9
+	ticks     uint64 // utime+stime+cutime+cstime, fields 14 to 17
 }
 
-// parseStat parses a /proc/PID/stat line, or its start up to field 17. It
-// parses after the last ')' because comm (field 2) may contain spaces and
-// parentheses.
+// parseStat parses a /proc/PID/stat line, or its start up to field 17 (the
+// start time is then 0). It parses after the last ')' because comm (field 2)
+// may contain spaces and parentheses.
 func parseStat(b []byte) (st statHead, ok bool) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
+	i, j := bytes.LastIndexByte(b, ')'), bytes.IndexByte(b, '(')
+	if i < 0 || j < 0 || j > i {
+		return statHead{}, false
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:j])))
+	if err != nil {
 		return statHead{}, false
 	}
 	// fields[k] is field k+3: state, ppid, pgrp, ...
@@ -166,16 +203,14 @@ func parseStat(b []byte) (st statHead, ok bool) {
 	if len(fields) < 15 {
 		return statHead{}, false
 	}
-	g, err := strconv.Atoi(string(fields[2]))
-	if err != nil {
+	ppid, err1 := strconv.Atoi(string(fields[1]))
+	g, err2 := strconv.Atoi(string(fields[2]))
+	flags, err3 := strconv.ParseUint(string(fields[6]), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
 		return statHead{}, false
 	}
-	flags, err := strconv.ParseUint(string(fields[6]), 10, 64)
-	if err != nil {
-		return statHead{}, false
-	}
-	st = statHead{pgrp: g, flags: flags}
-	for _, f := range fields[11:15] {
+	st = statHead{procEntry: procEntry{pid: pid, ppid: ppid, pgrp: g}, flags: flags}
+	for k, f := range fields[11:15] {
 		// cutime and cstime are signed in the kernel's format, never
 		// negative in practice
 		v, err := strconv.ParseInt(string(f), 10, 64)
@@ -184,6 +219,14 @@ func parseStat(b []byte) (st statHead, ok bool) {
 		}
 		if v > 0 {
 			st.ticks += uint64(v)
+			if k < 2 {
+				st.procEntry.ticks += uint64(v)
+			}
+		}
+	}
+	if len(fields) > 19 {
+		if start, err := strconv.ParseUint(string(fields[19]), 10, 64); err == nil {
+			st.start = start
 		}
 	}
 	return st, true

@@ -10,6 +10,11 @@ import (
 	"time"
 )
 
+// head is a statHead: pid, ppid, pgrp, flags, start time, own ticks and ticks with the reaped children's.
+func head(pid, ppid, pgrp int, flags, start, self, all uint64) statHead {
+	return statHead{procEntry: procEntry{pid: pid, ppid: ppid, pgrp: pgrp, start: start, ticks: self}, flags: flags, ticks: all}
+}
+
 func TestParseStat(t *testing.T) {
 	tail := " 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 7 3 20 0 1 0 12345 1000 100"
 	tests := []struct {
@@ -18,14 +23,17 @@ func TestParseStat(t *testing.T) {
 		want      statHead
 		wantParse bool
 	}{
-		{"plain", "4242 (rsync) S" + tail, statHead{4242, 4194304, 310}, true},
-		{"spaces and parens in comm", "4243 (a) b (c)) R" + tail, statHead{4242, 4194304, 310}, true},
-		{"empty comm", "4244 () S" + tail, statHead{4242, 4194304, 310}, true},
-		{"up to field 17 only", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3 4", statHead{77, 0, 10}, true},
-		{"negative cutime ignored", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 -3 4", statHead{77, 0, 7}, true},
-		{"kernel thread", "52 (kworker/u8:3-flush-7:0) I 2 0 0 0 -1 69238880 0 0 0 0 0 731 0 0", statHead{0, 69238880, 731}, true},
+		{"plain", "4242 (rsync) S" + tail, head(4242, 1, 4242, 4194304, 12345, 300, 310), true},
+		{"spaces and parens in comm", "4243 (a) b (c)) R" + tail, head(4243, 1, 4242, 4194304, 12345, 300, 310), true},
+		{"empty comm", "4244 () S" + tail, head(4244, 1, 4242, 4194304, 12345, 300, 310), true},
+		{"up to field 17 only", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3 4", head(4245, 1, 77, 0, 0, 3, 10), true},
+		{"negative cutime ignored", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 -3 4", head(4245, 1, 77, 0, 0, 3, 7), true},
+		{"kernel thread", "52 (kworker/u8:3-flush-7:0) I 2 0 0 0 -1 69238880 0 0 0 0 0 731 0 0", head(52, 2, 0, 69238880, 0, 731, 731), true},
 		{"too short", "4246 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3", statHead{}, false},
 		{"no paren", "4247 rsync S" + tail, statHead{}, false},
+		{"bad pid", "x (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3 4", statHead{}, false},
+		{"paren before pid", ") 4 (rsync S 1 77 77 0 -1 0 0 0 0 0 1 2 3 4", statHead{}, false},
+		{"bad ppid", "4248 (rsync) S y 77 77 0 -1 0 0 0 0 0 1 2 3 4", statHead{}, false},
 		{"bad pgrp", "4248 (rsync) S 1 x 77 0 -1 0 0 0 0 0 1 2 3 4", statHead{}, false},
 		{"bad flags", "4248 (rsync) S 1 77 77 0 -1 -5 0 0 0 0 1 2 3 4", statHead{}, false},
 		{"bad ticks", "4249 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 zz 3 4", statHead{}, false},
@@ -281,13 +289,13 @@ func TestOwnCPUReapDuringScan(t *testing.T) {
 				ci++
 				return v, nil
 			}
-			scan := func([]int) (uint64, uint64, error) {
+			scan := func([]int) (procScan, error) {
 				v := tt.scans[min(si, len(tt.scans)-1)]
 				si++
-				return v, 3, nil
+				return procScan{group: v, kernel: 3}, nil
 			}
 			self := func() (float64, error) { return 2, nil }
-			got, err := ownCPU([]int{7}, self, children, scan)
+			got, _, err := ownCPU([]int{7}, self, children, scan)
 			if err != nil {
 				t.Fatal(err)
 			}

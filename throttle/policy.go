@@ -63,8 +63,10 @@ func (p Policy) Validate() error {
 type Sample struct {
 	CPU float64 // system-wide CPU use in percent since the previous sample
 	// Own is the part of CPU used by prsync's rsync process groups over
-	// the same interval, on the same scale (percent of the whole machine),
-	// in [0, CPU]; valid only if HasOwn.
+	// the same interval, and by the processes on this machine at the far end
+	// of their TCP connections (a local rsync daemon's or sshd's), on the
+	// same scale (percent of the whole machine), in [0, CPU]; valid only if
+	// HasOwn.
 	Own float64
 	// Kernel is the part of CPU used by the kernel's threads (writeback, I/O
 	// completion, ksoftirqd, a loop device's worker), on the same scale, in

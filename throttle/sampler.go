@@ -48,9 +48,10 @@ type Sampler interface {
 // included once the leader is reaped) plus the CPU time of every live
 // process in one of the groups, its own and that of the children it has
 // reaped (utime, stime, cutime and cstime of /proc/PID/stat, found by one
-// scan of /proc per call). Own is a percentage of the whole machine, like
+// scan of /proc per call), plus the CPU of the processes that serve those
+// rsyncs over TCP on this machine (see peerBook). Own is a percentage of the whole machine, like
 // CPU, clamped to [0, CPU]; the same CPU-seconds over the cgroup's budget
-// give CgroupOwn, clamped to [0, CgroupCPU]. If /proc cannot be scanned, it
+// give CgroupOwn, clamped to [0, CgroupCPU], without the peers'. If /proc cannot be scanned, it
 // warns once and stops measuring Own. On other systems, or with a nil
 // groups, HasOwn is false, so prsync's own rsyncs count toward the CPU
 // thresholds (on macOS, for instance).
@@ -154,8 +155,9 @@ type SystemSampler struct {
 }
 
 // cpuTimes are cumulative CPU seconds: prsync's own (itself, its reaped children and
-// its live rsync groups) and the kernel threads'.
-type cpuTimes struct{ own, kernel float64 }
+// its live rsync groups), its rsyncs' peers' on this machine (see peerBook) and the
+// kernel threads'.
+type cpuTimes struct{ own, peer, kernel float64 }
 
 // Source reports the cgroup and the files the sampler reads, as detected
 // when it was made: the CLI shows it at the start of a run. It does not
@@ -176,7 +178,9 @@ func (s *SystemSampler) Sample(ctx context.Context) (Sample, error) {
 	ownTimes, ownDT, ownOK := s.sampleOwn()
 	ownSecs := ownTimes.own
 	if ownOK {
-		out.Own, out.HasOwn = share(ownSecs, ownDT, float64(s.ncpu), c), true
+		// the peers count on the host's scale only: a daemon or sshd serving the
+		// rsyncs is seldom in prsync's cgroup, and its use is not the cgroup's
+		out.Own, out.HasOwn = share(ownSecs+ownTimes.peer, ownDT, float64(s.ncpu), c), true
 		out.Kernel = share(ownTimes.kernel, ownDT, float64(s.ncpu), c-out.Own)
 	}
 
@@ -258,7 +262,7 @@ func (s *SystemSampler) sampleOwn() (d cpuTimes, dt float64, ok bool) {
 	if !had || !(dt > 0) {
 		return cpuTimes{}, 0, false
 	}
-	return cpuTimes{own: total.own - prev.own, kernel: max(0, total.kernel-prev.kernel)}, dt, true
+	return cpuTimes{own: total.own - prev.own, peer: max(0, total.peer-prev.peer), kernel: max(0, total.kernel-prev.kernel)}, dt, true
 }
 
 // sampleCgroup reads the cgroup's CPU use since the previous reading, in

@@ -297,11 +297,15 @@ func TestSystemSamplerOwn(t *testing.T) {
 	}
 }
 
-// TestSystemSamplerKernel: the kernel threads' share, from scripted totals.
+// TestSystemSamplerKernel: the kernel threads' and the peers' shares, from scripted totals.
 func TestSystemSamplerKernel(t *testing.T) {
 	f := &fakeSources{cpu: 90}
 	s := f.sampler(Policy{Suspend: 80, Resume: 60}, new(bytes.Buffer))
-	totals := []cpuTimes{{10, 100}, {11, 100.2}, {12, 100.1}, {12.2, 102}}
+	totals := []cpuTimes{
+		{own: 10, kernel: 100}, {own: 11, kernel: 100.2}, {own: 12, kernel: 100.1}, {own: 12.2, kernel: 102},
+		{own: 12.4, peer: 0.4, kernel: 102}, // a daemon serving the rsyncs: 0.4 CPU-s, counted as prsync's
+		{own: 12.4, peer: 0.3, kernel: 102}, // never a negative share
+	}
 	var calls int
 	s.groups = func() []int { return []int{100} }
 	s.ownTime = func([]int) (cpuTimes, error) { defer func() { calls++ }(); return totals[calls], nil }
@@ -313,6 +317,8 @@ func TestSystemSamplerKernel(t *testing.T) {
 		{CPU: 90, Own: 50, Kernel: 10, HasOwn: true}, // 0.2 CPU-s in 1 s on 2 CPUs
 		{CPU: 90, Own: 50, Kernel: 0, HasOwn: true},  // a kworker that ended: no negative share
 		{CPU: 90, Own: 10, Kernel: 80, HasOwn: true}, // 95 % clamped to CPU - Own
+		{CPU: 90, Own: 30, Kernel: 0, HasOwn: true},  // 0.2 + 0.4 CPU-s in 1 s on 2 CPUs
+		{CPU: 90, Own: 0, Kernel: 0, HasOwn: true},
 	}
 	for i, w := range want {
 		got, err := s.Sample(t.Context())

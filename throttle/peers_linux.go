@@ -1,0 +1,274 @@
+package throttle
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// procEntry is one process of a /proc scan.
+type procEntry struct {
+	pid, ppid, pgrp int
+	start           uint64 // starttime, in clock ticks since boot
+	ticks           uint64 // utime+stime: the process's own CPU, not its reaped children's
+}
+
+// peerBook counts, as prsync's own, the CPU time of the processes that serve its
+// rsyncs on this machine: those at the far end of an rsync's TCP connection (an
+// rsync daemon's child for the connection, an sshd session), and their
+// descendants (the rsync that sshd started). Their work is the copy's: without
+// this, a copy to or from a daemon or sshd on the same machine would count the
+// far side as other load and pause itself (issue 23).
+//
+// The far end is found the way ss(8) pairs the two ends of a local connection: an
+// rsync's socket inode (a link socket:[N] in /proc/PID/fd) is looked up in
+// /proc/net/tcp and tcp6 for its two addresses; the row with them swapped is the
+// other end's socket, and the process holding that inode is the peer. Only this
+// network namespace is searched; a daemon in another namespace (or reached
+// through a proxy) stays other load, as does one whose /proc/PID/fd this user
+// cannot read (a daemon run as root by a copy run as a user).
+//
+// Each task is counted from when it was first seen, or from its start if it
+// started during the run, and only its own utime and stime: a descendant's CPU
+// is counted on that descendant, so that it is not counted again when its
+// parent reaps it. The sum only grows: a task that ends keeps what it had at
+// the last scan.
+type peerBook struct {
+	procDir string
+	since   uint64 // prsync's start time, clock ticks since boot; 0 if unknown
+
+	far     map[uint64]uint64   // an rsync's socket inode → its peer's socket inode, 0 for none here
+	holders map[uint64][]taskID // a peer socket inode → the tasks that hold it
+	tracked map[taskID]peerTask
+	gone    uint64 // ticks counted of tracked tasks that ended
+}
+
+// peerTask is a tracked peer: its ticks when counting began and at the last scan.
+type peerTask struct{ base, last uint64 }
+
+func newPeerBook(procDir string) *peerBook {
+	b := &peerBook{
+		procDir: procDir,
+		far:     map[uint64]uint64{},
+		holders: map[uint64][]taskID{},
+		tracked: map[taskID]peerTask{},
+	}
+	if line, ok := readHead(filepath.Join(procDir, "self", "stat"), make([]byte, 1024)); ok {
+		if st, ok := parseStat(line); ok {
+			b.since = st.start
+		}
+	}
+	return b
+}
+
+// update takes one scan of /proc and the PIDs of prsync's rsync groups, and
+// returns the peers' CPU ticks counted so far.
+func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
+	self := os.Getpid()
+	live := make(map[taskID]uint64, len(procs))
+	children := map[int][]int{}
+	byPID := make(map[int]procEntry, len(procs))
+	for _, p := range procs {
+		live[taskID{p.pid, p.start}] = p.ticks
+		children[p.ppid] = append(children[p.ppid], p.pid)
+		byPID[p.pid] = p
+	}
+
+	// the far ends of the rsyncs' sockets, and who holds them
+	var fresh []uint64 // peer inodes whose holders are not known yet
+	var rows map[uint64]tcpRow
+	for pid := range ours {
+		for _, ino := range b.sockets(pid) {
+			peer, known := b.far[ino]
+			if !known {
+				if rows == nil {
+					rows = b.tcpRows()
+				}
+				peer, known = pair(rows, ino)
+				if !known {
+					continue // not established yet: try again next scan
+				}
+				b.far[ino] = peer
+			}
+			if peer != 0 && b.holders[peer] == nil {
+				b.holders[peer] = []taskID{} // searched for once
+				fresh = append(fresh, peer)
+			}
+		}
+	}
+	if len(fresh) > 0 {
+		b.findHolders(fresh, procs, ours, self)
+	}
+
+	// start tracking the holders and their descendants not tracked yet
+	var walk func(pid int)
+	seen := map[int]bool{}
+	walk = func(pid int) {
+		if seen[pid] || ours[pid] || pid == self {
+			return
+		}
+		seen[pid] = true
+		p, ok := byPID[pid]
+		if !ok {
+			return
+		}
+		id := taskID{p.pid, p.start}
+		if _, ok := b.tracked[id]; !ok {
+			base := p.ticks
+			if b.since != 0 && p.start >= b.since {
+				base = 0 // started during the run: all of it is the copy's
+			}
+			b.tracked[id] = peerTask{base: base, last: p.ticks}
+		}
+		for _, c := range children[pid] {
+			walk(c)
+		}
+	}
+	for _, ids := range b.holders {
+		for _, id := range ids {
+			if _, ok := live[id]; ok {
+				walk(id.pid)
+			}
+		}
+	}
+	for id := range b.tracked {
+		if _, ok := live[id]; ok {
+			walk(id.pid) // descendants started since
+		}
+	}
+
+	var sum uint64
+	for id, t := range b.tracked {
+		ticks, ok := live[id]
+		if !ok {
+			b.gone += t.last - t.base
+			delete(b.tracked, id)
+			continue
+		}
+		if ticks > t.last {
+			t.last = ticks
+			b.tracked[id] = t
+		}
+		sum += t.last - t.base
+	}
+	// forget the sockets of rsyncs that are gone, and holders that ended
+	for peer, ids := range b.holders {
+		alive := false
+		for _, id := range ids {
+			_, ok := live[id]
+			alive = alive || ok
+		}
+		if !alive && len(ids) > 0 {
+			delete(b.holders, peer)
+		}
+	}
+	if len(b.far) > 4096 {
+		clear(b.far) // sockets of ended rsyncs; the live ones are paired again
+	}
+	return b.gone + sum
+}
+
+// sockets returns the inodes of the sockets process pid holds.
+func (b *peerBook) sockets(pid int) []uint64 {
+	dir := filepath.Join(b.procDir, strconv.Itoa(pid), "fd")
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	var inos []uint64
+	for _, n := range names {
+		if ino, ok := socketInode(filepath.Join(dir, n)); ok {
+			inos = append(inos, ino)
+		}
+	}
+	return inos
+}
+
+// socketInode returns N of a /proc/PID/fd link to socket:[N].
+func socketInode(link string) (uint64, bool) {
+	t, err := os.Readlink(link)
+	if err != nil || !strings.HasPrefix(t, "socket:[") || !strings.HasSuffix(t, "]") {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(t[len("socket:["):len(t)-1], 10, 64)
+	return n, err == nil
+}
+
+// tcpRow is one socket of /proc/net/tcp or tcp6.
+type tcpRow struct {
+	local, remote string // hex address:port, as the file writes them
+	state         string // 01 is ESTABLISHED
+}
+
+// tcpEstablished is the state of a connected socket in /proc/net/tcp.
+const tcpEstablished = "01"
+
+// pair returns, from rows, the inode of the socket at the other end of socket
+// ino, 0 if ino is no TCP socket (a local copy's socketpair) or its other end
+// is not on this machine (in this network namespace), and false if ino is a TCP
+// socket not connected yet, to be asked again.
+func pair(rows map[uint64]tcpRow, ino uint64) (uint64, bool) {
+	r, ok := rows[ino]
+	if !ok {
+		return 0, true
+	}
+	if r.state != tcpEstablished {
+		return 0, false
+	}
+	for other, o := range rows {
+		if other != ino && o.local == r.remote && o.remote == r.local {
+			return other, true
+		}
+	}
+	return 0, true
+}
+
+// tcpRows reads /proc/net/tcp and tcp6 of this network namespace, by inode.
+func (b *peerBook) tcpRows() map[uint64]tcpRow {
+	rows := map[uint64]tcpRow{}
+	for _, name := range []string{"tcp", "tcp6"} {
+		f, err := os.Open(filepath.Join(b.procDir, "net", name))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Scan() // the header
+		for sc.Scan() {
+			fs := bytes.Fields(sc.Bytes())
+			if len(fs) < 10 {
+				continue
+			}
+			ino, err := strconv.ParseUint(string(fs[9]), 10, 64)
+			if err != nil || ino == 0 {
+				continue // a socket in TIME_WAIT has none
+			}
+			rows[ino] = tcpRow{local: string(fs[1]), remote: string(fs[2]), state: string(fs[3])}
+		}
+		f.Close()
+	}
+	return rows
+}
+
+// findHolders looks through the fds of every process but prsync's for the peer
+// inodes, and records their holders.
+func (b *peerBook) findHolders(peers []uint64, procs []procEntry, ours map[int]bool, self int) {
+	want := make(map[uint64]bool, len(peers))
+	for _, p := range peers {
+		want[p] = true
+	}
+	for _, p := range procs {
+		if ours[p.pid] || p.pid == self {
+			continue
+		}
+		for _, ino := range b.sockets(p.pid) {
+			if want[ino] {
+				b.holders[ino] = append(b.holders[ino], taskID{p.pid, p.start})
+			}
+		}
+	}
+}
