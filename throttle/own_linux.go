@@ -181,9 +181,8 @@ func readHead(path string, buf []byte) ([]byte, bool) {
 
 // statHead is what parseStat reads of a /proc/PID/stat line.
 type statHead struct {
-	procEntry        // pid (field 1), ppid (4), pgrp (5), starttime (22), utime+stime (14, 15)
+	procEntry        // pid (field 1), rsync (comm, 2), ppid (4), pgrp (5), starttime (22), ticks (14 to 17)
 	flags     uint64 // field 9
-	ticks     uint64 // utime+stime+cutime+cstime, fields 14 to 17
 }
 
 // parseStat parses a /proc/PID/stat line, or its start up to field 17 (the
@@ -209,8 +208,8 @@ func parseStat(b []byte) (st statHead, ok bool) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return statHead{}, false
 	}
-	st = statHead{procEntry: procEntry{pid: pid, ppid: ppid, pgrp: g}, flags: flags}
-	for k, f := range fields[11:15] {
+	st = statHead{procEntry: procEntry{pid: pid, ppid: ppid, pgrp: g, rsync: string(b[j+1:i]) == "rsync"}, flags: flags}
+	for _, f := range fields[11:15] {
 		// cutime and cstime are signed in the kernel's format, never
 		// negative in practice
 		v, err := strconv.ParseInt(string(f), 10, 64)
@@ -219,9 +218,6 @@ func parseStat(b []byte) (st statHead, ok bool) {
 		}
 		if v > 0 {
 			st.ticks += uint64(v)
-			if k < 2 {
-				st.procEntry.ticks += uint64(v)
-			}
 		}
 	}
 	if len(fields) > 19 {

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// head is a statHead: pid, ppid, pgrp, flags, start time, own ticks and ticks with the reaped children's.
-func head(pid, ppid, pgrp int, flags, start, self, all uint64) statHead {
-	return statHead{procEntry: procEntry{pid: pid, ppid: ppid, pgrp: pgrp, start: start, ticks: self}, flags: flags, ticks: all}
+// head is a statHead: pid, ppid, pgrp, flags, start time, ticks, and whether comm is rsync.
+func head(pid, ppid, pgrp int, flags, start, ticks uint64, rsync bool) statHead {
+	return statHead{procEntry: procEntry{pid: pid, ppid: ppid, pgrp: pgrp, start: start, ticks: ticks, rsync: rsync}, flags: flags}
 }
 
 func TestParseStat(t *testing.T) {
@@ -23,12 +23,13 @@ func TestParseStat(t *testing.T) {
 		want      statHead
 		wantParse bool
 	}{
-		{"plain", "4242 (rsync) S" + tail, head(4242, 1, 4242, 4194304, 12345, 300, 310), true},
-		{"spaces and parens in comm", "4243 (a) b (c)) R" + tail, head(4243, 1, 4242, 4194304, 12345, 300, 310), true},
-		{"empty comm", "4244 () S" + tail, head(4244, 1, 4242, 4194304, 12345, 300, 310), true},
-		{"up to field 17 only", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3 4", head(4245, 1, 77, 0, 0, 3, 10), true},
-		{"negative cutime ignored", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 -3 4", head(4245, 1, 77, 0, 0, 3, 7), true},
-		{"kernel thread", "52 (kworker/u8:3-flush-7:0) I 2 0 0 0 -1 69238880 0 0 0 0 0 731 0 0", head(52, 2, 0, 69238880, 0, 731, 731), true},
+		{"plain", "4242 (rsync) S" + tail, head(4242, 1, 4242, 4194304, 12345, 310, true), true},
+		{"spaces and parens in comm", "4243 (a) b (c)) R" + tail, head(4243, 1, 4242, 4194304, 12345, 310, false), true},
+		{"empty comm", "4244 () S" + tail, head(4244, 1, 4242, 4194304, 12345, 310, false), true},
+		{"up to field 17 only", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3 4", head(4245, 1, 77, 0, 0, 10, true), true},
+		{"negative cutime ignored", "4245 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 -3 4", head(4245, 1, 77, 0, 0, 7, true), true},
+		{"kernel thread", "52 (kworker/u8:3-flush-7:0) I 2 0 0 0 -1 69238880 0 0 0 0 0 731 0 0", head(52, 2, 0, 69238880, 0, 731, false), true},
+		{"rsync in a longer name", "4246 (rsyncd) S" + tail, head(4246, 1, 4242, 4194304, 12345, 310, false), true},
 		{"too short", "4246 (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3", statHead{}, false},
 		{"no paren", "4247 rsync S" + tail, statHead{}, false},
 		{"bad pid", "x (rsync) S 1 77 77 0 -1 0 0 0 0 0 1 2 3 4", statHead{}, false},

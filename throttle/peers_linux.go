@@ -13,48 +13,55 @@ import (
 type procEntry struct {
 	pid, ppid, pgrp int
 	start           uint64 // starttime, in clock ticks since boot
-	ticks           uint64 // utime+stime: the process's own CPU, not its reaped children's
+	ticks           uint64 // utime+stime+cutime+cstime: with the children it reaped
+	rsync           bool   // its command name is rsync
 }
 
 // peerBook counts, as prsync's own, the CPU time of the processes that serve its
-// rsyncs on this machine: those at the far end of an rsync's TCP connection (an
-// rsync daemon's child for the connection, an sshd session), and their
-// descendants (the rsync that sshd started). Their work is the copy's: without
-// this, a copy to or from a daemon or sshd on the same machine would count the
-// far side as other load and pause itself (issue 23).
+// rsyncs on this machine: an rsync daemon that an rsync pushes to or pulls from,
+// with every child it forks, or an sshd session at the far end of an rsync's ssh,
+// with the rsync it started. Their work is the copy's: without this, a copy to or
+// from a daemon or sshd on the same machine counts the far side as other load and
+// pauses itself (issue 23: every prsync run of bench scenarios 6 and 7 had one
+// rsync paused about 1 s).
 //
 // The far end is found the way ss(8) pairs the two ends of a local connection: an
 // rsync's socket inode (a link socket:[N] in /proc/PID/fd) is looked up in
 // /proc/net/tcp and tcp6 for its two addresses; the row with them swapped is the
 // other end's socket, and the process holding that inode is the peer. Only this
-// network namespace is searched; a daemon in another namespace (or reached
+// network namespace is searched: a daemon in another namespace (or reached
 // through a proxy) stays other load, as does one whose /proc/PID/fd this user
 // cannot read (a daemon run as root by a copy run as a user).
 //
-// Each task is counted from when it was first seen, or from its start if it
-// started during the run, and only its own utime and stime: a descendant's CPU
-// is counted on that descendant, so that it is not counted again when its
-// parent reaps it. The sum only grows: a task that ends keeps what it had at
-// the last scan.
+// A peer is the root of a tree of processes counted whole, or, when its parent is
+// an rsync (a daemon's listener, which forks a child per connection), that parent
+// is. A daemon's children often live less than a sample's second, so each is
+// seldom seen; its listener reaps them all, so the listener's tree, counted from
+// when it was first seen, has their CPU: the listener's utime, stime, cutime and
+// cstime, and those of its live descendants (a process that ends moves from the
+// second sum into the first when its parent reaps it). Another client of the same
+// daemon is then counted as prsync's too. A tree's count only grows, and a tree
+// that ends keeps it.
 type peerBook struct {
 	procDir string
 	since   uint64 // prsync's start time, clock ticks since boot; 0 if unknown
 
 	far     map[uint64]uint64   // an rsync's socket inode → its peer's socket inode, 0 for none here
 	holders map[uint64][]taskID // a peer socket inode → the tasks that hold it
-	tracked map[taskID]peerTask
-	gone    uint64 // ticks counted of tracked tasks that ended
+	trees   map[taskID]peerTree // by root
+	gone    uint64              // ticks counted of trees whose root ended
 }
 
-// peerTask is a tracked peer: its ticks when counting began and at the last scan.
-type peerTask struct{ base, last uint64 }
+// peerTree is a tree counted: the root's tree's ticks when counting began, and the
+// ticks counted so far.
+type peerTree struct{ base, counted uint64 }
 
 func newPeerBook(procDir string) *peerBook {
 	b := &peerBook{
 		procDir: procDir,
 		far:     map[uint64]uint64{},
 		holders: map[uint64][]taskID{},
-		tracked: map[taskID]peerTask{},
+		trees:   map[taskID]peerTree{},
 	}
 	if line, ok := readHead(filepath.Join(procDir, "self", "stat"), make([]byte, 1024)); ok {
 		if st, ok := parseStat(line); ok {
@@ -68,13 +75,26 @@ func newPeerBook(procDir string) *peerBook {
 // returns the peers' CPU ticks counted so far.
 func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 	self := os.Getpid()
-	live := make(map[taskID]uint64, len(procs))
 	children := map[int][]int{}
 	byPID := make(map[int]procEntry, len(procs))
 	for _, p := range procs {
-		live[taskID{p.pid, p.start}] = p.ticks
 		children[p.ppid] = append(children[p.ppid], p.pid)
 		byPID[p.pid] = p
+	}
+	alive := func(id taskID) bool { p, ok := byPID[id.pid]; return ok && p.start == id.start }
+	// tree is the ticks of the tree under pid, each process once (seen is shared)
+	seen := map[int]bool{}
+	var tree func(pid int) uint64
+	tree = func(pid int) uint64 {
+		if seen[pid] || ours[pid] || pid == self {
+			return 0
+		}
+		seen[pid] = true
+		n := byPID[pid].ticks
+		for _, c := range children[pid] {
+			n += tree(c)
+		}
+		return n
 	}
 
 	// the far ends of the rsyncs' sockets, and who holds them
@@ -103,67 +123,53 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 		b.findHolders(fresh, procs, ours, self)
 	}
 
-	// start tracking the holders and their descendants not tracked yet
-	var walk func(pid int)
-	seen := map[int]bool{}
-	walk = func(pid int) {
-		if seen[pid] || ours[pid] || pid == self {
-			return
-		}
-		seen[pid] = true
-		p, ok := byPID[pid]
-		if !ok {
-			return
-		}
-		id := taskID{p.pid, p.start}
-		if _, ok := b.tracked[id]; !ok {
-			base := p.ticks
-			if b.since != 0 && p.start >= b.since {
-				base = 0 // started during the run: all of it is the copy's
-			}
-			b.tracked[id] = peerTask{base: base, last: p.ticks}
-		}
-		for _, c := range children[pid] {
-			walk(c)
-		}
-	}
-	for _, ids := range b.holders {
+	// new trees: a holder's, or its parent's if that is an rsync daemon
+	for peer, ids := range b.holders {
+		held := false
 		for _, id := range ids {
-			if _, ok := live[id]; ok {
-				walk(id.pid)
+			if !alive(id) {
+				continue
 			}
+			held = true
+			h := byPID[id.pid]
+			root := h
+			if p, ok := byPID[h.ppid]; ok && p.rsync && p.pid > 1 && !ours[p.pid] && p.pid != self {
+				root = p
+			}
+			rid := taskID{root.pid, root.start}
+			if _, ok := b.trees[rid]; ok {
+				continue
+			}
+			var base uint64 // a tree started during the run is counted whole
+			if b.since == 0 || root.start < b.since {
+				// an older one from now, but for the holder's part if the holder is new
+				clear(seen)
+				base = tree(root.pid)
+				if root.pid != h.pid && (b.since == 0 || h.start >= b.since) {
+					clear(seen)
+					base -= min(base, tree(h.pid))
+				}
+			}
+			b.trees[rid] = peerTree{base: base}
 		}
-	}
-	for id := range b.tracked {
-		if _, ok := live[id]; ok {
-			walk(id.pid) // descendants started since
+		if !held && len(ids) > 0 {
+			delete(b.holders, peer)
 		}
 	}
 
+	clear(seen)
 	var sum uint64
-	for id, t := range b.tracked {
-		ticks, ok := live[id]
-		if !ok {
-			b.gone += t.last - t.base
-			delete(b.tracked, id)
+	for rid, t := range b.trees {
+		if !alive(rid) {
+			b.gone += t.counted
+			delete(b.trees, rid)
 			continue
 		}
-		if ticks > t.last {
-			t.last = ticks
-			b.tracked[id] = t
+		if n := tree(rid.pid); n > t.base && n-t.base > t.counted {
+			t.counted = n - t.base // less than before: a child reaped between reads
+			b.trees[rid] = t
 		}
-		sum += t.last - t.base
-	}
-	// forget the sockets of rsyncs that are gone, and holders that ended
-	for peer, ids := range b.holders {
-		alive := false
-		for _, id := range ids {
-			_, ok := live[id]
-			alive = alive || ok
-		}
-		if !alive && len(ids) > 0 {
-			delete(b.holders, peer)
-		}
+		sum += t.counted
 	}
 	if len(b.far) > 4096 {
 		clear(b.far) // sockets of ended rsyncs; the live ones are paired again

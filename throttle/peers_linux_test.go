@@ -57,10 +57,11 @@ func (p *fakeProc) conn(local, remote, state string, ino uint64) {
 }
 
 // TestPeerBook: the processes at the far end of the rsyncs' TCP connections on this
-// machine, and their descendants, are counted from their start (or from when first seen,
-// if older than prsync), each with its own utime and stime only, and keep their count
-// once they end. Nothing else is: the daemon's listener, a process with a connection
-// elsewhere, a local copy's socketpair, a connection not yet established.
+// machine are counted with their trees; a daemon's child, with the daemon's listener's
+// tree, from when the listener was first seen but for what its new child used before;
+// an older server from when it was first seen. A tree's count never goes back, and stays
+// once its root ends. Nothing else is counted: a process with a connection elsewhere, a
+// local copy's socketpair, a connection not yet established.
 func TestPeerBook(t *testing.T) {
 	const (
 		since    = 1000
@@ -72,6 +73,7 @@ func TestPeerBook(t *testing.T) {
 		oldProxy = 400 // a server older than prsync at the far end of a second rsync
 		rsync2   = 110
 		pending  = 120 // an rsync whose connect has not completed
+		second   = 250 // the daemon's child for the pending rsync, once connected
 	)
 	p := newFakeProc(t, since)
 	p.conn("0100007F:A000", "0100007F:0369", "01", 500) // our rsync → daemon
@@ -94,47 +96,53 @@ func TestPeerBook(t *testing.T) {
 	p.mkdir(strconv.Itoa(grand) + "/fd")
 
 	ours := map[int]bool{rsync: true, rsync2: true, pending: true}
-	procs := func(childTicks, grandTicks, proxyTicks uint64, grandAlive bool) []procEntry {
+	type step struct {
+		name                          string
+		listener, child, grand, proxy uint64 // ticks; 0: ended
+		extra                         []procEntry
+		want                          uint64
+	}
+	procs := func(st step) []procEntry {
 		ps := []procEntry{
-			{pid: rsync, ppid: 1, pgrp: rsync, start: 1100, ticks: 999},
-			{pid: rsync2, ppid: 1, pgrp: rsync2, start: 1100, ticks: 999},
-			{pid: pending, ppid: 1, pgrp: pending, start: 1100, ticks: 999},
-			{pid: listener, ppid: 1, pgrp: listener, start: 10, ticks: 5000},
-			{pid: child, ppid: listener, pgrp: listener, start: 1200, ticks: childTicks},
+			{pid: rsync, ppid: 1, pgrp: rsync, start: 1100, ticks: 999, rsync: true},
+			{pid: rsync2, ppid: 1, pgrp: rsync2, start: 1100, ticks: 999, rsync: true},
+			{pid: pending, ppid: 1, pgrp: pending, start: 1100, ticks: 999, rsync: true},
 			{pid: stranger, ppid: 1, pgrp: stranger, start: 20, ticks: 7000},
-			{pid: oldProxy, ppid: 1, pgrp: oldProxy, start: 30, ticks: proxyTicks},
 		}
-		if grandAlive {
-			ps = append(ps, procEntry{pid: grand, ppid: child, pgrp: listener, start: 1250, ticks: grandTicks})
+		add := func(e procEntry, ticks uint64) {
+			if ticks > 0 {
+				e.ticks = ticks
+				ps = append(ps, e)
+			}
 		}
-		return ps
+		add(procEntry{pid: listener, ppid: 1, pgrp: listener, start: 10, rsync: true}, st.listener)
+		add(procEntry{pid: child, ppid: listener, pgrp: listener, start: 1200, rsync: true}, st.child)
+		add(procEntry{pid: grand, ppid: child, pgrp: listener, start: 1250}, st.grand)
+		add(procEntry{pid: oldProxy, ppid: 1, pgrp: oldProxy, start: 30}, st.proxy)
+		return append(ps, st.extra...)
 	}
 	b := newPeerBook(p.dir)
 	if b.since != since {
 		t.Fatalf("since = %d, want %d", b.since, since)
 	}
-	steps := []struct {
-		name                string
-		child, grand, proxy uint64
-		grandAlive          bool
-		want                uint64
-	}{
-		{"first seen: the child and its child from their start, the old server from now", 10, 5, 9000, true, 15},
-		{"all grow", 30, 8, 9040, true, 30 + 8 + 40},
-		{"the grandchild ended and was reaped: it keeps its 8", 50, 0, 9040, false, 50 + 8 + 40},
-		{"a figure that goes back counts as none", 45, 0, 9040, false, 50 + 8 + 40},
-	}
-	for _, st := range steps {
-		got := b.update(procs(st.child, st.grand, st.proxy, st.grandAlive), ours)
-		if got != st.want {
+	for _, st := range []step{
+		{name: "first seen: the child and its child from their start, the old server from now",
+			listener: 5000, child: 10, grand: 5, proxy: 9000, want: 15},
+		{name: "all grow", listener: 5000, child: 30, grand: 8, proxy: 9040, want: 30 + 8 + 40},
+		{name: "the grandchild ended and was reaped: in the child's cutime",
+			listener: 5000, child: 50 + 8, proxy: 9040, want: 50 + 8 + 40},
+		{name: "a figure that goes back counts as none", listener: 5000, child: 53, proxy: 9040, want: 50 + 8 + 40},
+		{name: "the child ended, and the listener reaped it", listener: 5000 + 60, proxy: 9040, want: 60 + 40},
+		{name: "the listener's next child, for another client, counts too", listener: 5060, proxy: 9040,
+			extra: []procEntry{{pid: 260, ppid: listener, pgrp: listener, start: 1400, ticks: 9, rsync: true}}, want: 60 + 9 + 40},
+	} {
+		if got := b.update(procs(st), ours); got != st.want {
 			t.Errorf("%s: %d ticks, want %d", st.name, got, st.want)
 		}
 	}
-	for id := range b.tracked {
-		switch id.pid {
-		case child, oldProxy:
-		default:
-			t.Errorf("tracked pid %d; want only the child %d and the old server %d", id.pid, child, oldProxy)
+	for id := range b.trees {
+		if id.pid != listener && id.pid != oldProxy {
+			t.Errorf("a tree rooted at %d; want only the listener %d and the old server %d", id.pid, listener, oldProxy)
 		}
 	}
 	if b.far[500] != 600 || b.far[510] != 610 {
@@ -147,22 +155,24 @@ func TestPeerBook(t *testing.T) {
 		t.Errorf("a socketpair paired with %d", peer)
 	}
 
-	// the connect completes: the pending rsync's peer is found then
-	p.conn("0100007F:0369", "0100007F:A002", "01", 620)
+	// the pending connect completes: its child is the same listener's, counted once
 	p.tcp[6] = strings.Replace(p.tcp[6], " 02 ", " 01 ", 1)
-	p.write("net/tcp", "header\n"+strings.Join(p.tcp, "\n")+"\n")
-	p.fd(child+50, 3, "socket:[620]")
-	ps := append(procs(50, 0, 9040, false), procEntry{pid: child + 50, ppid: listener, pgrp: listener, start: 1300, ticks: 7})
-	if got, want := b.update(ps, ours), uint64(50+8+40+7); got != want {
+	p.conn("0100007F:0369", "0100007F:A002", "01", 620)
+	p.fd(second, 3, "socket:[620]")
+	st := step{listener: 5069, proxy: 9050, extra: []procEntry{{pid: second, ppid: listener, pgrp: listener, start: 1500, ticks: 7, rsync: true}}}
+	if got, want := b.update(procs(st), ours), uint64(69+7+50); got != want {
 		t.Errorf("after the connect: %d ticks, want %d", got, want)
 	}
-
-	// every peer ends: the sum stays
-	if got, want := b.update(procs(0, 0, 0, false)[:4], ours), uint64(50+8+40+7); got != want {
-		t.Errorf("after the peers ended: %d ticks, want %d", got, want)
+	if _, ok := b.far[520]; !ok {
+		t.Error("the connection, once established, was not paired")
 	}
-	if len(b.tracked) != 0 {
-		t.Errorf("still tracked: %v", b.tracked)
+
+	// the servers end: their counts stay
+	if got, want := b.update(procs(step{}), ours), uint64(69+7+50); got != want {
+		t.Errorf("after the servers ended: %d ticks, want %d", got, want)
+	}
+	if len(b.trees) != 0 {
+		t.Errorf("trees left: %v", b.trees)
 	}
 }
 
@@ -202,7 +212,8 @@ func TestPeerBookRealDaemon(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	conf := filepath.Join(dir, "rsyncd.conf")
-	os.WriteFile(conf, []byte(fmt.Sprintf("use chroot = no\npid file = %s/pid\n[m]\npath = %s/dst\nread only = no\n", dir, dir)), 0o644)
+	os.WriteFile(conf, []byte(fmt.Sprintf("use chroot = no\npid file = %s/pid\nuid = %d\ngid = %d\n[m]\npath = %s/dst\nread only = no\n",
+		dir, os.Getuid(), os.Getgid(), dir)), 0o644)
 	daemon := exec.Command(rsyncBin, "--daemon", "--no-detach", "--address=127.0.0.1", "--port="+strconv.Itoa(port), "--config="+conf)
 	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := daemon.Start(); err != nil {
@@ -222,16 +233,19 @@ func TestPeerBookRealDaemon(t *testing.T) {
 	}
 
 	book := newPeerBook("/proc")
-	client := exec.Command(rsyncBin, "-a", "--bwlimit=1m", filepath.Join(dir, "src")+"/", fmt.Sprintf("rsync://127.0.0.1:%d/m/", port))
+	client := exec.Command(rsyncBin, "-a", "--bwlimit=2m", filepath.Join(dir, "src")+"/", fmt.Sprintf("rsync://127.0.0.1:%d/m/", port))
 	client.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := client.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(-client.Process.Pid, syscall.SIGKILL); client.Wait() })
+	done := make(chan error, 1)
+	go func() { done <- client.Wait() }()
+	t.Cleanup(func() { syscall.Kill(-client.Process.Pid, syscall.SIGKILL); <-done })
 	pg := client.Process.Pid
 
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	// scan while the client runs, then until the daemon has reaped its child
+	var got, childMax uint64
+	scan := func() []procEntry {
 		sc, err := scanProc("/proc", []int{pg})
 		if err != nil {
 			t.Fatal(err)
@@ -241,64 +255,65 @@ func TestPeerBookRealDaemon(t *testing.T) {
 			if p.pgrp == pg {
 				ours[p.pid] = true
 			}
-		}
-		got := book.update(sc.procs, ours)
-		var served []procEntry
-		for _, p := range sc.procs {
 			if p.ppid == daemon.Process.Pid {
-				served = append(served, p)
+				childMax = max(childMax, p.ticks)
 			}
 		}
-		if len(served) == 1 && len(book.tracked) > 0 {
-			id := taskID{served[0].pid, served[0].start}
-			if _, ok := book.tracked[id]; !ok {
-				t.Fatalf("tracked %v, not the daemon's child %d", book.tracked, served[0].pid)
+		got = book.update(sc.procs, ours)
+		return sc.procs
+	}
+	deadline := time.Now().Add(60 * time.Second)
+wait:
+	for {
+		scan()
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			if err != nil {
+				t.Fatalf("rsync: %v", err)
 			}
-			for tid := range book.tracked {
-				if tid != id && !isDescendant(sc.procs, tid.pid, served[0].pid) {
-					t.Errorf("tracked %d, neither the daemon's child %d nor its descendant", tid.pid, served[0].pid)
-				}
-			}
-			if want := sumTicks(sc.procs, book.tracked); got != want {
-				t.Errorf("counted %d ticks, the tracked tasks had %d", got, want)
-			}
-			if served[0].ticks > 0 && got == 0 {
-				t.Errorf("the daemon's child had %d ticks; none counted", served[0].ticks)
-			}
-			t.Logf("the daemon's child %d: %d ticks, counted %d", served[0].pid, served[0].ticks, got)
-			break
+			break wait
+		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no peer found in 20 s; the daemon's children %v, tracked %v", served, book.tracked)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	for _, p := range []int{daemon.Process.Pid} {
-		if _, ok := book.tracked[taskID{p, 0}]; ok {
-			t.Error("the listening daemon is tracked")
+			t.Fatal("the copy took more than 60 s")
 		}
 	}
+	var procs []procEntry
+	for i := 0; i < 100; i++ {
+		if procs = scan(); !hasChild(procs, daemon.Process.Pid) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(book.trees) != 1 {
+		t.Fatalf("trees %v; want the daemon's, rooted at %d", book.trees, daemon.Process.Pid)
+	}
+	for id, tr := range book.trees {
+		if id.pid != daemon.Process.Pid {
+			t.Errorf("a tree rooted at %d, not at the daemon %d", id.pid, daemon.Process.Pid)
+		}
+		var now uint64
+		for _, p := range procs {
+			if p.pid == id.pid {
+				now = p.ticks
+			}
+		}
+		if got != tr.counted || now-tr.base != got {
+			t.Errorf("counted %d (tree %+v); the daemon has %d ticks now, so want %d", got, tr, now, now-tr.base)
+		}
+	}
+	if got < childMax {
+		t.Errorf("counted %d ticks; the daemon's child was seen with %d", got, childMax)
+	}
+	t.Logf("the daemon's child was seen with up to %d ticks; counted %d", childMax, got)
 }
 
-func isDescendant(procs []procEntry, pid, of int) bool {
-	parent := map[int]int{}
+func hasChild(procs []procEntry, pid int) bool {
 	for _, p := range procs {
-		parent[p.pid] = p.ppid
-	}
-	for i := 0; i < 64 && pid > 1; i++ {
-		if pid = parent[pid]; pid == of {
+		if p.ppid == pid {
 			return true
 		}
 	}
 	return false
-}
-
-func sumTicks(procs []procEntry, tracked map[taskID]peerTask) uint64 {
-	var n uint64
-	for _, p := range procs {
-		if t, ok := tracked[taskID{p.pid, p.start}]; ok {
-			n += p.ticks - t.base
-		}
-	}
-	return n
 }
