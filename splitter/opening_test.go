@@ -57,8 +57,9 @@ func startStreamedBytes(t *testing.T, n, slots, chunkFiles int, chunkBytes int64
 		r.paths = append(r.paths, p)
 	}
 	pr, pw := io.Pipe()
+	writes := r.writes // close sets the field to nil
 	go func() {
-		for b := range r.writes {
+		for b := range writes {
 			if _, err := pw.Write([]byte(b)); err != nil {
 				return
 			}
@@ -365,4 +366,34 @@ func TestStreamingOpeningProbeBytes(t *testing.T) {
 		t.Errorf("chunks of %s paths, want 9 6 97 97 91", got)
 	}
 	r.inOrder(cs, 300)
+}
+
+// TestStreamingProbeEarly: once a list still streaming has more paths than minProbeList,
+// the probe starts after streamWait, not at endWait: with endWait an hour and ChunkWait
+// 10 s, the probe comes long before either. A list of fewer paths waits for its end.
+func TestStreamingProbeEarly(t *testing.T) {
+	saved := endWait
+	endWait = time.Hour
+	t.Cleanup(func() { endWait = saved })
+
+	r := startStreamed(t, 300, 8, 2000)
+	t0 := time.Now()
+	r.write(minProbeList + 1)
+	select {
+	case c := <-r.out:
+		if c.ID != 1 || c.Len() != chunksize.ProbeFiles {
+			t.Errorf("first chunk %d of %d paths, want the probe: chunk 1 of %d", c.ID, c.Len(), chunksize.ProbeFiles)
+		}
+		t.Logf("the probe came after %v", time.Since(t0))
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no probe within 5 s of %d paths read: it waits for endWait or ChunkWait", minProbeList+1)
+	}
+
+	short := startStreamed(t, 300, 8, 2000)
+	short.write(minProbeList)
+	short.none(500 * time.Millisecond) // too few for a probe: waits for the end
+	short.close()
+	if cs := short.chunks(8); len(cs) != 8 {
+		t.Errorf("%d chunks for a short list over 8 slots", len(cs))
+	}
 }

@@ -699,17 +699,30 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 // can be probed (Config.Opening). A file's end comes with the read after its last bytes;
 // a find of 10,000 paths on a loaded 2-CPU machine took more than 50 ms. It is at most
 // ChunkWait.
-const endWait = 250 * time.Millisecond
+var endWait = 250 * time.Millisecond // a variable for the tests
+
+// streamWait is how long the first chunk waits for the end of an input once it has read
+// enough paths for a probe (more than minProbeList). A list still streaming then is probed
+// at once (streamingProbe) rather than at endWait: the paths read while the probe runs are
+// held, and cut as a short list's are if the input ends meanwhile, so waiting longer for the
+// end gains nothing, and it delayed the first rsync of a find over a cold tree by a quarter
+// of a second (the first chunk started at 0.27 s, against 0.07 s with --chunk-files).
+const streamWait = 25 * time.Millisecond
 
 // awaitEnd waits up to endWait (or ChunkWait, if shorter) for the input's end to be read,
-// or until more paths have been read than a short list holds (Slots × ChunkFiles).
+// or until more paths have been read than a short list holds (Slots × ChunkFiles), or,
+// once more than minProbeList paths have been read, up to streamWait.
 func (s *Splitter) awaitEnd(ctx context.Context) {
-	deadline := time.Now().Add(min(endWait, max(s.cfg.ChunkWait, 0)))
+	start := time.Now()
+	deadline := start.Add(min(endWait, max(s.cfg.ChunkWait, 0)))
 	long := int64(max(s.cfg.ChunkFiles, 1))
 	if s.cfg.Slots != nil {
 		long *= int64(max(s.cfg.Slots(), 1))
 	}
 	for !s.eof.Load() && s.read.Load() < long && time.Now().Before(deadline) && ctx.Err() == nil {
+		if s.read.Load() > minProbeList && time.Since(start) >= streamWait {
+			return
+		}
 		time.Sleep(time.Millisecond)
 	}
 }
