@@ -173,6 +173,11 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 	}
 	if len(b.far) > 4096 {
 		clear(b.far) // sockets of ended rsyncs; the live ones are paired again
+		for peer, ids := range b.holders {
+			if len(ids) == 0 {
+				delete(b.holders, peer) // not found (another user's): searched again if still there
+			}
+		}
 	}
 	return b.gone + sum
 }
