@@ -142,12 +142,16 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 			}
 			var base uint64 // a tree started during the run is counted whole
 			if b.since == 0 || root.start < b.since {
-				// an older one from now, but for the holder's part if the holder is new
+				// an older one from now, but for its children started during the run
+				// (a daemon's children for the other rsyncs started meanwhile), or, with
+				// the start unknown, but for the holder
 				clear(seen)
 				base = tree(root.pid)
-				if root.pid != h.pid && (b.since == 0 || h.start >= b.since) {
-					clear(seen)
-					base -= min(base, tree(h.pid))
+				for _, c := range children[root.pid] {
+					if c == h.pid || (b.since != 0 && byPID[c].start >= b.since) {
+						clear(seen)
+						base -= min(base, tree(c))
+					}
 				}
 			}
 			b.trees[rid] = peerTree{base: base}

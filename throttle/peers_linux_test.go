@@ -317,3 +317,30 @@ func hasChild(procs []procEntry, pid int) bool {
 	}
 	return false
 }
+
+// TestPeerBookDaemonFirstSeen: when a daemon older than prsync is first seen through one
+// connection, its other children started during the run (for rsyncs not paired yet) are
+// counted whole too, its older ones (another client's, from before) only from now.
+func TestPeerBookDaemonFirstSeen(t *testing.T) {
+	p := newFakeProc(t, 1000)
+	p.conn("0100007F:A000", "0100007F:0369", "01", 500)
+	p.conn("0100007F:0369", "0100007F:A000", "01", 600)
+	p.fd(100, 3, "socket:[500]")
+	p.fd(200, 3, "socket:[600]")
+	procs := []procEntry{
+		{pid: 100, ppid: 1, pgrp: 100, start: 1100, ticks: 50, rsync: true},   // our rsync
+		{pid: 150, ppid: 1, pgrp: 150, start: 10, ticks: 5000, rsync: true},   // the daemon
+		{pid: 200, ppid: 150, pgrp: 150, start: 1200, ticks: 10, rsync: true}, // its child for our rsync
+		{pid: 210, ppid: 150, pgrp: 150, start: 1150, ticks: 20, rsync: true}, // for another of ours
+		{pid: 211, ppid: 210, pgrp: 150, start: 1160, ticks: 3, rsync: true},  // and its own child
+		{pid: 220, ppid: 150, pgrp: 150, start: 500, ticks: 70, rsync: true},  // older than prsync
+	}
+	b := newPeerBook(p.dir)
+	if got, want := b.update(procs, map[int]bool{100: true}), uint64(10+20+3); got != want {
+		t.Errorf("first seen: %d ticks, want %d", got, want)
+	}
+	procs[5].ticks = 75
+	if got, want := b.update(procs, map[int]bool{100: true}), uint64(10+20+3+5); got != want {
+		t.Errorf("then: %d ticks, want %d", got, want)
+	}
+}
