@@ -130,6 +130,11 @@ func TestBandwidthTotal(t *testing.T) {
 		if len(s) < 8 {
 			t.Fatalf("too few samples: %v", s)
 		}
+		if other, ok := otherLoad(r.Events); ok && other >= 25 && !busy {
+			// the host got busy during the copy (the other tests of the package run beside it)
+			t.Logf("other load during the copy: %.0f%% CPU on average; checking only the upper bound", other)
+			within = func(got float64) bool { return got <= 1.1*limit }
+		}
 		if got := rateOf(s[0], s[len(s)-1]); !within(got) {
 			t.Errorf("total %.2f MiB/s, want 8 MiB/s ± 10 %%", got/(1<<20))
 		}
@@ -200,4 +205,26 @@ func TestBandwidthTotal(t *testing.T) {
 			t.Errorf("control events %v", r.OfType("control"))
 		}
 	})
+}
+
+// otherLoad is the mean CPU use, in percent of the machine, that prsync's progress events
+// measured outside prsync, its rsyncs and the kernel's threads; false without such events
+// (on systems where prsync does not tell its own CPU from the rest).
+func otherLoad(events []map[string]any) (float64, bool) {
+	var sum float64
+	var n int
+	for _, e := range events {
+		cpu, ok1 := e["cpu_percent"].(float64)
+		own, ok2 := e["own_cpu_percent"].(float64)
+		if e["type"] != "progress" || !ok1 || !ok2 {
+			continue
+		}
+		kernel, _ := e["kernel_cpu_percent"].(float64)
+		sum += max(0, cpu-own-kernel)
+		n++
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
 }
