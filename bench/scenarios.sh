@@ -38,6 +38,7 @@ SEED=${BENCH_SEED:-1}
 WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
 OUT=${BENCH_OUT:-}
 PRSYNC=${PRSYNC:-}
+PRSYNC_BASE=${BENCH_PRSYNC_BASE:-}
 DROP=${BENCH_DROP_CACHES:-auto}
 USR_ROOT=${BENCH_USR:-/usr}
 LATENCY=${BENCH_LATENCY:-1ms}
@@ -63,7 +64,8 @@ usage: bench/scenarios.sh [options]
   --reps N           repetitions, interleaved; medians of N (default 5)    [BENCH_REPS]
   --chunks LIST      files per chunk of the sweep (default "250 2000")     [BENCH_CHUNKS]
   --jobs LIST        jobs of the sweep (default "4 8 16")                  [BENCH_JOBS]
-  --tools LIST       subset of: rsync prsync-default prsync-auto prsync parallel fpsync [BENCH_TOOLS]
+  --tools LIST       subset of: rsync prsync-default prsync-auto prsync parallel fpsync
+                     prsync-base (defaults, with --prsync-base)            [BENCH_TOOLS]
   --quick            --reps 1 --jobs 8 (the chunk sweep stays)
   --smoke            tiny trees, 1 rep, rsync -a and prsync's defaults only
                      (--no-throttle); scenarios 1 (5 files; skipped without
@@ -71,6 +73,8 @@ usage: bench/scenarios.sh [options]
   --out DIR          results (default /tmp/prsync-bench/scenarios-DATE)    [BENCH_OUT]
   --work DIR         trees and destinations (default /var/tmp/prsync-bench) [BENCH_WORK]
   --prsync PATH      the prsync binary (default: built from the checkout)  [PRSYNC]
+  --prsync-base PATH another prsync, run with its defaults as prsync-base,
+                     side by side (a build before a change)              [BENCH_PRSYNC_BASE]
   --tree PROFILE     the generated tree the others are cut from (default
                      small; tiny to try the setup)                        [BENCH_TREE]
   --usr DIR          the real tree of scenario 4 (default /usr)            [BENCH_USR]
@@ -102,6 +106,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--work) WORK=$2; shift ;;
 	--prsync) PRSYNC=$2; shift ;;
+	--prsync-base) PRSYNC_BASE=$2; shift ;;
 	--usr) USR_ROOT=$2; shift ;;
 	--tree) TREE_OPT=$2; shift ;;
 	--label) LABEL=$2; shift ;;
@@ -241,7 +246,7 @@ m_prsync() {
 	[ -z "$C" ] || a+=(--chunk-files "$C" -j "$J")
 	[ -z "${AUTO:-}" ] || a+=(-j auto)
 	# shellcheck disable=SC2086
-	cd "$SRC" && find . -xdev -print0 | "$PRSYNC" -0 $PRSYNC_OPTS "${a[@]}" "$DEST"/ ${RX:+-- $RX} >"$PRLOG"
+	cd "$SRC" && find . -xdev -print0 | "${PRSYNC_RUN:-$PRSYNC}" -0 $PRSYNC_OPTS "${a[@]}" "$DEST"/ ${RX:+-- $RX} >"$PRLOG"
 }
 m_parallel() {
 	local from=.
@@ -263,6 +268,7 @@ methods_of() {
 	for t in $TOOLS; do
 		case "$t" in
 		rsync | prsync-default | prsync-auto) echo "$t" ;;
+		prsync-base) [ -n "$PRSYNC_BASE" ] || die "prsync-base needs --prsync-base PATH"; echo "$t" ;;
 		prsync | parallel | fpsync)
 			if [ "$t" = fpsync ] && [ "$1" = 7 ]; then continue; fi
 			if [ "$t" = parallel ] && ! have parallel; then continue; fi
@@ -448,7 +454,7 @@ post_run() { case "$S" in 1 | 2) umount_nas ;; esac; rm -rf "$WORK/fpsync-tmp"; 
 
 # run_one METHOD REP
 run_one() {
-	local m=$1 rep=$2 tool c='' j='' res v wall user sys rss code auto
+	local m=$1 rep=$2 tool c='' j='' res v wall user sys rss code auto run
 	TAG="s$S-$m-$rep"
 	res=$OUT/logs/$TAG.time
 	tool=${m%%-c*}
@@ -456,9 +462,10 @@ run_one() {
 	local fn=m_$tool
 	rm -f "$OUT/logs/$TAG.jsonl"
 	[ "$tool" != prsync-default ] || fn=m_prsync
-	auto=''
+	auto='' run=''
 	if [ "$tool" = prsync-auto ]; then fn=m_prsync auto=1; fi
-	export SRC DEST URL RX C=$c J=$j AUTO=$auto PRLOG=$OUT/logs/$TAG.jsonl FPTMP=$WORK/fpsync-tmp
+	if [ "$tool" = prsync-base ]; then fn=m_prsync run=$PRSYNC_BASE; fi
+	export SRC DEST URL RX C=$c J=$j AUTO=$auto PRSYNC_RUN=$run PRLOG=$OUT/logs/$TAG.jsonl FPTMP=$WORK/fpsync-tmp
 	if ! pre_run; then
 		v="FAIL: setup" code=-1 wall=0 user=0 sys=0 rss=0
 	else

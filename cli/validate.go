@@ -116,6 +116,9 @@ func (r *runner) Validate() error {
 	if f.DryRun {
 		r.args = append(r.args, "--dry-run")
 	}
+	if rsync.IsDaemon(f.Dest) || rsync.IsDaemon(r.srcRemote) {
+		r.args = append(r.args, rsync.DaemonSocketOptions(f.RsyncArgs)...)
+	}
 	r.args = append(r.args, f.RsyncArgs...)
 	path, err := osexec.LookPath(f.Rsync)
 	if err != nil {

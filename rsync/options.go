@@ -71,6 +71,26 @@ func shortHas(s string, flag rune) bool {
 	return false
 }
 
+// NoDelay is the socket option prsync gives an rsync that talks to a daemon over TCP
+// (rsync:// or host::module). rsync sets none of its own (SO_KEEPALIVE on the daemon's side
+// only), and with Nagle's algorithm on, each small write of a session's handshake waits for
+// the other side's delayed acknowledgement: a push of one file to a daemon on 127.0.0.1 took
+// 90 ms, and 6 ms with the option (issue 23). rsync batches its own writes, so the bulk of a
+// transfer is unchanged. It sets the client's socket only: a pull also waits on the daemon's
+// writes, which only the daemon's "socket options" can change.
+const NoDelay = "--sockopts=TCP_NODELAY"
+
+// DaemonSocketOptions returns the options prsync adds for a daemon's TCP connection: NoDelay,
+// unless the options after -- set --sockopts themselves (an empty one turns it off).
+func DaemonSocketOptions(args []string) []string {
+	for _, a := range args {
+		if a == "--sockopts" || strings.HasPrefix(a, "--sockopts=") {
+			return nil
+		}
+	}
+	return []string{NoDelay}
+}
+
 // HardLinks reports whether the rsync options preserve hard links.
 func HardLinks(args []string) bool {
 	for i := 0; i < len(args); i++ {

@@ -2,6 +2,7 @@ package rsync
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,25 @@ func TestQuickCheckSafe(t *testing.T) {
 	for _, tt := range tests {
 		if got := QuickCheckSafe(tt.args); got != tt.want {
 			t.Errorf("QuickCheckSafe(%q) = %v", tt.args, got)
+		}
+	}
+}
+
+func TestDaemonSocketOptions(t *testing.T) {
+	tests := []struct {
+		args string
+		want []string
+	}{
+		{"", []string{NoDelay}},
+		{"-v --bwlimit 10m --port 8730", []string{NoDelay}},
+		{"--sockopts=SO_SNDBUF=65536", nil},
+		{"--sockopts SO_KEEPALIVE", nil},
+		{"--sockopts=", nil},
+		{"-e ssh", []string{NoDelay}},
+	}
+	for _, tt := range tests {
+		if got := DaemonSocketOptions(strings.Fields(tt.args)); !slices.Equal(got, tt.want) {
+			t.Errorf("DaemonSocketOptions(%q) = %q, want %q", tt.args, got, tt.want)
 		}
 	}
 }

@@ -1,0 +1,119 @@
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestDaemonNoDelay checks that the rsyncs prsync starts against a real daemon (a push and a
+// pull) have TCP_NODELAY on their socket, read from the running rsync's own socket
+// (pidfd_getfd), and that options of the user's own after -- replace it: then the socket is
+// as rsync leaves it, without. The copy is slowed (--bwlimit after --) so that the rsync
+// lives while the test looks.
+func TestDaemonNoDelay(t *testing.T) {
+	needRsync(t)
+	if _, err := unix.PidfdOpen(os.Getpid(), 0); err != nil {
+		t.Skipf("no pidfd here: %v", err)
+	}
+	base := t.TempDir()
+	src := filepath.Join(base, "src")
+	served := filepath.Join(base, "served")
+	os.MkdirAll(served, 0o755)
+	writeFile(t, filepath.Join(src, "slow"), strings.Repeat("x", 128<<10), 0o644)
+	writeFile(t, filepath.Join(served, "slow"), strings.Repeat("y", 128<<10), 0o644)
+	d := startDaemon(t, served, 0)
+
+	tests := []struct {
+		name   string
+		args   []string
+		extra  []string // after -- besides --bwlimit
+		want   bool
+		option bool // the start event's rsync_args hold NoDelay
+	}{
+		{"push", []string{"--root", src, d.URL() + "push/"}, nil, true, true},
+		{"pull", []string{"--root", d.URL(), filepath.Join(base, "pulled")}, nil, true, true},
+		{"push, the user's sockopts", []string{"--root", src, d.URL() + "own/"}, []string{"--sockopts=SO_KEEPALIVE"}, false, false},
+		{"local", []string{"--root", src, filepath.Join(base, "local")}, nil, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append(append([]string{"--no-throttle"}, tt.args...), "--", "--bwlimit=64")
+			args = append(args, tt.extra...)
+			p := start(t, startOpts{dir: base, stdin: bytes.NewReader([]byte("slow\n"))}, args...)
+			st := p.mustWaitFor("start", 30*time.Second, func(e map[string]any) bool { return e["type"] == "start" })
+			if got := strings.Contains(fmt.Sprint(st["rsync_args"]), "--sockopts=TCP_NODELAY"); got != tt.option {
+				t.Errorf("rsync_args %v: holds --sockopts=TCP_NODELAY: %v, want %v", st["rsync_args"], got, tt.option)
+			}
+			cs := p.mustWaitFor("chunk_start", 30*time.Second, func(e map[string]any) bool { return e["type"] == "chunk_start" })
+			pid := int(num(cs, "pid"))
+			if tt.name != "local" {
+				nodelay, err := tcpNoDelay(pid)
+				for end := time.Now().Add(10 * time.Second); errors.Is(err, errNoTCP) && time.Now().Before(end); {
+					time.Sleep(20 * time.Millisecond) // not connected yet
+					nodelay, err = tcpNoDelay(pid)
+				}
+				if err != nil {
+					t.Fatalf("rsync %d: %v", pid, err)
+				}
+				if nodelay != tt.want {
+					t.Errorf("rsync %d: TCP_NODELAY %v, want %v", pid, nodelay, tt.want)
+				}
+			}
+			r := p.wait(60 * time.Second)
+			if s := r.Summary(t); num(s, "exit_code") != 0 || num(s, "files_transferred") != 1 {
+				t.Fatalf("summary %v\nstderr: %s", s, p.stderr.String())
+			}
+		})
+	}
+	for _, dir := range []string{filepath.Join(served, "push"), filepath.Join(base, "pulled"), filepath.Join(served, "own"), filepath.Join(base, "local")} {
+		if fi, err := os.Stat(filepath.Join(dir, "slow")); err != nil || fi.Size() != 128<<10 {
+			t.Errorf("%s/slow: %v", dir, err)
+		}
+	}
+}
+
+// tcpNoDelay returns TCP_NODELAY of the one TCP socket of process pid, taken with
+// pidfd_getfd (the test is its ancestor, so it may).
+func tcpNoDelay(pid int) (bool, error) {
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(pfd)
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		return false, err
+	}
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + e.Name())
+		if err != nil || !strings.HasPrefix(target, "socket:") {
+			continue
+		}
+		n, _ := strconv.Atoi(e.Name())
+		fd, err := unix.PidfdGetfd(pfd, n, 0)
+		if err != nil {
+			return false, err
+		}
+		v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		unix.Close(fd)
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOPROTOOPT) {
+			continue // a Unix socket
+		}
+		if err != nil {
+			return false, err
+		}
+		return v != 0, nil
+	}
+	return false, errNoTCP
+}
+
+var errNoTCP = errors.New("no TCP socket")
