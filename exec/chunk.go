@@ -207,7 +207,10 @@ func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, res result)
 func (p *Pool) wait(ctx context.Context, class rsync.Class, d time.Duration) bool {
 	if class == rsync.Refused {
 		p.release()
-		if !sleepCtx(ctx, d) || !p.acquire(ctx) {
+		p.backingOff(1)
+		slept := sleepCtx(ctx, d)
+		p.backingOff(-1)
+		if !slept || !p.acquireAs(ctx, true) {
 			return false
 		}
 	} else if !sleepCtx(ctx, d) {

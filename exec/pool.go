@@ -84,11 +84,15 @@ type Pool struct {
 	held    bool // job control stopped the run (Ctrl-Z)
 	ctlHeld bool // live control paused the run
 	procs   map[int]*proc
-	queued  int  // rsyncs waiting in acquire for a slot
-	waiting bool // Run waits for a free slot before it takes the next chunk
-	closing bool // ctx ended: nothing may be paused any more
-	abort   *AbortError
-	killed  atomic.Bool
+	queued  int // rsyncs waiting in acquire for a slot
+	// backoff are refused chunks that gave their slot up and wait to queue again (wait)
+	backoff int
+	// requeued are refused chunks waiting in acquire (counted in queued too): they go first
+	requeued int
+	waiting  bool // Run waits for a free slot before it takes the next chunk
+	closing  bool // ctx ended: nothing may be paused any more
+	abort    *AbortError
+	killed   atomic.Bool
 	// killedChunks are chunks whose rsync was killed: their temp files may be left in DEST
 	killedChunks []*splitter.Chunk
 	inflight     atomic.Int64 // bytes rsync logged in attempts still running

@@ -290,3 +290,125 @@ func TestQueuedDeletePass(t *testing.T) {
 		t.Errorf("after the pass: Queued() = %d, want 0", n)
 	}
 }
+
+// TestFreeCountsRefused: a chunk the far side refused gives its slot up while it waits to
+// queue again, and that slot does not count as free for the tail split: it is the refused
+// chunk's. The "rsync" refuses the first 4 sessions as a daemon at max connections does
+// (the waits double from 100 ms: one of them is seen even on a busy machine).
+func TestFreeCountsRefused(t *testing.T) {
+	count := t.TempDir() + "/refusals"
+	script := `cat >/dev/null; n=$(cat "$0" 2>/dev/null || echo 0); [ "$n" -ge 4 ] && exit 0; echo $((n + 1)) >"$0"; echo "@ERROR: max connections (1) reached -- try again later" >&2; exit 5`
+	retrying := make(chan struct{}, 8)
+	p := &Pool{
+		Rsync: "/bin/sh", Args: []string{"-c", script, count},
+		Dest: t.TempDir(), Jobs: 2, MaxJobs: 8, Retries: 8, RetryDelay: 100 * time.Millisecond, Grace: time.Second, Confirm: ConfirmNothing,
+	}
+	p.Reports = func(r Report) {
+		if e, ok := r.(ChunkEnded); ok && e.Status == "retrying" {
+			retrying <- struct{}{}
+		}
+	}
+	chunks := make(chan *splitter.Chunk, 1)
+	chunks <- &splitter.Chunk{ID: 1, Src: "/", Inputs: [][]byte{[]byte("a")}, Entries: [][]byte{[]byte("a")}}
+	close(chunks)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background(), context.Background(), chunks) }()
+	seen, free, limit := false, 0, 0
+	for !seen {
+		select {
+		case <-retrying:
+		case err := <-done:
+			t.Fatalf("the run ended (%v) and the refused chunk was never seen waiting without its slot", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the refused chunk was not retried")
+		}
+		for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			waits := func() bool {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				limit = p.limit
+				return p.backoff == 1 && p.active == 0 && p.queued == 0
+			}
+			if waits() {
+				free = p.Free()
+				if seen = waits(); seen { // the same state before and after Free
+					break
+				}
+			}
+		}
+	}
+	if free != limit-1 {
+		t.Errorf("Free() = %d while the refused chunk waits, want the limit %d less it: %d", free, limit, limit-1)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Free(); got != p.Limit() {
+		t.Errorf("Free() = %d after the run, want the limit %d", got, p.Limit())
+	}
+}
+
+// TestRefusedGoesFirst: a refused chunk queueing again takes the next free slot before a
+// new chunk that waits too; the new one goes once it has.
+func TestRefusedGoesFirst(t *testing.T) {
+	p := &Pool{Rsync: "/bin/true", Dest: t.TempDir(), Jobs: 2, Confirm: ConfirmNothing, Reports: func(Report) {}}
+	p.init()
+	p.mu.Lock()
+	p.active = p.limit
+	p.mu.Unlock()
+	var mu sync.Mutex
+	var order []string
+	got := func(who string, refused bool) chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if p.acquireAs(context.Background(), refused) {
+				mu.Lock()
+				order = append(order, who)
+				mu.Unlock()
+			}
+		}()
+		return done
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			p.mu.Lock()
+			ok := cond()
+			p.mu.Unlock()
+			if ok {
+				return
+			}
+			if time.Now().After(end) {
+				t.Fatalf("waited for %s", what)
+			}
+		}
+	}
+	// the refused one queues first: the goroutine woken last tends to run first, so the
+	// new one would win without the rule
+	refusedDone := got("refused", true)
+	waitFor("the refused chunk to queue", func() bool { return p.requeued == 1 && p.queued == 1 })
+	newDone := got("new", false)
+	waitFor("the new chunk to queue", func() bool { return p.queued == 2 })
+	p.release()
+	select {
+	case <-refusedDone:
+	case <-newDone:
+		t.Fatal("the new chunk took the slot the refused one waited for")
+	case <-time.After(5 * time.Second):
+		t.Fatal("no chunk took the free slot")
+	}
+	time.Sleep(20 * time.Millisecond)
+	mu.Lock()
+	if len(order) != 1 || order[0] != "refused" {
+		t.Errorf("after one slot freed: %v, want [refused]", order)
+	}
+	mu.Unlock()
+	p.release()
+	<-newDone
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 2 || order[1] != "new" {
+		t.Errorf("after two slots freed: %v, want [refused new]", order)
+	}
+}
