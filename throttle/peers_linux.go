@@ -48,9 +48,19 @@ type peerBook struct {
 
 	far     map[uint64]uint64   // an rsync's socket inode → its peer's socket inode, 0 for none here
 	holders map[uint64][]taskID // a peer socket inode → the tasks that hold it
+	// misses counts the searches that found no holder of a peer inode: it is searched again
+	// up to maxPeerSearches times, since a connection just made may be held by no one yet
+	// (in the listener's accept queue) or by a child forked after the scan of processes
+	misses map[uint64]int
 	trees   map[taskID]peerTree // by root
 	gone    uint64              // ticks counted of trees whose root ended
 }
+
+// maxPeerSearches is how many scans of every process's fds may look for the holder of a
+// peer socket before it is taken for one this user cannot see. A first search found none
+// in about one run of six of TestPeerBookRealDaemon: the daemon's child for the
+// connection was forked after the scan of processes that the search looked through.
+const maxPeerSearches = 10
 
 // peerTree is a tree counted: the root's tree's ticks when counting began, and the
 // ticks counted so far.
@@ -61,6 +71,7 @@ func newPeerBook(procDir string) *peerBook {
 		procDir: procDir,
 		far:     map[uint64]uint64{},
 		holders: map[uint64][]taskID{},
+		misses:  map[uint64]int{},
 		trees:   map[taskID]peerTree{},
 	}
 	if line, ok := readHead(filepath.Join(procDir, "self", "stat"), make([]byte, 1024)); ok {
@@ -113,14 +124,19 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 				}
 				b.far[ino] = peer
 			}
-			if peer != 0 && b.holders[peer] == nil {
-				b.holders[peer] = []taskID{} // searched for once
+			if ids, searched := b.holders[peer]; peer != 0 && (!searched || len(ids) == 0 && b.misses[peer] < maxPeerSearches) {
+				b.holders[peer] = []taskID{}
 				fresh = append(fresh, peer)
 			}
 		}
 	}
 	if len(fresh) > 0 {
 		b.findHolders(fresh, procs, ours, self)
+		for _, peer := range fresh {
+			if len(b.holders[peer]) == 0 {
+				b.misses[peer]++ // another user's, or not held yet: searched again next time
+			}
+		}
 	}
 
 	// new trees: a holder's, or its parent's if that is an rsync daemon
@@ -177,6 +193,7 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 	}
 	if len(b.far) > 4096 {
 		clear(b.far) // sockets of ended rsyncs; the live ones are paired again
+		clear(b.misses)
 		for peer, ids := range b.holders {
 			if len(ids) == 0 {
 				delete(b.holders, peer) // not found (another user's): searched again if still there

@@ -344,3 +344,48 @@ func TestPeerBookDaemonFirstSeen(t *testing.T) {
 		t.Errorf("then: %d ticks, want %d", got, want)
 	}
 }
+
+// TestPeerBookLateHolder: a connection whose far end no process holds yet (in the daemon's
+// accept queue, or held by a child forked after the scan of processes) is searched again at
+// the next samples, up to maxPeerSearches, and then left alone.
+func TestPeerBookLateHolder(t *testing.T) {
+	const (
+		rsync    = 100
+		listener = 150
+		child    = 200
+		rsync2   = 110 // its far end is never found: another user's, say
+	)
+	p := newFakeProc(t, 1000)
+	p.conn("0100007F:A000", "0100007F:0369", "01", 500)
+	p.conn("0100007F:0369", "0100007F:A000", "01", 600)
+	p.conn("0100007F:A001", "0100007F:0369", "01", 510)
+	p.conn("0100007F:0369", "0100007F:A001", "01", 610)
+	p.fd(rsync, 3, "socket:[500]")
+	p.fd(rsync2, 3, "socket:[510]")
+	p.mkdir(strconv.Itoa(listener) + "/fd")
+	ours := map[int]bool{rsync: true, rsync2: true}
+	procs := []procEntry{
+		{pid: rsync, ppid: 1, pgrp: rsync, start: 1100, ticks: 5, rsync: true},
+		{pid: rsync2, ppid: 1, pgrp: rsync2, start: 1100, ticks: 5, rsync: true},
+		{pid: listener, ppid: 1, pgrp: listener, start: 10, ticks: 4000, rsync: true},
+	}
+	b := newPeerBook(p.dir)
+	if got := b.update(procs, ours); got != 0 || len(b.trees) != 0 {
+		t.Fatalf("no holder yet: %d ticks, trees %v", got, b.trees)
+	}
+	// the child holds the far end now
+	p.fd(child, 3, "socket:[600]")
+	procs = append(procs, procEntry{pid: child, ppid: listener, pgrp: listener, start: 1200, ticks: 12, rsync: true})
+	if got := b.update(procs, ours); got != 12 {
+		t.Errorf("once the child holds it: %d ticks, want its 12", got)
+	}
+	if len(b.trees) != 1 {
+		t.Errorf("trees %v, want the listener's", b.trees)
+	}
+	for range 2 * maxPeerSearches {
+		b.update(procs, ours)
+	}
+	if n := b.misses[610]; n != maxPeerSearches {
+		t.Errorf("the far end no one holds was searched %d times, want %d", n, maxPeerSearches)
+	}
+}
