@@ -52,8 +52,8 @@ type peerBook struct {
 	// up to maxPeerSearches times, since a connection just made may be held by no one yet
 	// (in the listener's accept queue) or by a child forked after the scan of processes
 	misses map[uint64]int
-	trees   map[taskID]peerTree // by root
-	gone    uint64              // ticks counted of trees whose root ended
+	trees  map[taskID]peerTree // by root
+	gone   uint64              // ticks counted of trees whose root ended
 }
 
 // maxPeerSearches is how many scans of every process's fds may look for the holder of a
