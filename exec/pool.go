@@ -89,8 +89,9 @@ type Pool struct {
 	backoff int
 	// requeued are refused chunks waiting in acquire (counted in queued too): they go first
 	requeued int
-	waiting  bool // Run waits for a free slot before it takes the next chunk
-	closing  bool // ctx ended: nothing may be paused any more
+	wakeAt   time.Time // the latest wake-up waitSlot arranged
+	waiting  bool      // Run waits for a free slot before it takes the next chunk
+	closing  bool      // ctx ended: nothing may be paused any more
 	abort    *AbortError
 	killed   atomic.Bool
 	// killedChunks are chunks whose rsync was killed: their temp files may be left in DEST

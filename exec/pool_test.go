@@ -412,3 +412,30 @@ func TestRefusedGoesFirst(t *testing.T) {
 		t.Errorf("after two slots freed: %v, want [refused new]", order)
 	}
 }
+
+// TestHeldBackWakes: a waiter that finds the far side holding new sessions back, with no
+// wake-up arranged for the hold's end (a refusal doubled the settle after a session's end,
+// past the wake-up arranged then), still takes its slot once the hold ends.
+func TestHeldBackWakes(t *testing.T) {
+	p := &Pool{Rsync: "/bin/true", Dest: t.TempDir(), Jobs: 1, Confirm: ConfirmNothing, Reports: func(Report) {}}
+	p.init()
+	now := time.Now()
+	p.mu.Lock()
+	p.far.RefusedSession(now, now, 1, 1, 1) // held back 100 ms, and a settle after each end
+	p.far.Ended(time.Now())                 // a session ended: no wake-up arranged here
+	held := p.far.HeldBack(time.Now())
+	p.mu.Unlock()
+	if !held {
+		t.Fatal("the far side does not hold new sessions back")
+	}
+	done := make(chan bool, 1)
+	go func() { done <- p.acquire(context.Background()) }()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("acquire failed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter slept on after the hold ended")
+	}
+}

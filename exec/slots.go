@@ -18,6 +18,20 @@ func (p *Pool) open(refused bool) bool {
 	return p.gate && !p.held && !p.ctlHeld && p.active < p.limit && (refused || p.requeued == 0) && !p.far.HeldBack(time.Now())
 }
 
+// waitSlot waits once for a change that may free a slot; the caller holds p.mu. While the
+// far side holds new sessions back it arranges a wake-up for when the hold ends, as it
+// stands now: a refusal that doubles the settle after a session's end extends the hold past
+// the wake-ups arranged before, and the waiters slept on with every slot free (make test:
+// TestAutoSettlesAtConnectionLimit hung, 5 refused chunks waiting and nothing running).
+func (p *Pool) waitSlot() {
+	now := time.Now()
+	if until := p.far.HeldUntil(); until.After(now) && until.After(p.wakeAt) {
+		p.wakeAt = until
+		p.wakeAfter(until.Sub(now) + time.Millisecond)
+	}
+	p.cond.Wait()
+}
+
 // wakeAfter wakes the goroutines waiting for a slot after d.
 func (p *Pool) wakeAfter(d time.Duration) {
 	time.AfterFunc(d, func() {
@@ -58,7 +72,7 @@ func (p *Pool) waitFree(ctx context.Context) {
 		if p.open(false) || ctx.Err() != nil || p.abort != nil {
 			break
 		}
-		p.cond.Wait()
+		p.waitSlot()
 	}
 	p.waiting = false
 }
@@ -112,7 +126,7 @@ func (p *Pool) acquireAs(ctx context.Context, refused bool) bool {
 		}()
 	}
 	for !p.open(refused) && ctx.Err() == nil && p.abort == nil {
-		p.cond.Wait()
+		p.waitSlot()
 	}
 	if ctx.Err() != nil || p.abort != nil {
 		return false

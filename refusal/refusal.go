@@ -175,6 +175,18 @@ func (f *FarSide) HeldBack(now time.Time) bool {
 	return now.Before(f.holdUntil) || (f.settle > 0 && now.Before(f.lastEnd.Add(f.settle)))
 }
 
+// HeldUntil returns when HeldBack ends, as it stands now: a refusal's hold, or the settle
+// after the last session ended, whichever ends later (zero or past: not held back).
+func (f *FarSide) HeldUntil() time.Time {
+	until := f.holdUntil
+	if f.settle > 0 {
+		if e := f.lastEnd.Add(f.settle); e.After(until) {
+			until = e
+		}
+	}
+	return until
+}
+
 // Refusals returns the sessions refused so far, and what the far side accepted at the
 // last refusal (0 before any).
 func (f *FarSide) Refusals() (refused int64, accepted int) {
