@@ -7,6 +7,7 @@ package tests
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -120,13 +121,25 @@ func TestStreamingListInterrupt(t *testing.T) {
 	var names []string
 	for i := range 300 {
 		n := fmt.Sprintf("d%d/f%03d", i%3, i)
-		writeFile(t, filepath.Join(src, n), strings.Repeat("y", 20000), 0o644)
+		size := 20000
+		if i == 0 {
+			// the probe's first file (rsync sorts its list) takes 3 s at --bwlimit=100k,
+			// and DEST has the directories already (below): until rsync logs that file, the
+			// probe shows nothing and the wave waits, however late this test sees the probe
+			// start. Before, the directories' lines came at once, and the probe's lower
+			// bound gave every slot a part within 0.3 s: 8 chunks started.
+			size = 300000
+		}
+		writeFile(t, filepath.Join(src, n), strings.Repeat("y", size), 0o644)
 		names = append(names, n)
 	}
 	for _, ended := range []bool{false, true} {
 		t.Run(fmt.Sprintf("input ended %v", ended), func(t *testing.T) {
 			d := t.TempDir()
 			dst, failed := filepath.Join(d, "dst"), filepath.Join(d, "failed")
+			if out, err := exec.Command("rsync", "-a", "--include=*/", "--exclude=*", src+"/", dst+"/").CombinedOutput(); err != nil {
+				t.Fatalf("the directories into DEST: %v: %s", err, out)
+			}
 			more := make(chan struct{})
 			in := slowList(t, names, 100, 0, more)
 			p := start(t, startOpts{stdin: in}, "-0", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100k")
@@ -143,7 +156,7 @@ func TestStreamingListInterrupt(t *testing.T) {
 			if ended {
 				close(more)
 			}
-			time.Sleep(300 * time.Millisecond) // the probe runs 3 s
+			time.Sleep(300 * time.Millisecond) // its first file takes 3 s
 			p.signal(syscall.SIGINT)
 			r := p.wait(time.Minute)
 			if r.Code != 20 {
