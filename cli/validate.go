@@ -128,7 +128,12 @@ func (r *runner) Validate() error {
 
 	local := f.Dest != "" && !rsync.IsRemote(f.Dest)
 	if local && !f.NoQuickCheck && f.Verify != "all" && !f.NoArchive && !f.Sizes && r.srcRemote == "" && rsync.QuickCheckSafe(f.RsyncArgs) {
-		if abs, err := filepath.Abs(f.Dest); err == nil {
+		// Not on a network filesystem: there each lstat of DEST waits a round trip, and the
+		// rsyncs' own checks, chunk by chunk side by side, came first. An sshfs DEST with a
+		// 2 ms round trip, 1,000 changed of 20,000 (bench scenario 2, medians of 3 side by
+		// side): the check read about 1,000 paths a second, and the copy took 28.0 s with
+		// it, 16.9 s without (GNU parallel -N 2000: 17.4 s at -j 8, 13.5 s at -j 16).
+		if abs, err := filepath.Abs(f.Dest); err == nil && !splitter.NetworkFS(abs) {
 			r.quick = &splitter.QuickCheck{Dest: abs, Owner: os.Geteuid() == 0}
 		}
 	}

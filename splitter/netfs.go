@@ -1,6 +1,10 @@
 package splitter
 
-import "cmp"
+import (
+	"cmp"
+	"os"
+	"path/filepath"
+)
 
 // # Stat workers on a network filesystem
 //
@@ -43,6 +47,19 @@ var networkMagics = map[int64]string{
 func networkMagic(t int64) bool {
 	_, ok := networkMagics[t]
 	return ok
+}
+
+// NetworkFS reports whether path, or its nearest ancestor that exists (a DEST not made
+// yet), is on a network filesystem; false when it cannot tell.
+func NetworkFS(path string) bool {
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil {
+			return networkFS(p)
+		}
+		if p == filepath.Dir(p) {
+			return false
+		}
+	}
 }
 
 // statWorkers returns how many goroutines examine records under cfg: the number given,

@@ -42,3 +42,14 @@ func TestNetworkMagic(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkFSMissing: a path not made yet is judged by its nearest ancestor that exists
+// (a local one here: not a network filesystem), and an empty path by the working directory.
+func TestNetworkFSMissing(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{dir, dir + "/not/made/yet", "relative/none"} {
+		if NetworkFS(p) {
+			t.Errorf("NetworkFS(%q) = true on a local filesystem", p)
+		}
+	}
+}
