@@ -37,7 +37,8 @@ type procEntry struct {
 // an rsync (a daemon's listener, which forks a child per connection), that parent
 // is. A daemon's children often live less than a sample's second, so each is
 // seldom seen; its listener reaps them all, so the listener's tree, counted from
-// when it was first seen, has their CPU: the listener's utime, stime, cutime and
+// prsync's first scan (before its first rsync; from when it was first seen if it
+// started later, or if that scan came too late), has their CPU: the listener's utime, stime, cutime and
 // cstime, and those of its live descendants (a process that ends moves from the
 // second sum into the first when its parent reaps it). Another client of the same
 // daemon is then counted as prsync's too. A tree's count only grows, and a tree
@@ -54,6 +55,15 @@ type peerBook struct {
 	misses map[uint64]int
 	trees  map[taskID]peerTree // by root
 	gone   uint64              // ticks counted of trees whose root ended
+	// atStart holds, from the first scan when no rsync of prsync's ran yet (the sampler
+	// primes itself before the first starts), the tree ticks of every rsync process then
+	// running: a daemon's listener among them. A tree whose root is in it is counted from
+	// there, so what the listener's children did and ended before the tree was first seen
+	// (at the first sample, a second in) counts as the copy's too: without it, that
+	// second's daemon work was other load, and paused the copy for the next second
+	// (issue 23: about 1 s of each 2 s copy to a daemon with max connections = 3).
+	atStart map[taskID]uint64
+	started bool // the first scan was taken in
 }
 
 // maxPeerSearches is how many scans of every process's fds may look for the holder of a
@@ -107,6 +117,20 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 		}
 		return n
 	}
+	if !b.started {
+		// the sampler's first reading, before the first rsync starts (with rsyncs
+		// running already, no snapshot: trees are counted from their first sighting)
+		b.started = true
+		if len(ours) == 0 {
+			b.atStart = map[taskID]uint64{}
+			for _, p := range procs {
+				if p.rsync && p.pid != self {
+					clear(seen)
+					b.atStart[taskID{p.pid, p.start}] = tree(p.pid)
+				}
+			}
+		}
+	}
 
 	// the far ends of the rsyncs' sockets, and who holds them
 	var fresh []uint64 // peer inodes whose holders are not known yet
@@ -157,7 +181,11 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 				continue
 			}
 			var base uint64 // a tree started during the run is counted whole
-			if b.since == 0 || root.start < b.since {
+			if n, ok := b.atStart[rid]; ok {
+				// running at the first scan, before the first rsync: counted from then,
+				// with the children it reaped since
+				base = n
+			} else if b.since == 0 || root.start < b.since {
 				// an older one from now, but for its children started during the run
 				// (a daemon's children for the other rsyncs started meanwhile), or, with
 				// the start unknown, but for the holder

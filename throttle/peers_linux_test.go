@@ -389,3 +389,56 @@ func TestPeerBookLateHolder(t *testing.T) {
 		t.Errorf("the far end no one holds was searched %d times, want %d", n, maxPeerSearches)
 	}
 }
+
+// TestPeerBookFromStart: a daemon running when prsync starts is counted from prsync's first
+// scan (before its first rsync), so children it forked for the copy and reaped before the
+// tree was first seen (their ticks now in the listener's cutime) count as the copy's.
+func TestPeerBookFromStart(t *testing.T) {
+	const (
+		rsync    = 100
+		listener = 150
+		child    = 200
+	)
+	for _, tc := range []struct {
+		name     string
+		atStart  bool // the first scan is made before any rsync of ours runs
+		want     uint64
+		wantNote string
+	}{
+		{"first scan before the first rsync", true, 100 + 12, "the reaped children's 100 and the child's 12"},
+		{"first scan with rsyncs running", false, 12, "only the child's 12: no snapshot taken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakeProc(t, 1000)
+			p.conn("0100007F:A000", "0100007F:0369", "01", 500)
+			p.conn("0100007F:0369", "0100007F:A000", "01", 600)
+			p.fd(rsync, 3, "socket:[500]")
+			p.mkdir(strconv.Itoa(listener) + "/fd")
+			ours := map[int]bool{rsync: true}
+			b := newPeerBook(p.dir)
+			if tc.atStart {
+				procs := []procEntry{{pid: listener, ppid: 1, pgrp: listener, start: 10, ticks: 4000, rsync: true}}
+				if got := b.update(procs, map[int]bool{}); got != 0 {
+					t.Fatalf("before any rsync: %d ticks", got)
+				}
+			} else {
+				procs := []procEntry{
+					{pid: rsync, ppid: 1, pgrp: rsync, start: 1100, ticks: 5, rsync: true},
+					{pid: listener, ppid: 1, pgrp: listener, start: 10, ticks: 4000, rsync: true},
+				}
+				b.update(procs, ours)
+			}
+			// children for the copy came and went (reaped: +100 in the listener's
+			// cutime); now one holds our rsync's far end
+			p.fd(child, 3, "socket:[600]")
+			procs := []procEntry{
+				{pid: rsync, ppid: 1, pgrp: rsync, start: 1100, ticks: 5, rsync: true},
+				{pid: listener, ppid: 1, pgrp: listener, start: 10, ticks: 4100, rsync: true},
+				{pid: child, ppid: listener, pgrp: listener, start: 1200, ticks: 12, rsync: true},
+			}
+			if got := b.update(procs, ours); got != tc.want {
+				t.Errorf("%d ticks, want %d (%s)", got, tc.want, tc.wantNote)
+			}
+		})
+	}
+}
