@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/internal/cmdline"
+	"github.com/shirou/gopsutil/v4/cpu"
 )
 
 func TestParsePSI(t *testing.T) {
@@ -363,5 +364,39 @@ func TestGroupsOf(t *testing.T) {
 	}
 	if got := GroupsOf(procList{})(); len(got) != 0 {
 		t.Errorf("GroupsOf(empty) = %v, want []", got)
+	}
+}
+
+// TestBusyPercent: the host's CPU use counts user, nice, system, irq and softirq time over all
+// of it; idle, iowait and the hypervisor's steal are not use.
+func TestBusyPercent(t *testing.T) {
+	base := cpu.TimesStat{User: 100, System: 50, Idle: 1000, Iowait: 10, Steal: 5}
+	for _, tc := range []struct {
+		name string
+		d    cpu.TimesStat // added to base
+		want float64
+	}{
+		{"half busy", cpu.TimesStat{User: 50, System: 50, Idle: 100}, 50},
+		{"iowait is idle", cpu.TimesStat{User: 50, Iowait: 150}, 25},
+		{"steal is not use", cpu.TimesStat{User: 100, System: 40, Steal: 60}, 70},
+		{"irq and softirq are", cpu.TimesStat{Irq: 10, Softirq: 10, Nice: 20, Idle: 160}, 20},
+		{"guest is in user already", cpu.TimesStat{User: 100, Guest: 100, Idle: 100}, 50},
+		{"no time passed", cpu.TimesStat{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := base
+			b.User += tc.d.User
+			b.Nice += tc.d.Nice
+			b.System += tc.d.System
+			b.Idle += tc.d.Idle
+			b.Iowait += tc.d.Iowait
+			b.Irq += tc.d.Irq
+			b.Softirq += tc.d.Softirq
+			b.Steal += tc.d.Steal
+			b.Guest += tc.d.Guest
+			if got := busyPercent(base, b); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("busyPercent = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
