@@ -43,6 +43,12 @@ type procEntry struct {
 // second sum into the first when its parent reaps it). Another client of the same
 // daemon is then counted as prsync's too. A tree's count only grows, and a tree
 // that ends keeps it.
+//
+// The processes that write prsync's standard input, when it is a pipe, are counted
+// the same way, from when first seen: the find (or fd, or git ls-files) piped into
+// prsync is the copy's work. A producer that works hard (a find over a cold network
+// filesystem, a sort of the list) was other load, and paused the copy it fed
+// (TestFeederOwnCPU).
 type peerBook struct {
 	procDir string
 	since   uint64 // prsync's start time, clock ticks since boot; 0 if unknown
@@ -64,6 +70,13 @@ type peerBook struct {
 	// (issue 23: about 1 s of each 2 s copy to a daemon with max connections = 3).
 	atStart map[taskID]uint64
 	started bool // the first scan was taken in
+
+	// stdin is the link of prsync's standard input when it is a pipe ("pipe:[N]"): the
+	// processes that hold it, but prsync, feed it the list (a find piped into prsync), and
+	// are counted as its own with their trees, from when first seen. Looked for at up to
+	// maxPeerSearches scans until one is found; "" when stdin is no pipe.
+	stdin        string
+	feedSearches int
 }
 
 // maxPeerSearches is how many scans of every process's fds may look for the holder of a
@@ -83,6 +96,9 @@ func newPeerBook(procDir string) *peerBook {
 		holders: map[uint64][]taskID{},
 		misses:  map[uint64]int{},
 		trees:   map[taskID]peerTree{},
+	}
+	if t, err := os.Readlink(filepath.Join(procDir, "self", "fd", "0")); err == nil && strings.HasPrefix(t, "pipe:[") {
+		b.stdin = t
 	}
 	if line, ok := readHead(filepath.Join(procDir, "self", "stat"), make([]byte, 1024)); ok {
 		if st, ok := parseStat(line); ok {
@@ -128,6 +144,21 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 					clear(seen)
 					b.atStart[taskID{p.pid, p.start}] = tree(p.pid)
 				}
+			}
+		}
+	}
+
+	// the writers of prsync's stdin: the list's producer is the copy's work
+	if b.stdin != "" && b.feedSearches < maxPeerSearches {
+		b.feedSearches++
+		for _, p := range procs {
+			if ours[p.pid] || p.pid == self || !b.holds(p.pid, b.stdin) {
+				continue
+			}
+			b.feedSearches = maxPeerSearches // found: no more searches
+			if id := (taskID{p.pid, p.start}); !hasTree(b.trees, id) {
+				clear(seen)
+				b.trees[id] = peerTree{base: tree(p.pid)}
 			}
 		}
 	}
@@ -247,6 +278,25 @@ func (b *peerBook) sockets(pid int) []uint64 {
 		}
 	}
 	return inos
+}
+
+func hasTree(trees map[taskID]peerTree, id taskID) bool { _, ok := trees[id]; return ok }
+
+// holds says whether process pid has an fd linked to target (such as pipe:[N]).
+func (b *peerBook) holds(pid int, target string) bool {
+	dir := filepath.Join(b.procDir, strconv.Itoa(pid), "fd")
+	d, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		if t, err := os.Readlink(filepath.Join(dir, n)); err == nil && t == target {
+			return true
+		}
+	}
+	return false
 }
 
 // socketInode returns N of a /proc/PID/fd link to socket:[N].

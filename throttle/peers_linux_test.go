@@ -442,3 +442,53 @@ func TestPeerBookFromStart(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerBookFeeder: the processes that write prsync's stdin, a pipe, count as its own from
+// when first seen (searched again while none is found); a process with another pipe does not.
+func TestPeerBookFeeder(t *testing.T) {
+	const (
+		find  = 300 // writes prsync's stdin
+		other = 310 // writes another pipe
+	)
+	for _, tc := range []struct {
+		name  string
+		stdin string // prsync's fd 0
+		late  bool   // the feeder is not there at the first scan
+		want  uint64
+	}{
+		{"a pipe", "pipe:[77]", false, 30},
+		{"a pipe, its writer seen late", "pipe:[77]", true, 20},
+		{"a file", "/home/u/list", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakeProc(t, 1000)
+			p.mkdir("self/fd")
+			if err := os.Symlink(tc.stdin, filepath.Join(p.dir, "self", "fd", "0")); err != nil {
+				t.Fatal(err)
+			}
+			p.fd(other, 1, "pipe:[78]")
+			procs := []procEntry{{pid: other, ppid: 1, pgrp: other, start: 990, ticks: 500}}
+			if !tc.late {
+				p.fd(find, 1, tc.stdin)
+				procs = append(procs, procEntry{pid: find, ppid: 1, pgrp: find, start: 999, ticks: 50})
+			}
+			b := newPeerBook(p.dir)
+			if got := b.update(procs, map[int]bool{}); got != 0 {
+				t.Fatalf("first scan: %d ticks, want 0", got)
+			}
+			if tc.late {
+				p.fd(find, 1, tc.stdin)
+				procs = append(procs, procEntry{pid: find, ppid: 1, pgrp: find, start: 1010, ticks: 60})
+				b.update(procs, map[int]bool{})
+			}
+			procs[0].ticks = 900 // the other pipe's writer: other load
+			procs[len(procs)-1].ticks += 30
+			if tc.late {
+				procs[len(procs)-1].ticks -= 10
+			}
+			if got := b.update(procs, map[int]bool{}); got != tc.want {
+				t.Errorf("%d ticks, want %d", got, tc.want)
+			}
+		})
+	}
+}
