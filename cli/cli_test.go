@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -140,6 +141,19 @@ func TestGoProcs(t *testing.T) {
 	} {
 		if got := goProcs(tt.n, tt.cpus, tt.stats); got != tt.want {
 			t.Errorf("goProcs(%d, %d, %v) = %d, want %d", tt.n, tt.cpus, tt.stats, got, tt.want)
+		}
+	}
+}
+
+// TestDefaultJobs: the default -j is the CPUs, at least 8; at least 16 with DEST on a
+// network filesystem, where each rsync waits on round trips.
+func TestDefaultJobs(t *testing.T) {
+	for _, tc := range []struct {
+		netDest bool
+		floor   int
+	}{{false, 8}, {true, 16}} {
+		if got, want := defaultJobs(tc.netDest), max(runtime.NumCPU(), tc.floor); got != want {
+			t.Errorf("defaultJobs(%v) = %d, want %d", tc.netDest, got, want)
 		}
 	}
 }

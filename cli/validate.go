@@ -49,19 +49,25 @@ func (r *runner) Validate() error {
 	if r.maxJobs == 0 {
 		r.maxJobs = defaultMaxJobs()
 	}
+	netDest := false // DEST a directory on a network filesystem (NFS, SMB, sshfs...)
+	if f.Dest != "" && !rsync.IsRemote(f.Dest) {
+		if abs, err := filepath.Abs(f.Dest); err == nil {
+			netDest = splitter.NetworkFS(abs)
+		}
+	}
 	switch {
 	case f.Jobs.Auto:
 		pol := tune.DefaultPolicy(runtime.NumCPU())
 		pol.Max = r.maxJobs
 		// start where a fixed -j does, so that a copy too short to search never loses to
 		// the default; the search then goes from there (up first, then down)
-		pol.Start = min(defaultJobs(), pol.Max)
+		pol.Start = min(defaultJobs(netDest), pol.Max)
 		if r.tuner, err = tune.New(pol); err != nil {
 			return usage(fmt.Sprintf("-j auto: %v", err), "")
 		}
 		r.jobs = pol.Start
 	case f.Jobs.N == 0:
-		r.jobs = defaultJobs()
+		r.jobs = defaultJobs(netDest)
 	default:
 		r.jobs = f.Jobs.N
 	}
@@ -133,7 +139,7 @@ func (r *runner) Validate() error {
 		// 2 ms round trip, 1,000 changed of 20,000 (bench scenario 2, medians of 3 side by
 		// side): the check read about 1,000 paths a second, and the copy took 28.0 s with
 		// it, 16.9 s without (GNU parallel -N 2000: 17.4 s at -j 8, 13.5 s at -j 16).
-		if abs, err := filepath.Abs(f.Dest); err == nil && !splitter.NetworkFS(abs) {
+		if abs, err := filepath.Abs(f.Dest); err == nil && !netDest {
 			r.quick = &splitter.QuickCheck{Dest: abs, Owner: os.Geteuid() == 0}
 		}
 	}
