@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -152,11 +153,12 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 	if b.stdin != "" && b.feedSearches < maxPeerSearches {
 		b.feedSearches++
 		for _, p := range procs {
-			if ours[p.pid] || p.pid == self || !b.holds(p.pid, b.stdin) {
+			if ours[p.pid] || p.pid == self || !slices.Contains(b.fdLinks(p.pid), b.stdin) {
 				continue
 			}
 			b.feedSearches = maxPeerSearches // found: no more searches
-			if id := (taskID{p.pid, p.start}); !hasTree(b.trees, id) {
+			id := taskID{p.pid, p.start}
+			if _, counted := b.trees[id]; !counted {
 				clear(seen)
 				b.trees[id] = peerTree{base: tree(p.pid)}
 			}
@@ -262,8 +264,9 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 	return b.gone + sum
 }
 
-// sockets returns the inodes of the sockets process pid holds.
-func (b *peerBook) sockets(pid int) []uint64 {
+// fdLinks returns what the fds of process pid link to (socket:[N], pipe:[N], a path);
+// nil when they cannot be read.
+func (b *peerBook) fdLinks(pid int) []string {
 	dir := filepath.Join(b.procDir, strconv.Itoa(pid), "fd")
 	d, err := os.Open(dir)
 	if err != nil {
@@ -271,38 +274,29 @@ func (b *peerBook) sockets(pid int) []uint64 {
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	var inos []uint64
+	links := make([]string, 0, len(names))
 	for _, n := range names {
-		if ino, ok := socketInode(filepath.Join(dir, n)); ok {
+		if t, err := os.Readlink(filepath.Join(dir, n)); err == nil {
+			links = append(links, t)
+		}
+	}
+	return links
+}
+
+// sockets returns the inodes of the sockets process pid holds.
+func (b *peerBook) sockets(pid int) []uint64 {
+	var inos []uint64
+	for _, t := range b.fdLinks(pid) {
+		if ino, ok := socketInode(t); ok {
 			inos = append(inos, ino)
 		}
 	}
 	return inos
 }
 
-func hasTree(trees map[taskID]peerTree, id taskID) bool { _, ok := trees[id]; return ok }
-
-// holds says whether process pid has an fd linked to target (such as pipe:[N]).
-func (b *peerBook) holds(pid int, target string) bool {
-	dir := filepath.Join(b.procDir, strconv.Itoa(pid), "fd")
-	d, err := os.Open(dir)
-	if err != nil {
-		return false
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	for _, n := range names {
-		if t, err := os.Readlink(filepath.Join(dir, n)); err == nil && t == target {
-			return true
-		}
-	}
-	return false
-}
-
-// socketInode returns N of a /proc/PID/fd link to socket:[N].
-func socketInode(link string) (uint64, bool) {
-	t, err := os.Readlink(link)
-	if err != nil || !strings.HasPrefix(t, "socket:[") || !strings.HasSuffix(t, "]") {
+// socketInode returns N of a link target socket:[N].
+func socketInode(t string) (uint64, bool) {
+	if !strings.HasPrefix(t, "socket:[") || !strings.HasSuffix(t, "]") {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(t[len("socket:["):len(t)-1], 10, 64)
