@@ -193,7 +193,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	p.peakAccepted(now) // a sample of how many ran together, this one included
 	paused := pr.wasStopped
 	delete(p.procs, c.ID)
-	p.sessionEnded(now, p.far.Admitted(pr.started, pr.spoke.Load(), now))
+	p.sessionEnded(now)
 	p.mu.Unlock()
 	if ioMeasured && extra == nil {
 		p.meter.finish(BWGroup{Chunk: c.ID, Started: t0, Cap: bwCap, Held: true}, pid, logged)

@@ -422,7 +422,7 @@ func TestHeldBackWakes(t *testing.T) {
 	now := time.Now()
 	p.mu.Lock()
 	p.far.RefusedSession(now, now, 1, 1, 1) // held back 100 ms, and a settle after each end
-	p.far.Ended(time.Now(), true)           // a session ended: no wake-up arranged here
+	p.far.Ended(time.Now())                 // a session ended: no wake-up arranged here
 	held := p.far.HeldBack(time.Now())
 	p.mu.Unlock()
 	if !held {

@@ -41,10 +41,10 @@ func (p *Pool) wakeAfter(d time.Duration) {
 	})
 }
 
-// sessionEnded notes that an rsync ended (accepted: the far side had taken it), and
-// wakes the waiters once its slot has settled; the caller holds p.mu.
-func (p *Pool) sessionEnded(now time.Time, accepted bool) {
-	if d := p.far.Ended(now, accepted); d > 0 {
+// sessionEnded notes that an rsync ended, and wakes the waiters once its slot has
+// settled; the caller holds p.mu.
+func (p *Pool) sessionEnded(now time.Time) {
+	if d := p.far.Ended(now); d > 0 {
 		p.wakeAfter(d)
 	}
 }

@@ -26,10 +26,6 @@ type FarSide struct {
 	// refused a session at a limit it accepted before: it frees its slot a moment late
 	settle  time.Duration
 	lastEnd time.Time
-	// ends holds when the accepted sessions of the last second ended (Ended): a refused
-	// session may have asked while their slots were not free yet. A refusal that comes
-	// more than a second after its session started (a loaded machine) may miss some.
-	ends []time.Time
 	// the climb back (Climb): when the limit may rise next, the wait between steps, and
 	// whether the limit in force was reached by a climb (a refusal then lengthens the wait)
 	nextClimb time.Time
@@ -72,11 +68,6 @@ const (
 	// of a climbed limit doubles the wait, up to maxClimb, and a step taken halves it.
 	firstClimb = 3 * time.Second
 	maxClimb   = time.Minute
-	// endSlack is how long before a refused session started an accepted one may have
-	// ended and still held its slot: a daemon frees it 10 to 30 ms after its client exits.
-	endSlack = 50 * time.Millisecond
-	// maxEnds bounds the ends remembered.
-	maxEnds = 256
 )
 
 // Admitted reports whether the far side accepted a session started at started: its rsync
@@ -119,12 +110,9 @@ func (f *FarSide) Peak(accepted int, now time.Time) int {
 // Refused learns from a session the far side refused at now, while limit sessions were
 // allowed, active held a slot (the refused one among them) and accepted of those running
 // had been accepted. Two figures bound what it accepts: the sessions besides the refused
-// one, with the accepted ones that ended from 50 ms before it started (an upper bound,
-// right when many start at once and the surplus is refused), and the most that ran
-// together recently (a lower bound). Both count slots that were not free yet: a daemon
-// frees a slot a moment after a session ends, so a new one may be refused while fewer
-// than its max connections run. Without the ended ones, a first wave of 8 started as the
-// probe's session ended learned 2 from max connections = 3, and ran at 2 for 3 s.
+// one (an upper bound, right when many start at once and the surplus is refused), and the
+// most that ran together recently (a lower bound: a daemon frees a slot a moment after a
+// session ends, so a new one may be refused while fewer than its max connections run).
 // The limit comes down to what it accepts, never below 1. New sessions wait 100 ms,
 // doubling with each refusal since a session was last accepted, up to 2 s: without the
 // hold every chunk queued would take the refused one's slot in turn and be refused too.
@@ -151,7 +139,7 @@ func (f *FarSide) RefusedSession(now, started time.Time, limit, active, accepted
 		// a limit it accepted: the slot of a session that just ended is not free yet
 		f.settle = min(max(2*f.settle, minSettle), maxSettle)
 	}
-	f.accepts = max(1, active-1+f.endedSince(started.Add(-endSlack)), peak)
+	f.accepts = max(1, active-1, peak)
 	switch {
 	case f.climbWait == 0:
 		f.climbWait = firstClimb
@@ -174,34 +162,11 @@ func (f *FarSide) Accepted() {
 	}
 }
 
-// Ended notes that a session ended at now, accepted or not by the far side, and returns
-// how long its slot waits before the next session may take it (settle), or 0.
-func (f *FarSide) Ended(now time.Time, accepted bool) time.Duration {
+// Ended notes that a session ended at now, and returns how long its slot waits before the
+// next session may take it (settle), or 0.
+func (f *FarSide) Ended(now time.Time) time.Duration {
 	f.lastEnd = now
-	if accepted {
-		keep := f.ends[:0]
-		for _, e := range f.ends {
-			if now.Sub(e) < time.Second {
-				keep = append(keep, e)
-			}
-		}
-		if len(keep) == maxEnds {
-			keep = append(keep[:0], keep[1:]...)
-		}
-		f.ends = append(keep, now)
-	}
 	return f.settle
-}
-
-// endedSince counts the accepted sessions remembered that ended at or after t.
-func (f *FarSide) endedSince(t time.Time) int {
-	n := 0
-	for _, e := range f.ends {
-		if !e.Before(t) {
-			n++
-		}
-	}
-	return n
 }
 
 // HeldBack reports whether new sessions wait at now, after a refusal or for a slot the

@@ -152,7 +152,7 @@ func TestHold(t *testing.T) {
 		t.Errorf("after an accepted session: hold %v, want 100ms", d.Hold)
 	}
 	var zero FarSide
-	if zero.HeldBack(t0) || zero.Ended(t0, true) != 0 || zero.HeldBack(t0.Add(time.Nanosecond)) {
+	if zero.HeldBack(t0) || zero.Ended(t0) != 0 || zero.HeldBack(t0.Add(time.Nanosecond)) {
 		t.Error("a far side that never refused holds back")
 	}
 }
@@ -210,32 +210,32 @@ func TestSettle(t *testing.T) {
 	var f FarSide
 	now := t0
 	f.Refused(now, 4, 4, 3) // above its limit
-	if s := f.Ended(now, true); s != 0 {
+	if s := f.Ended(now); s != 0 {
 		t.Fatalf("settle %v after a refusal above the far side's limit, want none", s)
 	}
 	for i, want := range []int{50, 100, 200, 400, 800, 1000, 1000} {
 		f.Refused(now, 3, 4, 3)
-		if s := f.Ended(now, true); s != ms(want) {
+		if s := f.Ended(now); s != ms(want) {
 			t.Errorf("refusal %d at a limit it ran: settle %v, want %v", i+1, s, ms(want))
 		}
 	}
 	now = now.Add(time.Minute) // the hold is long over
-	f.Ended(now, true)
+	f.Ended(now)
 	if !f.HeldBack(now) || !f.HeldBack(now.Add(ms(999))) || f.HeldBack(now.Add(time.Second)) {
 		t.Error("a slot should wait settle after a session ends, and no longer")
 	}
 	f.Accepted()
-	if s := f.Ended(now, true); s != ms(875) {
+	if s := f.Ended(now); s != ms(875) {
 		t.Errorf("settle %v after an accepted session, want 875ms", s)
 	}
 	for range 100 {
 		f.Accepted()
 	}
-	if s := f.Ended(now, true); s != minSettle {
+	if s := f.Ended(now); s != minSettle {
 		t.Errorf("settle %v after many accepted sessions, want %v", s, minSettle)
 	}
 	f.Refused(now, 3, 4, 3)
-	if s := f.Ended(now, true); s != ms(100) {
+	if s := f.Ended(now); s != ms(100) {
 		t.Errorf("settle %v after a refusal from the floor, want 100ms", s)
 	}
 }
@@ -352,51 +352,5 @@ func TestClimb(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestRefusedAfterEnd: an accepted session that ended from 50 ms before a refused one
-// started, or after, may still have held its slot when that one asked: it counts with the
-// sessions besides the refused one. Run as in bench scenario 6: the probe's session ends
-// as a first wave of 8 starts against max connections = 3, two of the wave are taken, and
-// the other six are refused one by one; the limit comes down to 3, not 2.
-func TestRefusedAfterEnd(t *testing.T) {
-	tests := []struct {
-		name     string
-		ended    int  // ms after t0 that an earlier session ended
-		accepted bool // the far side had taken it
-		started  int  // ms after t0 that the refused session started
-		at       int  // ms after t0 of the refusal
-		active   int  // slots held, the refused one's among them
-		want     int
-	}{
-		{"the probe ended as the wave started", 0, true, 0, 20, 3, 3},
-		{"ended 40 ms before the wave", -40, true, 0, 20, 3, 3},
-		{"ended 60 ms before the wave: its slot was free", -60, true, 0, 20, 3, 2},
-		{"ended after the wave started", 10, true, 0, 20, 3, 3},
-		{"a refused session's end holds no slot", 0, false, 0, 20, 3, 2},
-		{"a slow refusal of a session started as it ended", 0, true, 0, 1500, 3, 3},
-		{"ended a second before the session started", 0, true, 1000, 1020, 3, 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var f FarSide
-			f.Ended(t0.Add(ms(tt.ended)), tt.accepted)
-			d := f.RefusedSession(t0.Add(ms(tt.at)), t0.Add(ms(tt.started)), 8, tt.active, 2)
-			if d.Limit != tt.want {
-				t.Errorf("limit %d, want %d", d.Limit, tt.want)
-			}
-		})
-	}
-	// the whole wave: six refusals, as the slots held fall from 8 to 3
-	var f FarSide
-	f.Ended(t0, true)
-	limit := 8
-	for i, active := range []int{8, 7, 6, 5, 4, 3} {
-		d := f.RefusedSession(t0.Add(ms(10+i)), t0, limit, active, 0)
-		limit = d.Limit
-	}
-	if limit != 3 {
-		t.Errorf("the wave's refusals brought the limit to %d, want 3", limit)
 	}
 }
