@@ -65,7 +65,9 @@ usage: bench/scenarios.sh [options]
   --chunks LIST      files per chunk of the sweep (default "250 2000")     [BENCH_CHUNKS]
   --jobs LIST        jobs of the sweep (default "4 8 16")                  [BENCH_JOBS]
   --tools LIST       subset of: rsync prsync-default prsync-auto prsync parallel fpsync
-                     prsync-base (defaults, with --prsync-base)            [BENCH_TOOLS]
+                     prsync-base (defaults, with --prsync-base)
+                     prsync-trust (defaults and -- --trust-sender; the pull,
+                     scenario 7, only)                                     [BENCH_TOOLS]
   --quick            --reps 1 --jobs 8 (the chunk sweep stays)
   --smoke            tiny trees, 1 rep, rsync -a and prsync's defaults only
                      (--no-throttle); scenarios 1 (5 files; skipped without
@@ -245,8 +247,10 @@ m_prsync() {
 	[ -z "${URL:-}" ] || a+=(--root "$URL")
 	[ -z "$C" ] || a+=(--chunk-files "$C" -j "$J")
 	[ -z "${AUTO:-}" ] || a+=(-j auto)
+	local rx=${RX:-}
+	[ -z "${TRUST:-}" ] || rx="$rx --trust-sender"
 	# shellcheck disable=SC2086
-	cd "$SRC" && find . -xdev -print0 | "${PRSYNC_RUN:-$PRSYNC}" -0 $PRSYNC_OPTS "${a[@]}" "$DEST"/ ${RX:+-- $RX} >"$PRLOG"
+	cd "$SRC" && find . -xdev -print0 | "${PRSYNC_RUN:-$PRSYNC}" -0 $PRSYNC_OPTS "${a[@]}" "$DEST"/ ${rx:+-- $rx} >"$PRLOG"
 }
 m_parallel() {
 	local from=.
@@ -268,6 +272,7 @@ methods_of() {
 	for t in $TOOLS; do
 		case "$t" in
 		rsync | prsync-default | prsync-auto) echo "$t" ;;
+		prsync-trust) if [ "$1" = 7 ]; then echo "$t"; fi ;;
 		prsync-base) [ -n "$PRSYNC_BASE" ] || die "prsync-base needs --prsync-base PATH"; echo "$t" ;;
 		prsync | parallel | fpsync)
 			if [ "$t" = fpsync ] && [ "$1" = 7 ]; then continue; fi
@@ -454,7 +459,7 @@ post_run() { case "$S" in 1 | 2) umount_nas ;; esac; rm -rf "$WORK/fpsync-tmp"; 
 
 # run_one METHOD REP
 run_one() {
-	local m=$1 rep=$2 tool c='' j='' res v wall user sys rss code auto run
+	local m=$1 rep=$2 tool c='' j='' res v wall user sys rss code auto run trust
 	TAG="s$S-$m-$rep"
 	res=$OUT/logs/$TAG.time
 	tool=${m%%-c*}
@@ -463,9 +468,11 @@ run_one() {
 	rm -f "$OUT/logs/$TAG.jsonl"
 	[ "$tool" != prsync-default ] || fn=m_prsync
 	auto='' run=''
+	trust=''
 	if [ "$tool" = prsync-auto ]; then fn=m_prsync auto=1; fi
+	if [ "$tool" = prsync-trust ]; then fn=m_prsync trust=1; fi
 	if [ "$tool" = prsync-base ]; then fn=m_prsync run=$PRSYNC_BASE; fi
-	export SRC DEST URL RX C=$c J=$j AUTO=$auto PRSYNC_RUN=$run PRLOG=$OUT/logs/$TAG.jsonl FPTMP=$WORK/fpsync-tmp
+	export SRC DEST URL RX C=$c J=$j AUTO=$auto TRUST=$trust PRSYNC_RUN=$run PRLOG=$OUT/logs/$TAG.jsonl FPTMP=$WORK/fpsync-tmp
 	if ! pre_run; then
 		v="FAIL: setup" code=-1 wall=0 user=0 sys=0 rss=0
 	else

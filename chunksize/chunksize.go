@@ -427,6 +427,15 @@ func (s *Sizer) Split(sizes []int64, bytes int64, queued, slots int) []int {
 	return s.e.Cuts(sizes, parts)
 }
 
+// TailParts says into how many parts to share files paths and bytes bytes that are all
+// that is left once the input has ended, for slots rsyncs at once (Estimator.TailParts,
+// with nothing else waiting).
+func (s *Sizer) TailParts(files int, bytes int64, slots int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.e.TailParts(files, bytes, 1, slots)
+}
+
 // Target returns the duration chunks aim at, as Estimator.Target.
 func (s *Sizer) Target() time.Duration {
 	s.mu.Lock()

@@ -195,12 +195,15 @@ func (f *FarSide) Refusals() (refused int64, accepted int) {
 
 // Retry says whether a chunk's refused session, after free such refusals that did not
 // count as retries, is retried without using up one (up to MaxFree of them), and after
-// how long: 100 ms more for each, at most retryDelay.
+// how long: 100 ms (firstHold), at most retryDelay. It does not grow with free: the hold
+// after a refusal, which every new session waits out, already doubles while refusals go
+// on. It was 100 ms more for each, and the third free refusal of a chunk, at a slot the
+// daemon had not freed yet, kept it back 300 ms while slots stood free (bench scenario 6).
 func (d Decision) Retry(free int, retryDelay time.Duration) (time.Duration, bool) {
 	if !d.Free || free >= MaxFree {
 		return 0, false
 	}
-	return min(time.Duration(free+1)*100*time.Millisecond, retryDelay), true
+	return min(firstHold, retryDelay), true
 }
 
 // Climb says whether a limit that refusals lowered climbs a step back at now, and to what:

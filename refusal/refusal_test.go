@@ -241,7 +241,7 @@ func TestSettle(t *testing.T) {
 }
 
 // TestRetry: a chunk's refusals that prsync brought on itself are retried without using
-// up a retry, 100 ms more for each, at most --retry-delay, up to 10 of them; then they
+// up a retry, each after 100 ms (at most --retry-delay), up to 10 of them; then they
 // count as retries.
 func TestRetry(t *testing.T) {
 	tests := []struct {
@@ -253,10 +253,10 @@ func TestRetry(t *testing.T) {
 		ok    bool
 	}{
 		{"first", Decision{Free: true}, 0, time.Second, ms(100), true},
-		{"third", Decision{Free: true}, 2, time.Second, ms(300), true},
-		{"capped by --retry-delay", Decision{Free: true}, 5, ms(250), ms(250), true},
+		{"third: no longer", Decision{Free: true}, 2, time.Second, ms(100), true},
+		{"capped by --retry-delay", Decision{Free: true}, 5, ms(50), ms(50), true},
 		{"--retry-delay 0", Decision{Free: true}, 0, 0, 0, true},
-		{"the tenth", Decision{Free: true}, 9, time.Minute, ms(1000), true},
+		{"the tenth", Decision{Free: true}, 9, time.Minute, ms(100), true},
 		{"the eleventh", Decision{Free: true}, 10, time.Minute, 0, false},
 		{"not prsync's doing", Decision{}, 0, time.Second, 0, false},
 	}

@@ -20,6 +20,12 @@ import (
 //   - otherwise they are cut into the parts Opening said (each within ChunkFiles and
 //     ChunkBytes), and the paths after them by the Sizer's budget, which has learnt from the
 //     probe once it ended (Estimator.byRate): no run of 32-path chunks before the first ends.
+//     Opening may answer before the probe has ended (its work so far already gives every
+//     slot a part, or it failed); until the budget is timed, the chunks after the wave then
+//     hold at least a part's paths (waveFloor). They wait for the slots the wave took, so
+//     smaller ones start no sooner: against a daemon with max connections = 3 (bench
+//     scenario 6), a find that was still streaming when a wave of 8 × 933 was cut left 8
+//     chunks of 32 paths after it, each a session of its own.
 //
 // Before, 16 or 17 chunks of 32 paths started before the first ended, and a copy of 5,000
 // small files that one rsync -a made in 1 to 2 s ran 27 to 45 chunks (bench/RESULTS.md,
@@ -127,6 +133,7 @@ func (s *Splitter) release(ctx context.Context, out chan<- *Chunk, n int, ended 
 	if err := s.flush(ctx, out); err != nil {
 		return err
 	}
+	s.waveFloor = s.tailFiles
 	s.opened, s.tailFiles = false, 0
 	return nil
 }

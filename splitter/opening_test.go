@@ -225,12 +225,13 @@ func TestStreamingOpening(t *testing.T) {
 		// the probe's 16 paths took 0.1 s: the budget fills the 2 s target at 320 paths
 		{"a first wave of 2 parts, then chunks of the budget", 8, 0, true, false,
 			func(*chunksize.Sizer, int) int { return 2 }, 1000, "16 142 142 320 320 320 40"},
-		// a failed probe says nothing: the wave goes to every slot, then chunks of 32
+		// a failed probe says nothing: the wave goes to every slot, then chunks of a part's
+		// paths, not of 32, while nothing is known
 		{"a failed probe: every slot", 4, 0, false, false,
 			func(s *chunksize.Sizer, rest int) int {
 				n, _ := s.OpeningParts(rest, chunksize.Probe{Files: 16, Ended: true, Failed: true}, 4, 2)
 				return n
-			}, 1000, "16 71 71 71 71 " + repeat("32", 31) + " 8"},
+			}, 1000, "16 71 71 71 71 " + repeat("71", 14) + " 6"},
 		// the input ended while the wave waited: it is all that is left, cut as a short list
 		{"the input ends during the wait", 8, 0, true, true,
 			func(*chunksize.Sizer, int) int { return 3 }, 0, "16 95 95 94"},

@@ -31,6 +31,14 @@ func TestSizedChunks(t *testing.T) {
 		return chunksize.NewSizer(chunksize.DefaultPolicy(2*time.Second, 2000, 128<<20))
 	}
 	slots := func(n int) func() int { return func() int { return n } }
+	// learnt is a sizer that has seen chunks of seconds per path after a start of 40 ms
+	learnt := func(perPath float64) *chunksize.Sizer {
+		s := sizer()
+		for _, n := range []int{32, 64, 128, 256} {
+			s.Observe(chunksize.Sample{Files: n, Seconds: 0.04 + perPath*float64(n)})
+		}
+		return s
+	}
 	tests := []struct {
 		name string
 		cfg  Config
@@ -39,6 +47,12 @@ func TestSizedChunks(t *testing.T) {
 		{"a short list over 8 slots", Config{Sizer: sizer(), Slots: slots(8)},
 			"38/3800 38/3800 38/3800 38/3800 38/3800 38/3800 38/3800 34/3400"},
 		{"over 3 slots", Config{Sizer: sizer(), Slots: slots(3)}, "100/10000 100/10000 100/10000"},
+		// the list ends with rates known: every slot a part, none shorter than MinPart (a
+		// part of 38 paths at 0.2 ms each would be mostly its start)
+		{"rates known, paths cheap: one part", Config{Sizer: learnt(0.0002), Slots: slots(8)}, "300/30000"},
+		{"rates known, paths dear: every slot", Config{Sizer: learnt(0.01), Slots: slots(8)},
+			"38/3800 38/3800 38/3800 38/3800 38/3800 38/3800 38/3800 34/3400"},
+		{"rates known, between: 3 parts", Config{Sizer: learnt(0.0025), Slots: slots(8)}, "100/10000 100/10000 100/10000"},
 		{"no slots known: first chunks of 32", Config{Sizer: sizer()},
 			"32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 12/1200"},
 		// a short list probed first: 16 paths, then the rest in the parts Opening says

@@ -152,6 +152,12 @@ type Splitter struct {
 	wave              [][]rec
 	waveFiles         int
 	waveArena         arena
+	// waveFloor is the paths of a part of a wave cut while the input streamed (release):
+	// until the Sizer's budget is timed, the chunks after it hold at least that many
+	waveFloor int
+	// the paths put into chunks so far and their bytes: what a path left holds, on average
+	cutFiles int64
+	cutBytes int64
 }
 
 // New returns a Splitter.
@@ -666,6 +672,9 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 		s.budget = chunksize.Fixed(s.cfg.ChunkFiles, s.cfg.ChunkBytes)
 		if s.cfg.Sizer != nil {
 			s.budget = s.cfg.Sizer.Budget()
+			if !s.budget.Timed && s.budget.Files < s.waveFloor {
+				s.budget.Files = min(s.waveFloor, s.cfg.ChunkFiles)
+			}
 			s.shareTail(ctx)
 		}
 		n := min(s.budget.Files, 4096)
@@ -677,6 +686,8 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 			s.cur.Sizes = make([]int64, 0, n)
 		}
 	}
+	s.cutFiles += int64(len(g))
+	s.cutBytes += size
 	for _, r := range g {
 		s.cur.Inputs = append(s.cur.Inputs, s.arena.add(r.input))
 		s.cur.Entries = append(s.cur.Entries, s.arena.addString(r.entry))
@@ -765,7 +776,15 @@ func (s *Splitter) shareTail(ctx context.Context) {
 			return
 		}
 		if s.tailFiles == 0 && (left < slots*s.budget.Files || !s.budget.Timed) {
-			s.tailFiles = max((left+slots-1)/slots, minTailFiles)
+			// every slot a part, but no part shorter than the Sizer's MinPart as predicted
+			// (the same rule as the tail split of a waiting chunk, Tail): before, the 905
+			// paths left after a wave of 8 were cut into 8 parts of 114, a session each,
+			// against a daemon that took 3 (bench scenario 6)
+			n := slots
+			if s.cfg.Sizer != nil {
+				n = s.cfg.Sizer.TailParts(left, s.meanBytes()*int64(left), slots)
+			}
+			s.tailFiles = max((left+n-1)/n, minTailFiles)
 		} else if s.tailFiles == 0 {
 			return
 		}
@@ -781,6 +800,14 @@ func (s *Splitter) shareTail(ctx context.Context) {
 	} else {
 		s.budget.Files = min(s.tailFiles, s.cfg.ChunkFiles) // nothing known yet: the list's length is
 	}
+}
+
+// meanBytes returns the bytes of a path put into a chunk so far, on average (0 before any).
+func (s *Splitter) meanBytes() int64 {
+	if s.cutFiles == 0 {
+		return 0
+	}
+	return s.cutBytes / s.cutFiles
 }
 
 // Split cuts a chunk that has not started into parts that start at the indexes cuts
