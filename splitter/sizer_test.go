@@ -153,3 +153,45 @@ func (r *lastRead) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// TestTailAfterWave: the paths left when the input ends are shared by the slots, a part
+// each, but not into parts shorter than the Sizer's MinPart once rates are known, nor,
+// while nothing is known, into parts smaller than those of a wave that took the slots
+// (bench scenario 6: the 1,753 paths left after a wave of 8 × 1,042, against a daemon
+// that took 3, went into 8 parts of 220, a session each).
+func TestTailAfterWave(t *testing.T) {
+	tests := []struct {
+		name      string
+		perPath   float64 // the rates the sizer learnt: seconds a path after a 40 ms start; 0: none
+		waveFloor int
+		left      int
+		want      int // paths a part
+	}{
+		{"nothing known, no wave: every slot", 0, 0, 1753, 220},
+		{"nothing known, after a wave: a wave part's", 0, 1042, 1753, 1042},
+		{"nothing known, after a wave bigger than what is left", 0, 1042, 800, 1042},
+		{"rates known, paths cheap: one part", 0.0002, 1042, 1753, 1753},
+		{"rates known, paths dear: every slot, the wave aside", 0.01, 1042, 1753, 220},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sz := chunksize.NewSizer(chunksize.DefaultPolicy(2*time.Second, 2000, 128<<20))
+			if tt.perPath > 0 {
+				for _, n := range []int{32, 64, 128, 256} {
+					sz.Observe(chunksize.Sample{Files: n, Seconds: 0.04 + tt.perPath*float64(n)})
+				}
+			}
+			s := New(Config{Sizer: sz, Slots: func() int { return 8 }, ChunkFiles: 2000, Cwd: "/"}, Hooks{})
+			s.waveFloor = tt.waveFloor
+			s.nextID.Store(9) // the probe and the wave
+			s.read.Store(int64(tt.left))
+			s.applied = 1 // the record being applied, the first left, counts
+			s.eof.Store(true)
+			s.budget = sz.Budget()
+			s.shareTail(context.Background())
+			if s.tailFiles != tt.want {
+				t.Errorf("parts of %d paths, want %d", s.tailFiles, tt.want)
+			}
+		})
+	}
+}

@@ -785,6 +785,10 @@ func (s *Splitter) shareTail(ctx context.Context) {
 				n = s.cfg.Sizer.TailParts(left, s.meanBytes()*int64(left), slots)
 			}
 			s.tailFiles = max((left+n-1)/n, minTailFiles)
+			if !s.budget.Timed {
+				// nothing known yet, but a wave took the slots: parts of a wave part's paths
+				s.tailFiles = max(s.tailFiles, s.waveFloor)
+			}
 		} else if s.tailFiles == 0 {
 			return
 		}
