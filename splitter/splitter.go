@@ -748,7 +748,8 @@ const minTailFiles = 4
 
 // shareTail, once the end of the input has been read, cuts the paths left into one chunk
 // per slot when the budget would leave slots without one: a short list is spread over
-// every slot from its first chunk, and the input's last chunks end together.
+// every slot from its first chunk, and the input's last chunks end together. It is called
+// only with a Sizer.
 func (s *Splitter) shareTail(ctx context.Context) {
 	if s.cfg.Opening != nil && s.tailFiles == 0 && s.nextID.Load() == 0 && !s.probing {
 		s.awaitEnd(ctx)
@@ -780,10 +781,7 @@ func (s *Splitter) shareTail(ctx context.Context) {
 			// (the same rule as the tail split of a waiting chunk, Tail): before, the 905
 			// paths left after a wave of 8 were cut into 8 parts of 114, a session each,
 			// against a daemon that took 3 (bench scenario 6)
-			n := slots
-			if s.cfg.Sizer != nil {
-				n = s.cfg.Sizer.TailParts(left, s.meanBytes()*int64(left), slots)
-			}
+			n := s.cfg.Sizer.TailParts(left, s.meanBytes()*int64(left), slots)
 			s.tailFiles = max((left+n-1)/n, minTailFiles)
 			if !s.budget.Timed {
 				// nothing known yet, but a wave took the slots: parts of a wave part's paths
