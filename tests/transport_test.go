@@ -181,17 +181,7 @@ func TestTransportOptions(t *testing.T) {
 // TestTransportOwnCPU: the throttle counts the server side of the pipe as prsync's own, so
 // a copy alone never pauses itself, even with a low threshold.
 func TestTransportOwnCPU(t *testing.T) {
-	needRsync(t)
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("own CPU is measured on Linux only")
-	}
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
-	for i := 0; i < 6000; i++ {
-		writeFile(t, filepath.Join(src, "d"+string(rune('a'+i%7)), "f"+strings.Repeat("x", i%5)+string(rune('0'+i%10))+
-			string(rune('a'+i/70%26))+string(rune('a'+i/1820%26))), strings.Repeat("y", 2000+i%3000), 0o644)
-	}
-	list, _ := listTree(t, src)
+	w, src, list := ownCPUTree(t)
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
 			// A CI machine's own noise (another process, the kernel flushing the copy) can
@@ -263,16 +253,7 @@ func aloneThresholds(t *testing.T) (suspend, resume string) {
 // in each run). A CI machine's own noise can cross the threshold now and then, so it makes
 // three runs and fails when two or more paused (without the fix, 5 runs of 7 paused).
 func TestDaemonOwnCPU(t *testing.T) {
-	needRsync(t)
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("own CPU is measured on Linux only")
-	}
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
-	for i := 0; i < 6000; i++ {
-		writeFile(t, filepath.Join(src, fmt.Sprintf("d%d", i%7), fmt.Sprintf("f%04d", i)), strings.Repeat("y", 2000+i%3000), 0o644)
-	}
-	list, _ := listTree(t, src)
+	w, src, list := ownCPUTree(t)
 	pausedInThree(t, "a copy alone to a daemon", func(try int) *Run {
 		dst := filepath.Join(w, fmt.Sprintf("dst-%d", try))
 		if err := os.Mkdir(dst, 0o755); err != nil {
@@ -311,4 +292,22 @@ func pausedInThree(t *testing.T, what string, copy func(try int) *Run) {
 	if len(paused) >= 2 {
 		t.Errorf("%s paused itself in %d runs of 3: %v", what, len(paused), paused)
 	}
+}
+
+// ownCPUTree skips where prsync's own CPU is not measured (not Linux) or rsync is missing,
+// and makes the tree of the own-CPU tests: 6,000 files of 2–5 KB in 7 directories under
+// w/src. It returns w, src and the tree's list.
+func ownCPUTree(t *testing.T) (w, src string, list []byte) {
+	t.Helper()
+	needRsync(t)
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("own CPU is measured on Linux only")
+	}
+	w = t.TempDir()
+	src = filepath.Join(w, "src")
+	for i := 0; i < 6000; i++ {
+		writeFile(t, filepath.Join(src, fmt.Sprintf("d%d", i%7), fmt.Sprintf("f%04d", i)), strings.Repeat("y", 2000+i%3000), 0o644)
+	}
+	list, _ = listTree(t, src)
+	return w, src, list
 }
