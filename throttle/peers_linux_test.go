@@ -492,3 +492,81 @@ func TestPeerBookFeeder(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerBookSocketKind: on the real /proc, an rsync that holds only a socketpair (a
+// local copy's) is known to have no peer without a read of /proc/net/tcp, which costs
+// milliseconds each time; one that holds a TCP connection to this machine is paired
+// with its far end from one read.
+func TestPeerBookSocketKind(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+
+	tests := []struct {
+		name      string
+		open      func(t *testing.T) *os.File // the fd the child holds
+		wantReads int
+		wantPeer  bool
+	}{
+		{"socketpair", func(t *testing.T) *os.File {
+			fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Close(fds[1]) })
+			return os.NewFile(uintptr(fds[0]), "pair")
+		}, 0, false},
+		{"tcp", func(t *testing.T) *os.File {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close(); s.Close() })
+			f, err := c.(*net.TCPConn).File()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := tt.open(t)
+			cmd := exec.Command(sleep, "30")
+			cmd.ExtraFiles = []*os.File{f}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			pid := cmd.Process.Pid
+			b := newPeerBook("/proc")
+			socks := b.sockets(pid)
+			// until the exec, the child holds the fds the fork copied too
+			for end := time.Now().Add(10 * time.Second); len(socks) != 1 && time.Now().Before(end); socks = b.sockets(pid) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if len(socks) != 1 {
+				t.Fatalf("child holds %d sockets, want 1: %v", len(socks), b.fdLinks(pid))
+			}
+			b.update([]procEntry{{pid: pid, ppid: os.Getpid(), pgrp: pid}}, map[int]bool{pid: true})
+			peer, known := b.far[socks[0].ino]
+			if !known || (peer != 0) != tt.wantPeer {
+				t.Errorf("far end %d (known %v), want a peer: %v", peer, known, tt.wantPeer)
+			}
+			if b.tcpReads != tt.wantReads {
+				t.Errorf("%d reads of /proc/net/tcp, want %d", b.tcpReads, tt.wantReads)
+			}
+		})
+	}
+}
