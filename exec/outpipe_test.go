@@ -103,3 +103,25 @@ func TestOutPipes(t *testing.T) {
 		}
 	})
 }
+
+// TestAligned: a nap ends on the next multiple of its length since the epoch, so that
+// pipes napping as long wake together; never at once, never later than one nap.
+func TestAligned(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		since, d, want time.Duration
+	}{
+		{0, 25 * ms, 25 * ms},
+		{7 * ms, 25 * ms, 18 * ms},
+		{25 * ms, 25 * ms, 25 * ms},
+		{24*ms + 999*time.Microsecond, 25 * ms, time.Microsecond},
+		{1030 * ms, 100 * ms, 70 * ms},
+		{1030 * ms, 10 * ms, 10 * ms},
+		{5 * ms, 0, 0},
+	}
+	for _, tt := range tests {
+		if got := aligned(epoch.Add(tt.since), tt.d); got != tt.want {
+			t.Errorf("aligned(epoch+%v, %v) = %v, want %v", tt.since, tt.d, got, tt.want)
+		}
+	}
+}
