@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -142,6 +143,48 @@ func TestGoProcs(t *testing.T) {
 		if got := goProcs(tt.n, tt.cpus, tt.stats); got != tt.want {
 			t.Errorf("goProcs(%d, %d, %v) = %d, want %d", tt.n, tt.cpus, tt.stats, got, tt.want)
 		}
+	}
+}
+
+// TestTuneRuntime: with GOMAXPROCS unset, a run that lstats gets goProcs' Ps for its stat
+// workers, and a run without them's once every path was examined; a run that does not lstat
+// gets the latter from the start. Set in the environment, GOMAXPROCS is never touched.
+func TestTuneRuntime(t *testing.T) {
+	t.Setenv("GOGC", "100") // tuneRuntime leaves the collector alone
+	before := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(before)
+	n, cpus := before, runtime.NumCPU()
+	for _, tt := range []struct {
+		name        string
+		env         bool
+		stats       bool
+		start, rest int
+	}{
+		{"lstats", false, true, goProcs(n, cpus, true), goProcs(n, cpus, false)},
+		{"no lstats", false, false, goProcs(n, cpus, false), goProcs(n, cpus, false)},
+		{"GOMAXPROCS set", true, true, n, n},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			runtime.GOMAXPROCS(n)
+			if tt.env {
+				t.Setenv("GOMAXPROCS", strconv.Itoa(n))
+			} else {
+				old, had := os.LookupEnv("GOMAXPROCS")
+				os.Unsetenv("GOMAXPROCS")
+				if had {
+					defer os.Setenv("GOMAXPROCS", old)
+				}
+			}
+			examined := tuneRuntime(tt.stats)
+			if got := runtime.GOMAXPROCS(0); got != tt.start {
+				t.Errorf("GOMAXPROCS %d at the start, want %d", got, tt.start)
+			}
+			examined()
+			examined()
+			if got := runtime.GOMAXPROCS(0); got != tt.rest {
+				t.Errorf("GOMAXPROCS %d once the paths were examined, want %d", got, tt.rest)
+			}
+		})
 	}
 }
 

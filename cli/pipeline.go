@@ -207,9 +207,12 @@ type splitHooks struct {
 	out chan<- any
 }
 
-func (h *splitHooks) hooks() splitter.Hooks {
+// hooks returns the splitter's hooks; examined, if not nil, is called once every path was
+// examined.
+func (h *splitHooks) hooks(examined func()) splitter.Hooks {
 	h.b = &books.Input{}
 	return splitter.Hooks{
+		Examined: examined,
 		Fresh:    func(_ []byte, size int64) { h.b.Fresh++; h.b.FreshBytes += size },
 		Accepted: func(size int64) { h.b.Queued++; h.b.QueuedBytes += size },
 		Empty:    func() { h.b.Empty++ },
@@ -245,7 +248,7 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit, Opening: p.openingFunc(),
 		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick, Dirs: p.dirs,
-	}, h.hooks())
+	}, h.hooks(r.examined))
 	p.sp = sp
 	chunks := make(chan *splitter.Chunk)
 	done := make(chan struct{})

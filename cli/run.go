@@ -61,7 +61,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // run is one life of prsync: parse the command line, Validate it, tune the process (if
 // tune is not nil), Open what the run needs, Run it, and Close.
-func run(sig *signals, tune func(stats bool), args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(sig *signals, tune func(stats bool) (examined func()), args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f Flags
 	parser, err := newParser(&f, stdout, stderr, cmdline.Exit)
 	if err != nil {
@@ -82,7 +82,7 @@ func run(sig *signals, tune func(stats bool), args []string, stdin io.Reader, st
 		return fail(stderr, err)
 	}
 	if tune != nil {
-		tune(r.stats())
+		r.examined = tune(r.stats())
 	}
 	defer r.Close()
 	if err := r.Open(); err != nil {
@@ -118,6 +118,7 @@ type runner struct {
 	helper       string // the -e value of the pipe transport
 	verify       exec.VerifyMode
 	argv         []string
+	examined     func() // called once the splitter examined every path (tuneRuntime); nil: none
 
 	// what Open opened, and Close releases
 	p            *pipeline

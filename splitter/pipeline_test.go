@@ -138,3 +138,58 @@ func TestRunCancelStopsWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestExamined: the Examined hook is called once, when every record has been examined
+// and before the last chunk is sent; a read that fails never calls it.
+func TestExamined(t *testing.T) {
+	src := t.TempDir()
+	var input []byte
+	for i := range 500 {
+		p := filepath.Join(src, fmt.Sprintf("f%03d", i))
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		input = append(append(input, p...), '\n')
+	}
+	for _, tt := range []struct {
+		name      string
+		r         func() io.Reader
+		wantCalls int
+	}{
+		{"whole", func() io.Reader { return bytes.NewReader(input) }, 1},
+		{"one byte", func() io.Reader { return iotest.OneByteReader(bytes.NewReader(input)) }, 1},
+		{"read error", func() io.Reader { return iotest.TimeoutReader(iotest.HalfReader(bytes.NewReader(input))) }, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls, accepted, atCall int
+			s := New(Config{Sep: '\n', Cwd: "/", ChunkFiles: 64, StatWorkers: 4}, Hooks{
+				Accepted: func(int64) { accepted++ },
+				Examined: func() { calls++; atCall = accepted },
+			})
+			out := make(chan *Chunk)
+			sent := make(chan int)
+			go func() {
+				n, last := 0, -1
+				for c := range out {
+					n += c.Len()
+					if n == 500 {
+						last = calls // calls is written before the last chunk is sent
+					}
+				}
+				sent <- last
+			}()
+			err := s.Run(context.Background(), tt.r(), out)
+			close(out)
+			last := <-sent
+			if (err != nil) != (tt.wantCalls == 0) {
+				t.Fatalf("Run = %v", err)
+			}
+			if calls != tt.wantCalls {
+				t.Fatalf("Examined called %d times, want %d", calls, tt.wantCalls)
+			}
+			if tt.wantCalls == 1 && (atCall != 500 || last != 1) {
+				t.Errorf("at the call %d of 500 paths were accepted; the last chunk was sent after %d calls, want 1", atCall, last)
+			}
+		})
+	}
+}

@@ -121,6 +121,9 @@ type Hooks struct {
 	// Flush is called after each block of input and before each chunk is sent, so that a
 	// caller can batch what the hooks above told it and pass it on before the chunk.
 	Flush func()
+	// Examined is called once, when the input's end was read and every record before it
+	// examined (lstat'ed): no stat worker has work left. The last chunks are sent after it.
+	Examined func()
 }
 
 // Splitter turns a stream of records into chunks.
@@ -295,6 +298,9 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 			if !errors.Is(u.end, io.EOF) {
 				s.unsent()
 				return fmt.Errorf("%w: %w", ErrRead, u.end)
+			}
+			if s.hooks.Examined != nil {
+				s.hooks.Examined()
 			}
 			if s.waving {
 				if err := s.openWave(ctx, out, true); err != nil {
