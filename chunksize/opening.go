@@ -23,7 +23,10 @@ package chunksize
 // from 1 to one per slot. A probe that logged nothing (every path up to date, with the quick
 // check off) leaves the CPU rule alone. The wait ends as soon as the answer is known: while the probe
 // runs, the work it has done is a lower bound of its paths' cost, and once that bound
-// alone gives every slot a part, the rest is cut for every slot.
+// alone gives every slot a part, the rest is cut for every slot but the probe's. A part
+// for that slot started only when the probe ended, and ended last: 1,000 files into
+// sshfs at -j 16 were 16 parts of 69 that ended at 6.5 s but for the one that waited 2.6 s
+// for the probe, and ended at 7.1 s.
 
 // ProbeFiles is the paths of the probe chunk of a short list.
 const ProbeFiles = 16
@@ -72,7 +75,9 @@ func (p Policy) OpeningParts(rest int, pr Probe, slots, cpus int) (int, bool) {
 	if pr.First <= 0 {
 		return 0, false // still starting
 	}
-	// running: the paths after the first have cost at least this much each so far
+	// running: the paths after the first have cost at least this much each so far, and the
+	// probe holds a slot; a part for it would start only when the probe ends, and end last
+	most = max(1, min(slots-1, rest/p.MinPartFiles))
 	lower := max(pr.Elapsed-pr.First, 0) / float64(max(pr.Files-1, 1))
 	if n := byWork(lower, pr.First); n >= most {
 		return n, true

@@ -23,8 +23,12 @@ func TestOpeningParts(t *testing.T) {
 		{"local, busier than one CPU", 1984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.1, Ended: true}, 8, 2, 1, true},
 		{"local, 20,000 files, 16 CPUs", 19984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.066, Ended: true}, 8, 16, 8, true},
 		{"CPU not known", 1984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, Ended: true}, 8, 2, 3, true},
-		// a network file system, 54 ms a path, little CPU: decided for every slot while it runs
-		{"nas, running", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.2}, 8, 2, 8, true},
+		// a network file system, 54 ms a path, little CPU: decided while it runs, for every
+		// slot but the probe's
+		{"nas, running", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.2}, 8, 2, 7, true},
+		{"nas, running, 16 slots", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.3}, 16, 2, 15, true},
+		{"nas, running, 2 slots", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.2}, 2, 2, 1, true},
+		{"nas, running, 1 slot", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.2}, 1, 2, 1, true},
 		{"nas, too early to say", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.15}, 8, 2, 0, false},
 		{"nas, ended", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.92, CPU: 0.05, Ended: true}, 8, 2, 8, true},
 		// rsyncs slowed by --bwlimit to a daemon: 4 ms a path, no CPU to speak of

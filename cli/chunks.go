@@ -147,7 +147,7 @@ func (p *pipeline) openingFunc() func(*splitter.Chunk, int) (int, bool) {
 			return n, true
 		}
 		if now.After(deadline) {
-			return slots, true
+			return max(slots-1, 1), true // the probe, silent, holds a slot
 		}
 		return 0, false
 	}
