@@ -23,12 +23,18 @@ func TestOpeningParts(t *testing.T) {
 		{"local, busier than one CPU", 1984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.1, Ended: true}, 8, 2, 1, true},
 		{"local, 20,000 files, 16 CPUs", 19984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.066, Ended: true}, 8, 16, 8, true},
 		{"CPU not known", 1984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, Ended: true}, 8, 2, 3, true},
-		// a network file system, 54 ms a path, little CPU: decided while it runs, for every
-		// slot but the probe's
-		{"nas, running", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.2}, 8, 2, 7, true},
-		{"nas, running, 16 slots", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.3}, 16, 2, 15, true},
-		{"nas, running, 2 slots", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.2}, 2, 2, 1, true},
-		{"nas, running, 1 slot", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.2}, 1, 2, 1, true},
+		// a network file system, 54 ms a path, little CPU: decided while it runs. The probe,
+		// 2 lines logged of 16, has longer left than a part for its slot would save: every
+		// slot but its
+		{"nas, running", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.2, Logged: 2}, 8, 2, 7, true},
+		{"nas, running, 16 slots", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.3, Logged: 2}, 16, 2, 15, true},
+		// with 2 slots a part is half the rest: the probe's 1.3 s left is less than that
+		{"nas, running, 2 slots", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.2, Logged: 1}, 2, 2, 2, true},
+		{"nas, running, 1 slot", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.2, Logged: 2}, 1, 2, 1, true},
+		// a pull from a daemon: the probe has 2 paths of 16 left, 2 ms, and a part for its
+		// slot saves the others 0.1 s each: every slot
+		{"pull, probe near its end", 10089, Probe{Files: 16, First: 0.08, Elapsed: 0.09, Logged: 14}, 8, 2, 8, true},
+		{"pull, probe logged all", 10089, Probe{Files: 16, First: 0.08, Elapsed: 0.09, Logged: 16}, 8, 2, 8, true},
 		{"nas, too early to say", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.15}, 8, 2, 0, false},
 		{"nas, ended", 984, Probe{Files: 16, First: 0.11, Elapsed: 0.92, CPU: 0.05, Ended: true}, 8, 2, 8, true},
 		// rsyncs slowed by --bwlimit to a daemon: 4 ms a path, no CPU to speak of

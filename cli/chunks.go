@@ -76,7 +76,7 @@ func (p *pipeline) tail(sp *splitter.Splitter) splitter.Tail {
 		return splitter.Tail{}
 	}
 	return splitter.Tail{
-		Free: p.pool.Free,
+		Free: p.pool.FreeAfter,
 		Split: func(c *splitter.Chunk, queued, free int) []*splitter.Chunk {
 			if c.Sizes == nil {
 				return nil
@@ -137,8 +137,8 @@ func (p *pipeline) openingFunc() func(*splitter.Chunk, int) (int, bool) {
 		pr := chunksize.Probe{Files: probe.Len()}
 		if end != nil && probe.ID == probeID {
 			pr = *end
-		} else if started, first, ok := p.pool.Running(probe.ID); ok {
-			pr.Elapsed = now.Sub(started).Seconds()
+		} else if started, first, lines, ok := p.pool.Running(probe.ID); ok {
+			pr.Elapsed, pr.Logged = now.Sub(started).Seconds(), int(lines)
 			if !first.IsZero() {
 				pr.First = max(first.Sub(started).Seconds(), 1e-6)
 			}

@@ -44,6 +44,8 @@ type sink struct {
 	spoke atomic.Bool
 	// first is when rsync logged its first line (Unix nanoseconds), 0 before
 	first atomic.Int64
+	// lines counts the lines rsync logged
+	lines atomic.Int64
 }
 
 func (s *sink) stdout(line []byte) {
@@ -51,6 +53,7 @@ func (s *sink) stdout(line []byte) {
 	if s.first.Load() == 0 {
 		s.first.CompareAndSwap(0, time.Now().UnixNano())
 	}
+	s.lines.Add(1)
 	s.mu.Lock()
 	n, file := s.a.Stdout(line)
 	s.logged += n
@@ -170,7 +173,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	}
 	pid := cmd.Process.Pid
 	p.mu.Lock()
-	pr := &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, spoke: &sk.spoke, first: &sk.first}
+	pr := &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, spoke: &sk.spoke, first: &sk.first, lines: &sk.lines}
 	p.procs[c.ID] = pr
 	if p.held || p.ctlHeld {
 		stopGroup(pid) // Ctrl-Z or a pause came while it started

@@ -85,6 +85,9 @@ type Pool struct {
 	ctlHeld bool // live control paused the run
 	procs   map[int]*proc
 	queued  int // rsyncs waiting in acquire for a slot
+	// took is the chunks Run took from its channel and counted (in queued, then active),
+	// for FreeAfter; one taken but not counted yet is in flight
+	took int64
 	// backoff are refused chunks that gave their slot up and wait to queue again (wait)
 	backoff int
 	// requeued are refused chunks waiting in acquire (counted in queued too): they go first
@@ -112,6 +115,7 @@ type proc struct {
 	bwCap    float64       // the --bwlimit it was started with, bytes per second; 0: none
 	spoke    *atomic.Bool  // its rsync has logged a line: the far side accepted it
 	first    *atomic.Int64 // when its rsync logged its first line (Unix nanoseconds), 0 before
+	lines    *atomic.Int64 // the out-format lines its rsync has logged
 	// wasStopped: the group was stopped (SIGSTOP) at some time; its duration is not its work
 	wasStopped bool
 }
@@ -180,7 +184,7 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		if !ok {
 			break
 		}
-		if !p.acquire(ctx) {
+		if !p.acquireTaken(ctx) {
 			p.drop(ctx, c, false)
 			continue
 		}

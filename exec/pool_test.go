@@ -439,3 +439,71 @@ func TestHeldBackWakes(t *testing.T) {
 		t.Fatal("the waiter slept on after the hold ended")
 	}
 }
+
+// TestFreeAfter: a chunk handed to Run takes a slot from the moment it is sent, whether
+// Run has counted it yet or not, and never twice.
+func TestFreeAfter(t *testing.T) {
+	p := &Pool{Jobs: 4, MaxJobs: 4}
+	ctx := context.Background()
+	for _, step := range []struct {
+		taken      int   // chunks Run has taken and counted so far
+		sent       int64 // chunks handed over
+		want       int
+		wantNoSent int // Free(): what the count alone says
+	}{
+		{0, 0, 4, 4},
+		{0, 1, 3, 4}, // in flight: not counted yet
+		{1, 1, 3, 3}, // counted: once
+		{1, 3, 1, 3},
+		{3, 3, 1, 1},
+	} {
+		for p.took < int64(step.taken) {
+			if !p.acquireTaken(ctx) {
+				t.Fatal("no slot")
+			}
+		}
+		if got := p.FreeAfter(step.sent); got != step.want {
+			t.Errorf("%d counted, %d sent: FreeAfter = %d, want %d", step.taken, step.sent, got, step.want)
+		}
+		if got := p.Free(); got != step.wantNoSent {
+			t.Errorf("%d counted: Free = %d, want %d", step.taken, got, step.wantNoSent)
+		}
+	}
+}
+
+// TestRunningLines: while a chunk's rsync runs, Running reports when it started, when it
+// logged its first line and how many lines it has logged (what the opening's probe has
+// done so far); once it has ended, nothing.
+func TestRunningLines(t *testing.T) {
+	script := `cat >/dev/null; for i in 1 2 3; do echo ">f+++++++++|1|2024/01/01-00:00:00|1|f$i"; done; sleep 1`
+	p := &Pool{
+		Rsync: "/bin/sh", Args: []string{"-c", script, "sh"},
+		Dest: t.TempDir(), Jobs: 1, Grace: time.Second, Confirm: ConfirmNothing, Reports: func(Report) {},
+	}
+	chunks := make(chan *splitter.Chunk, 1)
+	var in [][]byte
+	for i := 1; i <= 5; i++ {
+		in = append(in, []byte(fmt.Sprint("f", i)))
+	}
+	chunks <- &splitter.Chunk{ID: 1, Src: "/", Inputs: in, Entries: in}
+	close(chunks)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background(), context.Background(), chunks) }()
+	var started, first time.Time
+	var lines int64
+	for end := time.Now().Add(30 * time.Second); lines < 3; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the chunk's three lines were never seen while it ran")
+		}
+		started, first, lines, _ = p.Running(1)
+	}
+	if lines != 3 || started.IsZero() || first.Before(started) {
+		t.Errorf("Running: started %v, first line %v, %d lines; want 3 lines, the first after the start", started, first, lines)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, ok := p.Running(1); ok {
+		t.Error("Running reports the chunk after the run")
+	}
+}

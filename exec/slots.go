@@ -110,11 +110,26 @@ func (p *Pool) acquire(ctx context.Context) bool {
 	return p.acquireAs(ctx, false)
 }
 
+// acquireTaken is acquire for a chunk Run took from its channel: it counts it in took,
+// with the lock that counts it in queued (FreeAfter).
+func (p *Pool) acquireTaken(ctx context.Context) bool {
+	return p.acquireHow(ctx, false, true)
+}
+
 // acquireAs is acquire; refused says the chunk was refused and queues again, ahead of the
 // others (open).
 func (p *Pool) acquireAs(ctx context.Context, refused bool) bool {
+	return p.acquireHow(ctx, refused, false)
+}
+
+// acquireHow is acquireAs; taken says the chunk was just taken from Run's channel
+// (acquireTaken).
+func (p *Pool) acquireHow(ctx context.Context, refused, taken bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if taken {
+		p.took++
+	}
 	p.queued++
 	defer func() { p.queued-- }()
 	if refused {
@@ -214,14 +229,19 @@ func (p *Pool) peakAccepted(now time.Time) int {
 // cut the last chunks for slots that the refused chunks took back a moment later: against
 // a daemon with max connections = 3 (bench scenario 6, issue 23) the defaults' median went
 // from 1.34 to 1.16 s with this, side by side with the build before.
-func (p *Pool) Free() int {
+func (p *Pool) Free() int { return p.FreeAfter(0) }
+
+// FreeAfter is Free when sent chunks have been handed to Run in all: those Run has taken
+// from its channel but not counted yet (a goroutine switch away) are not free.
+func (p *Pool) FreeAfter(sent int64) int {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.gate || p.held || p.ctlHeld {
 		return 0
 	}
-	return max(0, p.limit-p.active-p.queued-p.backoff)
+	inFlight := int(max(0, sent-p.took))
+	return max(0, p.limit-p.active-p.queued-p.backoff-inFlight)
 }
 
 // backingOff counts a refused chunk that gave its slot up and waits to queue again (d 1),
@@ -232,20 +252,24 @@ func (p *Pool) backingOff(d int) {
 	p.mu.Unlock()
 }
 
-// Running reports, for chunk id's rsync while it runs, when it started and when it logged
-// its first line (zero before); ok is false when none runs for it.
-func (p *Pool) Running(id int) (started, first time.Time, ok bool) {
+// Running reports, for chunk id's rsync while it runs, when it started, when it logged
+// its first line (zero before) and how many lines it has logged; ok is false when none
+// runs for it.
+func (p *Pool) Running(id int) (started, first time.Time, lines int64, ok bool) {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pr := p.procs[id]
 	if pr == nil {
-		return time.Time{}, time.Time{}, false
+		return time.Time{}, time.Time{}, 0, false
 	}
 	if pr.first != nil {
 		if n := pr.first.Load(); n != 0 {
 			first = time.Unix(0, n)
 		}
 	}
-	return pr.started, first, true
+	if pr.lines != nil {
+		lines = pr.lines.Load()
+	}
+	return pr.started, first, lines, true
 }

@@ -3,7 +3,7 @@ package splitter
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 )
@@ -103,14 +103,12 @@ func TestBiggestFirstTail(t *testing.T) {
 			in <- mk(2, 20)
 			close(in)
 			// a consumer's free slots: each chunk it takes takes one
-			var took atomic.Int64
-			free := func() int { return max(0, tc.free-int(took.Load())) }
+			free := func(sent int64) int { return max(0, tc.free-int(sent)) }
 			out := BiggestFirstTail(context.Background(), in, 10, nil, Tail{Free: free, Split: split})
 			time.Sleep(50 * time.Millisecond)
 			var got []int
 			seen := map[string]bool{}
 			for c := range out {
-				took.Add(1)
 				got = append(got, c.Len())
 				for _, p := range c.Inputs {
 					if seen[string(p)] {
@@ -123,5 +121,51 @@ func TestBiggestFirstTail(t *testing.T) {
 				t.Errorf("chunks of %v paths (%d in all), want %s", got, len(seen), tc.want)
 			}
 		})
+	}
+}
+
+// TestTailInFlight: a chunk the consumer took but has not counted yet takes a slot. The
+// input's end read right after a chunk was handed over left that chunk's slot counted
+// free, and the last chunk was cut for it: one part too many, which waited for a slot.
+func TestTailInFlight(t *testing.T) {
+	sp := New(Config{}, Hooks{})
+	sp.nextID.Store(2)
+	mk := func(id int) *Chunk {
+		c := &Chunk{ID: id}
+		for i := range 20 {
+			c.Inputs = append(c.Inputs, []byte(fmt.Sprint(id, "/", i)))
+			c.Entries = append(c.Entries, c.Inputs[i])
+			c.Sizes = append(c.Sizes, 10)
+			c.Bytes += 10
+		}
+		return c
+	}
+	split := func(c *Chunk, queued, free int) []*Chunk {
+		return sp.Split(c, []int{c.Len() / 2}) // in two whenever asked
+	}
+	// a consumer of 2 slots that counts the chunk it took only later
+	var mu sync.Mutex
+	counted := 0
+	free := func(sent int64) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return max(0, 2-counted-int(sent-int64(counted)))
+	}
+	in := make(chan *Chunk)
+	out := BiggestFirstTail(context.Background(), in, 10, nil, Tail{Free: free, Split: split})
+	in <- mk(1)
+	first := <-out // taken, not counted yet
+	in <- mk(2)
+	close(in)
+	time.Sleep(50 * time.Millisecond) // the stage sees the end before the count
+	mu.Lock()
+	counted++
+	mu.Unlock()
+	var got []int
+	for c := range out {
+		got = append(got, c.Len())
+	}
+	if first.Len() != 20 || fmt.Sprint(got) != "[20]" {
+		t.Errorf("after the first chunk, chunks of %v paths; want the last whole: [20]", got)
 	}
 }
