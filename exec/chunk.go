@@ -210,7 +210,7 @@ func (p *Pool) wait(ctx context.Context, class rsync.Class, d time.Duration) boo
 		p.backingOff(1)
 		slept := sleepCtx(ctx, d)
 		p.backingOff(-1)
-		if !slept || !p.acquireAs(ctx, true) {
+		if !slept || !p.acquireAs(ctx, true, false) {
 			return false
 		}
 	} else if !sleepCtx(ctx, d) {

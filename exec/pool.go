@@ -184,7 +184,7 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		if !ok {
 			break
 		}
-		if !p.acquireTaken(ctx) {
+		if !p.acquireAs(ctx, false, true) {
 			p.drop(ctx, c, false)
 			continue
 		}

@@ -330,7 +330,7 @@ func TestFreeCountsRefused(t *testing.T) {
 				return p.backoff == 1 && p.active == 0 && p.queued == 0
 			}
 			if waits() {
-				free = p.Free()
+				free = p.FreeAfter(0)
 				if seen = waits(); seen { // the same state before and after Free
 					break
 				}
@@ -338,13 +338,13 @@ func TestFreeCountsRefused(t *testing.T) {
 		}
 	}
 	if free != limit-1 {
-		t.Errorf("Free() = %d while the refused chunk waits, want the limit %d less it: %d", free, limit, limit-1)
+		t.Errorf("FreeAfter(0) = %d while the refused chunk waits, want the limit %d less it: %d", free, limit, limit-1)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Free(); got != p.Limit() {
-		t.Errorf("Free() = %d after the run, want the limit %d", got, p.Limit())
+	if got := p.FreeAfter(0); got != p.Limit() {
+		t.Errorf("FreeAfter(0) = %d after the run, want the limit %d", got, p.Limit())
 	}
 }
 
@@ -362,7 +362,7 @@ func TestRefusedGoesFirst(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			if p.acquireAs(context.Background(), refused) {
+			if p.acquireAs(context.Background(), refused, false) {
 				mu.Lock()
 				order = append(order, who)
 				mu.Unlock()
@@ -449,7 +449,7 @@ func TestFreeAfter(t *testing.T) {
 		taken      int   // chunks Run has taken and counted so far
 		sent       int64 // chunks handed over
 		want       int
-		wantNoSent int // Free(): what the count alone says
+		wantNoSent int // FreeAfter(0): what the count alone says
 	}{
 		{0, 0, 4, 4},
 		{0, 1, 3, 4}, // in flight: not counted yet
@@ -458,15 +458,15 @@ func TestFreeAfter(t *testing.T) {
 		{3, 3, 1, 1},
 	} {
 		for p.took < int64(step.taken) {
-			if !p.acquireTaken(ctx) {
+			if !p.acquireAs(ctx, false, true) {
 				t.Fatal("no slot")
 			}
 		}
 		if got := p.FreeAfter(step.sent); got != step.want {
 			t.Errorf("%d counted, %d sent: FreeAfter = %d, want %d", step.taken, step.sent, got, step.want)
 		}
-		if got := p.Free(); got != step.wantNoSent {
-			t.Errorf("%d counted: Free = %d, want %d", step.taken, got, step.wantNoSent)
+		if got := p.FreeAfter(0); got != step.wantNoSent {
+			t.Errorf("%d counted: FreeAfter(0) = %d, want %d", step.taken, got, step.wantNoSent)
 		}
 	}
 }

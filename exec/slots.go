@@ -107,24 +107,13 @@ func (p *Pool) wakeForClimb(now time.Time) {
 // nothing running for as long as the machine stayed busy: make test-busy hung in
 // TestDeleteBlocked).
 func (p *Pool) acquire(ctx context.Context) bool {
-	return p.acquireAs(ctx, false)
-}
-
-// acquireTaken is acquire for a chunk Run took from its channel: it counts it in took,
-// with the lock that counts it in queued (FreeAfter).
-func (p *Pool) acquireTaken(ctx context.Context) bool {
-	return p.acquireHow(ctx, false, true)
+	return p.acquireAs(ctx, false, false)
 }
 
 // acquireAs is acquire; refused says the chunk was refused and queues again, ahead of the
-// others (open).
-func (p *Pool) acquireAs(ctx context.Context, refused bool) bool {
-	return p.acquireHow(ctx, refused, false)
-}
-
-// acquireHow is acquireAs; taken says the chunk was just taken from Run's channel
-// (acquireTaken).
-func (p *Pool) acquireHow(ctx context.Context, refused, taken bool) bool {
+// others (open), and taken that Run just took it from its channel: it is counted in took
+// with the lock that counts it in queued (FreeAfter).
+func (p *Pool) acquireAs(ctx context.Context, refused, taken bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if taken {
@@ -223,16 +212,14 @@ func (p *Pool) peakAccepted(now time.Time) int {
 	return p.far.Peak(p.acceptedNow(now), now)
 }
 
-// Free returns the slots free now: the limit less the slots taken, the chunks taken that
-// wait for one, and the refused ones that wait to queue again; 0 while the throttle, job
-// control or live control hold new rsyncs. Without the refused ones, the tail split could
-// cut the last chunks for slots that the refused chunks took back a moment later: against
-// a daemon with max connections = 3 (bench scenario 6, issue 23) the defaults' median went
-// from 1.34 to 1.16 s with this, side by side with the build before.
-func (p *Pool) Free() int { return p.FreeAfter(0) }
-
-// FreeAfter is Free when sent chunks have been handed to Run in all: those Run has taken
-// from its channel but not counted yet (a goroutine switch away) are not free.
+// FreeAfter returns the slots free now, when sent chunks have been handed to Run in all:
+// the limit less the slots taken, the chunks taken that wait for one, those Run has taken
+// from its channel but not counted yet (a goroutine switch away), and the refused ones that
+// wait to queue again; 0 while the throttle, job control or live control hold new rsyncs.
+// Without the refused ones, the tail split could cut the last chunks for slots that the
+// refused chunks took back a moment later: against a daemon with max connections = 3 (bench
+// scenario 6, issue 23) the defaults' median went from 1.34 to 1.16 s with this, side by
+// side with the build before.
 func (p *Pool) FreeAfter(sent int64) int {
 	p.init()
 	p.mu.Lock()
