@@ -201,8 +201,6 @@ func Greeting(ctx context.Context, addr string) (int, error) {
 	return readGreeting(bufio.NewReader(c))
 }
 
-var maxConnRE = regexp.MustCompile(`max connections \((\d+)\) reached`)
-
 // ProbeConnections opens n connections to the module of the daemon at addr at once and
 // asks each for the module, as rsync does: every admitted one holds a slot of the
 // module's "max connections" until all have their answer. Then it closes them all. n is
@@ -245,11 +243,9 @@ func ProbeConnections(ctx context.Context, addr, module string, n int) ConnProbe
 			}
 		case strings.HasPrefix(a.reply, "@RSYNCD: OK"), strings.HasPrefix(a.reply, "@RSYNCD: AUTHREQD"):
 			p.Admitted++
-		case maxConnRE.MatchString(a.reply):
+		case rsync.StatedLimit(a.reply) > 0:
 			p.Refused++
-			if m := maxConnRE.FindStringSubmatch(a.reply); m != nil {
-				p.Limit, _ = strconv.Atoi(m[1])
-			}
+			p.Limit = rsync.StatedLimit(a.reply)
 		default:
 			if p.Other == "" {
 				p.Other = a.reply

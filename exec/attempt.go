@@ -196,7 +196,10 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	p.peakAccepted(now) // a sample of how many ran together, this one included
 	paused := pr.wasStopped
 	delete(p.procs, c.ID)
-	p.sessionEnded(now)
+	// a session the far side took held a slot there: it logged a line, ran past a
+	// refusal's time, or ended well
+	held := p.far.Admitted(pr.started, sk.spoke.Load(), now) || (err == nil && cmd.ProcessState.Success())
+	p.sessionEnded(now, held)
 	p.mu.Unlock()
 	if ioMeasured && extra == nil {
 		p.meter.finish(BWGroup{Chunk: c.ID, Started: t0, Cap: bwCap, Held: true}, pid, logged)

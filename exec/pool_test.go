@@ -421,8 +421,8 @@ func TestHeldBackWakes(t *testing.T) {
 	p.init()
 	now := time.Now()
 	p.mu.Lock()
-	p.far.RefusedSession(now, now, 1, 1, 1) // held back 100 ms, and a settle after each end
-	p.far.Ended(time.Now())                 // a session ended: no wake-up arranged here
+	p.far.RefusedSession(now, now, 1, 1, 1, 0) // held back 100 ms, and a settle after each end
+	p.far.Ended(time.Now(), true)              // a session ended: no wake-up arranged here
 	held := p.far.HeldBack(time.Now())
 	p.mu.Unlock()
 	if !held {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/refusal"
+	"github.com/prsync/prsync/rsync"
 )
 
 // The pool's slots: the live limit of rsyncs at once, and the gate a new one waits at.
@@ -41,10 +42,10 @@ func (p *Pool) wakeAfter(d time.Duration) {
 	})
 }
 
-// sessionEnded notes that an rsync ended, and wakes the waiters once its slot has
-// settled; the caller holds p.mu.
-func (p *Pool) sessionEnded(now time.Time) {
-	if d := p.far.Ended(now); d > 0 {
+// sessionEnded notes that an rsync ended, the far side having accepted its session (held)
+// or not, and wakes the waiters once its slot has settled; the caller holds p.mu.
+func (p *Pool) sessionEnded(now time.Time, held bool) {
+	if d := p.far.Ended(now, held); d > 0 {
 		p.wakeAfter(d)
 	}
 }
@@ -180,7 +181,7 @@ func (p *Pool) lowerForRefusal(detail string, took time.Duration, started time.T
 		started = now
 	}
 	p.far.RefusedAfter(took)
-	d := p.far.RefusedSession(now, started, p.limit, p.active, p.acceptedNow(now))
+	d := p.far.RefusedSession(now, started, p.limit, p.active, p.acceptedNow(now), rsync.StatedLimit(detail))
 	p.wakeAfter(d.Hold)
 	old := p.limit
 	if d.Limit >= old {

@@ -26,6 +26,9 @@ type FarSide struct {
 	// refused a session at a limit it accepted before: it frees its slot a moment late
 	settle  time.Duration
 	lastEnd time.Time
+	// ends are when the last sessions the far side had accepted ended (at most maxEnds,
+	// none older than keepEnds): a refusal soon after one may be its slot, not freed yet
+	ends []time.Time
 	// the climb back (Climb): when the limit may rise next, the wait between steps, and
 	// whether the limit in force was reached by a climb (a refusal then lengthens the wait)
 	nextClimb time.Time
@@ -68,6 +71,15 @@ const (
 	// of a climbed limit doubles the wait, up to maxClimb, and a step taken halves it.
 	firstClimb = 3 * time.Second
 	maxClimb   = time.Minute
+	// releaseLag is how long after an rsync of prsync's ends its slot may still be held on
+	// the far side: an rsync daemon frees it when its own process for the session exits,
+	// after the client's. On the bench machine (2 CPUs, a daemon on 127.0.0.1 with max
+	// connections = 1) a session started right after the last one ended was refused 28
+	// times in 40, 5 ms after 21, 20 ms after 4 and 50 ms after none.
+	releaseLag = 250 * time.Millisecond
+	// keepEnds and maxEnds bound the session ends remembered.
+	keepEnds = 10 * time.Second
+	maxEnds  = 64
 )
 
 // Admitted reports whether the far side accepted a session started at started: its rsync
@@ -116,8 +128,9 @@ func (f *FarSide) Peak(accepted int, now time.Time) int {
 // The limit comes down to what it accepts, never below 1. New sessions wait 100 ms,
 // doubling with each refusal since a session was last accepted, up to 2 s: without the
 // hold every chunk queued would take the refused one's slot in turn and be refused too.
+// Refused knows nothing of the far side's own word on its limit: see RefusedSession.
 func (f *FarSide) Refused(now time.Time, limit, active, accepted int) Decision {
-	return f.RefusedSession(now, now, limit, active, accepted)
+	return f.RefusedSession(now, now, limit, active, accepted, 0)
 }
 
 // RefusedSession is Refused for a session started at started. A session started before
@@ -126,7 +139,20 @@ func (f *FarSide) Refused(now time.Time, limit, active, accepted int) Decision {
 // refused one by one as their handshakes end), and lowers the limit as any does but does
 // not double the hold again. Without this, the five refusals of a first wave of eight at
 // max connections = 3 held every slot back 1.6 s after the three accepted sessions ended.
-func (f *FarSide) RefusedSession(now, started time.Time, limit, active, accepted int) Decision {
+//
+// stated is the most sessions the far side says it admits (rsync.StatedLimit: an rsync
+// daemon's "max connections (3)"), 0 when it says nothing. It is a third bound, an upper
+// one: a first wave of eight comes down to three at the first refusal, not one step per
+// refusal. And it tells a slot not freed yet from another client's: prsync's sessions that
+// ended within releaseLag before the refused one started (Ended) may still have held
+// theirs. The limit then stays at prsync's other sessions and those, up to the stated
+// limit, and slots settle after each end as they do after a refusal at a limit the far side
+// ran; the next refusal, of a session started once a slot settled, finds no such end and
+// lowers the limit as before if another client holds the slot. Without this, -j 3 against
+// max connections = 3 (what prsync's own warning advises) came down to 2 at the first
+// session started just after another ended, then to 1, and ran so until the limit climbed
+// back 3 s later.
+func (f *FarSide) RefusedSession(now, started time.Time, limit, active, accepted, stated int) Decision {
 	f.refused++
 	if f.run == 0 || !started.Before(f.runAt) {
 		f.run++
@@ -135,11 +161,25 @@ func (f *FarSide) RefusedSession(now, started time.Time, limit, active, accepted
 	hold := min(firstHold<<min(f.run-1, 5), maxHold)
 	f.holdUntil = now.Add(hold)
 	peak := f.Peak(accepted, now)
-	if peak >= limit {
+	others := active - 1
+	f.accepts = max(1, others, peak)
+	ran := peak >= limit         // it ran as many lately
+	ours, lagged := false, false // the refusal is of prsync's own making; by a slot not freed yet
+	if stated > 0 {
+		ours = others >= stated
+		if l := f.endedSince(started.Add(-releaseLag)); !ours && l > 0 {
+			// the far side was full: others, up to l of ours not freed yet, and other
+			// clients' sessions; once ours are freed prsync may run others+l
+			lagged = true
+			f.accepts = max(f.accepts, min(others+l, stated, limit))
+		}
+		f.accepts = min(f.accepts, stated)
+		ran = ran && limit <= stated // not when the far side now takes fewer than it did
+	}
+	if ran || lagged {
 		// a limit it accepted: the slot of a session that just ended is not free yet
 		f.settle = min(max(2*f.settle, minSettle), maxSettle)
 	}
-	f.accepts = max(1, active-1, peak)
 	switch {
 	case f.climbWait == 0:
 		f.climbWait = firstClimb
@@ -150,7 +190,18 @@ func (f *FarSide) RefusedSession(now, started time.Time, limit, active, accepted
 	f.nextClimb = now.Add(f.climbWait)
 	n := Limit(f.accepts, 1, limit)
 	// the far side took this many lately: a slot not freed yet, soon free
-	return Decision{Limit: n, Hold: hold, Free: n < limit || peak >= limit}
+	return Decision{Limit: n, Hold: hold, Free: n < limit || ran || ours || lagged}
+}
+
+// endedSince counts the accepted sessions that ended after t.
+func (f *FarSide) endedSince(t time.Time) int {
+	n := 0
+	for _, e := range f.ends {
+		if e.After(t) {
+			n++
+		}
+	}
+	return n
 }
 
 // Accepted notes that the far side took a session: it ends the hold's doubling, and
@@ -163,9 +214,22 @@ func (f *FarSide) Accepted() {
 }
 
 // Ended notes that a session ended at now, and returns how long its slot waits before the
-// next session may take it (settle), or 0.
-func (f *FarSide) Ended(now time.Time) time.Duration {
+// next session may take it (settle), or 0. held says that the far side had accepted it (it
+// held a slot there), as a refused session had not.
+func (f *FarSide) Ended(now time.Time, held bool) time.Duration {
 	f.lastEnd = now
+	if held {
+		keep := f.ends[:0]
+		for _, e := range f.ends {
+			if now.Sub(e) <= keepEnds {
+				keep = append(keep, e)
+			}
+		}
+		if len(keep) >= maxEnds {
+			keep = append(keep[:0], keep[len(keep)-maxEnds+1:]...)
+		}
+		f.ends = append(keep, now)
+	}
 	return f.settle
 }
 

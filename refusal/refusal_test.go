@@ -152,7 +152,7 @@ func TestHold(t *testing.T) {
 		t.Errorf("after an accepted session: hold %v, want 100ms", d.Hold)
 	}
 	var zero FarSide
-	if zero.HeldBack(t0) || zero.Ended(t0) != 0 || zero.HeldBack(t0.Add(time.Nanosecond)) {
+	if zero.HeldBack(t0) || zero.Ended(t0, true) != 0 || zero.HeldBack(t0.Add(time.Nanosecond)) {
 		t.Error("a far side that never refused holds back")
 	}
 }
@@ -190,7 +190,7 @@ func TestHoldBurst(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var f FarSide
 			for i, r := range tt.refusals {
-				d := f.RefusedSession(t0.Add(ms(r.at)), t0.Add(ms(r.started)), 8, r.active, 0)
+				d := f.RefusedSession(t0.Add(ms(r.at)), t0.Add(ms(r.started)), 8, r.active, 0, 0)
 				if d.Hold != ms(r.wantHold) || d.Limit != r.wantLimit {
 					t.Errorf("refusal %d: hold %v, limit %d; want %v, %d", i+1, d.Hold, d.Limit, ms(r.wantHold), r.wantLimit)
 				}
@@ -210,32 +210,32 @@ func TestSettle(t *testing.T) {
 	var f FarSide
 	now := t0
 	f.Refused(now, 4, 4, 3) // above its limit
-	if s := f.Ended(now); s != 0 {
+	if s := f.Ended(now, true); s != 0 {
 		t.Fatalf("settle %v after a refusal above the far side's limit, want none", s)
 	}
 	for i, want := range []int{50, 100, 200, 400, 800, 1000, 1000} {
 		f.Refused(now, 3, 4, 3)
-		if s := f.Ended(now); s != ms(want) {
+		if s := f.Ended(now, true); s != ms(want) {
 			t.Errorf("refusal %d at a limit it ran: settle %v, want %v", i+1, s, ms(want))
 		}
 	}
 	now = now.Add(time.Minute) // the hold is long over
-	f.Ended(now)
+	f.Ended(now, true)
 	if !f.HeldBack(now) || !f.HeldBack(now.Add(ms(999))) || f.HeldBack(now.Add(time.Second)) {
 		t.Error("a slot should wait settle after a session ends, and no longer")
 	}
 	f.Accepted()
-	if s := f.Ended(now); s != ms(875) {
+	if s := f.Ended(now, true); s != ms(875) {
 		t.Errorf("settle %v after an accepted session, want 875ms", s)
 	}
 	for range 100 {
 		f.Accepted()
 	}
-	if s := f.Ended(now); s != minSettle {
+	if s := f.Ended(now, true); s != minSettle {
 		t.Errorf("settle %v after many accepted sessions, want %v", s, minSettle)
 	}
 	f.Refused(now, 3, 4, 3)
-	if s := f.Ended(now); s != ms(100) {
+	if s := f.Ended(now, true); s != ms(100) {
 		t.Errorf("settle %v after a refusal from the floor, want 100ms", s)
 	}
 }
@@ -352,5 +352,82 @@ func TestClimb(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRefusedStated: the limit a far side states ("max connections (3)") bounds what it
+// accepts from above, and tells a slot of prsync's that is not freed yet (a session of its
+// own ended within releaseLag before the refused one started, or while it started) from
+// another client's: then the limit stays, and slots settle after each end.
+func TestRefusedStated(t *testing.T) {
+	type end struct {
+		at   int // ms after t0
+		held bool
+	}
+	tests := []struct {
+		name         string
+		ends         []end
+		peak         int // accepted together a second before the refusal
+		started, at  int // ms after t0
+		limit        int
+		active       int
+		accepted     int
+		stated       int
+		want         int
+		free, settle bool
+	}{
+		{"a first wave of 8 at max connections 3", nil, 0, 0, 30, 8, 8, 0, 3, 3, true, false},
+		{"the rest of the first wave", nil, 0, 0, 40, 3, 6, 0, 3, 3, true, false},
+		{"-j 3: started just after a session of ours ended", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 3, 3, true, true},
+		{"-j 3: one of ours ended while it started", []end{{1010, true}}, 0, 1000, 1030, 3, 3, 2, 3, 3, true, true},
+		{"-j 3: ours ended 249 ms before", []end{{751, true}}, 0, 1000, 1030, 3, 3, 2, 3, 3, true, true},
+		{"-j 3: ours ended 400 ms before, another client's slot", []end{{600, true}}, 0, 1000, 1030, 3, 3, 2, 3, 2, true, false},
+		{"-j 3: the session that ended was refused itself", []end{{997, false}}, 0, 1000, 1030, 3, 3, 2, 3, 2, true, false},
+		{"-j 3: nothing of ours ended", nil, 0, 1000, 1030, 3, 3, 2, 3, 2, true, false},
+		{"the far side takes more, other clients hold the rest", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 5, 3, true, true},
+		{"one of ours not freed, another client's slot", []end{{997, true}}, 0, 1000, 1030, 3, 2, 1, 3, 2, true, true},
+		{"-j 8 lowered to 3, two of ours ended", []end{{990, true}, {995, true}}, 0, 1000, 1030, 3, 2, 1, 3, 3, true, true},
+		{"lagged, but never above the limit in force", []end{{990, true}, {997, true}}, 0, 1000, 1030, 2, 2, 1, 3, 2, true, true},
+		{"the stated limit came down below the peak", nil, 5, 1000, 1030, 5, 5, 4, 2, 2, true, false},
+		{"no stated limit (sshd): as before", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 0, 2, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var f FarSide
+			now := t0.Add(ms(tt.at))
+			if tt.peak > 0 {
+				f.Peak(tt.peak, now.Add(-time.Second))
+			}
+			for _, e := range tt.ends {
+				f.Ended(t0.Add(ms(e.at)), e.held)
+			}
+			d := f.RefusedSession(now, t0.Add(ms(tt.started)), tt.limit, tt.active, tt.accepted, tt.stated)
+			if d.Limit != tt.want || d.Free != tt.free {
+				t.Errorf("RefusedSession = %+v, want limit %d, free %v", d, tt.want, tt.free)
+			}
+			if got := f.settle > 0; got != tt.settle {
+				t.Errorf("settle %v, want one: %v", f.settle, tt.settle)
+			}
+			if _, acc := f.Refusals(); acc != tt.want && tt.want < tt.limit {
+				t.Errorf("Refusals: accepted %d, want %d", acc, tt.want)
+			}
+		})
+	}
+}
+
+// TestEnds: the ends remembered are those of accepted sessions, at most 64, none older
+// than 10 s.
+func TestEnds(t *testing.T) {
+	var f FarSide
+	for i := range 100 {
+		f.Ended(t0.Add(ms(i)), true)
+		f.Ended(t0.Add(ms(i)), false)
+	}
+	if len(f.ends) != maxEnds || !f.ends[0].Equal(t0.Add(ms(100-maxEnds))) {
+		t.Errorf("%d ends kept from %v, want %d from %v", len(f.ends), f.ends[0].Sub(t0), maxEnds, ms(100-maxEnds))
+	}
+	f.Ended(t0.Add(keepEnds+ms(50)), true)
+	if got := f.endedSince(t0); got != 51 {
+		t.Errorf("%d ends kept after 10 s, want 51 (the 50 within 10 s and the last)", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Kind is what an rsync stderr line says about the path it names.
@@ -160,6 +161,28 @@ var sessionLines = []struct {
 	{"Name or service not known", HostUnknown},
 	{"Permission denied (publickey", SSHAuth},
 	{"Host key verification failed", SSHAuth},
+}
+
+// StatedLimit returns the most sessions a far side says it admits, from the line with
+// which it refused one: N of an rsync daemon's "@ERROR: max connections (N) reached -- try
+// again later" (clientserver.c; N is the module's setting, other clients' sessions
+// included). It returns 0 for a line that states no limit, such as sshd's refusals.
+func StatedLimit(line string) int {
+	const pre = "max connections ("
+	i := strings.Index(line, pre)
+	if i < 0 {
+		return 0
+	}
+	rest := line[i+len(pre):]
+	j := strings.IndexByte(rest, ')')
+	if j < 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(rest[:j])
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
 }
 
 // messageForm is one form of rsync message: its text's prefix, the operation it names,
