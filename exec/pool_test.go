@@ -173,7 +173,7 @@ func TestRefusalHoldsBack(t *testing.T) {
 			p.limit, p.active, p.procs = tt.limit, tt.running+1, running(tt.running)
 			var d refusal.Decision
 			for range tt.refusals {
-				d = p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{})
+				d = p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{}, false)
 			}
 			if p.limit != tt.wantLimit {
 				t.Errorf("limit %d, want %d", p.limit, tt.wantLimit)
@@ -195,7 +195,7 @@ func TestRefusalHoldsBack(t *testing.T) {
 				t.Error("held back for the wrong time")
 			}
 			p.sessionAccepted()
-			if d := p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{}); d.Hold != 100*time.Millisecond {
+			if d := p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{}, false); d.Hold != 100*time.Millisecond {
 				t.Errorf("held back %v after an accepted session, want 100ms", d.Hold)
 			}
 		})
@@ -421,8 +421,8 @@ func TestHeldBackWakes(t *testing.T) {
 	p.init()
 	now := time.Now()
 	p.mu.Lock()
-	p.far.RefusedSession(now, now, 1, 1, 1, 0) // held back 100 ms, and a settle after each end
-	p.far.Ended(time.Now(), true)              // a session ended: no wake-up arranged here
+	p.far.Refused(now, 1, 1, 1)   // held back 100 ms, and a settle after each end
+	p.far.Ended(time.Now(), true) // a session ended: no wake-up arranged here
 	held := p.far.HeldBack(time.Now())
 	p.mu.Unlock()
 	if !held {

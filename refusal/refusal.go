@@ -26,6 +26,9 @@ type FarSide struct {
 	// refused a session at a limit it accepted before: it frees its slot a moment late
 	settle  time.Duration
 	lastEnd time.Time
+	// settleFrom is when settle was first set: a session started before it started
+	// without a settled slot
+	settleFrom time.Time
 	// ends are when the last sessions the far side had accepted ended (at most maxEnds,
 	// none older than keepEnds): a refusal soon after one may be its slot, not freed yet
 	ends []time.Time
@@ -130,29 +133,48 @@ func (f *FarSide) Peak(accepted int, now time.Time) int {
 // hold every chunk queued would take the refused one's slot in turn and be refused too.
 // Refused knows nothing of the far side's own word on its limit: see RefusedSession.
 func (f *FarSide) Refused(now time.Time, limit, active, accepted int) Decision {
-	return f.RefusedSession(now, now, limit, active, accepted, 0)
+	return f.RefusedSession(now, Session{Started: now, Limit: limit, Active: active, Accepted: accepted})
 }
 
-// RefusedSession is Refused for a session started at started. A session started before
+// Session is a refused session, and what prsync ran when the far side refused it.
+type Session struct {
+	Started  time.Time // when its rsync started
+	Limit    int       // the sessions allowed
+	Active   int       // the slots held, the refused session's among them
+	Accepted int       // of the sessions running, those the far side had accepted
+	// Stated is the most sessions the far side says it admits (rsync.StatedLimit), 0
+	// when it says nothing
+	Stated int
+	// Again says that the session is a chunk's retry, after a refusal or a failure
+	Again bool
+}
+
+// RefusedSession is Refused for the session s. A session started before
 // the last refusal that doubled the hold was started without that refusal's lesson: its
 // refusal is of the same burst (a first wave of sessions, more than the far side takes,
 // refused one by one as their handshakes end), and lowers the limit as any does but does
 // not double the hold again. Without this, the five refusals of a first wave of eight at
 // max connections = 3 held every slot back 1.6 s after the three accepted sessions ended.
 //
-// stated is the most sessions the far side says it admits (rsync.StatedLimit: an rsync
-// daemon's "max connections (3)"), 0 when it says nothing. It is a third bound, an upper
-// one: a first wave of eight comes down to three at the first refusal, not one step per
-// refusal. And it tells a slot not freed yet from another client's: prsync's sessions that
-// ended within releaseLag before the refused one started (Ended) may still have held
-// theirs. The limit then stays at prsync's other sessions and those, up to the stated
-// limit, and slots settle after each end as they do after a refusal at a limit the far side
-// ran; the next refusal, of a session started once a slot settled, finds no such end and
-// lowers the limit as before if another client holds the slot. Without this, -j 3 against
+// The limit the far side states (s.Stated: an rsync daemon's "max connections (3)") is a
+// third bound, an upper one: a first wave of eight comes down to three at the first
+// refusal, not one step per refusal. And it tells a slot not freed yet from another
+// client's: prsync's sessions that ended within releaseLag before the refused one started
+// (Ended) may still have held theirs. The limit then stays at prsync's other sessions and
+// those, up to the stated limit, and slots settle after each end as they do after a
+// refusal at a limit the far side ran. That is judged only for sessions started before
+// slots settled (two started together as two others ended are often both refused), and
+// not for a chunk's retry: a session started since, on a settled slot, and refused is
+// another client's slot (or a far side slower to free one than settle, which the most
+// sessions it ran together tells, as before), and lowers the limit as before. With
+// sessions ending every few milliseconds an end within releaseLag is always there to find,
+// and judging every refusal so kept the limit above what another client left while settle
+// grew. Without this, -j 3 against
 // max connections = 3 (what prsync's own warning advises) came down to 2 at the first
 // session started just after another ended, then to 1, and ran so until the limit climbed
 // back 3 s later.
-func (f *FarSide) RefusedSession(now, started time.Time, limit, active, accepted, stated int) Decision {
+func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
+	started, limit, active, stated := s.Started, s.Limit, s.Active, s.Stated
 	f.refused++
 	if f.run == 0 || !started.Before(f.runAt) {
 		f.run++
@@ -160,14 +182,15 @@ func (f *FarSide) RefusedSession(now, started time.Time, limit, active, accepted
 	}
 	hold := min(firstHold<<min(f.run-1, 5), maxHold)
 	f.holdUntil = now.Add(hold)
-	peak := f.Peak(accepted, now)
+	peak := f.Peak(s.Accepted, now)
 	others := active - 1
 	f.accepts = max(1, others, peak)
 	ran := peak >= limit         // it ran as many lately
 	ours, lagged := false, false // the refusal is of prsync's own making; by a slot not freed yet
 	if stated > 0 {
 		ours = others >= stated
-		if l := f.endedSince(started.Add(-releaseLag)); !ours && l > 0 {
+		unsettled := f.settle == 0 || started.Before(f.settleFrom)
+		if l := f.endedSince(started.Add(-releaseLag)); !ours && !s.Again && unsettled && l > 0 {
 			// the far side was full: others, up to l of ours not freed yet, and other
 			// clients' sessions; once ours are freed prsync may run others+l
 			lagged = true
@@ -176,9 +199,15 @@ func (f *FarSide) RefusedSession(now, started time.Time, limit, active, accepted
 		f.accepts = min(f.accepts, stated)
 		ran = ran && limit <= stated // not when the far side now takes fewer than it did
 	}
-	if ran || lagged {
+	switch {
+	case ran:
 		// a limit it accepted: the slot of a session that just ended is not free yet
 		f.settle = min(max(2*f.settle, minSettle), maxSettle)
+	case lagged:
+		f.settle = max(f.settle, minSettle) // a session that started without settle
+	}
+	if f.settle > 0 && f.settleFrom.IsZero() {
+		f.settleFrom = now
 	}
 	switch {
 	case f.climbWait == 0:
