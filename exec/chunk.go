@@ -193,7 +193,7 @@ func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, res result)
 	if res.paused {
 		took = 0 // a session stopped a while (throttle, Ctrl-Z) says nothing of how long a refusal takes
 	}
-	if d, ok := p.lowerForRefusal(res.r.SessionLine, took, res.started, attempt > 1).Retry(*free, p.RetryDelay); ok {
+	if d, ok := p.lowerForRefusal(res.r.SessionLine, took, res.started).Retry(*free, p.RetryDelay); ok {
 		*free++
 		return true, d
 	}

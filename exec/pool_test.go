@@ -173,7 +173,7 @@ func TestRefusalHoldsBack(t *testing.T) {
 			p.limit, p.active, p.procs = tt.limit, tt.running+1, running(tt.running)
 			var d refusal.Decision
 			for range tt.refusals {
-				d = p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{}, false)
+				d = p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{})
 			}
 			if p.limit != tt.wantLimit {
 				t.Errorf("limit %d, want %d", p.limit, tt.wantLimit)
@@ -195,7 +195,7 @@ func TestRefusalHoldsBack(t *testing.T) {
 				t.Error("held back for the wrong time")
 			}
 			p.sessionAccepted()
-			if d := p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{}, false); d.Hold != 100*time.Millisecond {
+			if d := p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{}); d.Hold != 100*time.Millisecond {
 				t.Errorf("held back %v after an accepted session, want 100ms", d.Hold)
 			}
 		})

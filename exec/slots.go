@@ -172,9 +172,9 @@ func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
 }
 
 // lowerForRefusal tells the far side's refusal of one more session, started at started
-// (zero: now), refused after took, and a chunk's retry (again) or not, to p.far, holds new
-// sessions back as it decides, and brings the limit down to what the far side accepts.
-func (p *Pool) lowerForRefusal(detail string, took time.Duration, started time.Time, again bool) refusal.Decision {
+// (zero: now) and refused after took, to p.far, holds new sessions back as it decides, and
+// brings the limit down to what the far side accepts.
+func (p *Pool) lowerForRefusal(detail string, took time.Duration, started time.Time) refusal.Decision {
 	p.mu.Lock()
 	now := time.Now()
 	if started.IsZero() {
@@ -182,7 +182,7 @@ func (p *Pool) lowerForRefusal(detail string, took time.Duration, started time.T
 	}
 	p.far.RefusedAfter(took)
 	d := p.far.RefusedSession(now, refusal.Session{Started: started, Limit: p.limit, Active: p.active,
-		Accepted: p.acceptedNow(now), Stated: rsync.StatedLimit(detail), Again: again})
+		Accepted: p.acceptedNow(now), Stated: rsync.StatedLimit(detail)})
 	p.wakeAfter(d.Hold)
 	old := p.limit
 	if d.Limit >= old {

@@ -145,8 +145,6 @@ type Session struct {
 	// Stated is the most sessions the far side says it admits (rsync.StatedLimit), 0
 	// when it says nothing
 	Stated int
-	// Again says that the session is a chunk's retry, after a refusal or a failure
-	Again bool
 }
 
 // RefusedSession is Refused for the session s. A session started before
@@ -163,10 +161,11 @@ type Session struct {
 // (Ended) may still have held theirs. The limit then stays at prsync's other sessions and
 // those, up to the stated limit, and slots settle after each end as they do after a
 // refusal at a limit the far side ran. That is judged only for sessions started before
-// slots settled (two started together as two others ended are often both refused), and
-// not for a chunk's retry: a session started since, on a settled slot, and refused is
-// another client's slot (or a far side slower to free one than settle, which the most
-// sessions it ran together tells, as before), and lowers the limit as before. With
+// slots settled (two started together as two others ended are often both refused; a
+// chunk's retry takes a slot the moment it frees as any chunk does): a session started
+// since, on a settled slot, and refused is another client's slot (or a far side slower to
+// free one than settle, which the most sessions it ran together tells, as before), and
+// lowers the limit as before. With
 // sessions ending every few milliseconds an end within releaseLag is always there to find,
 // and judging every refusal so kept the limit above what another client left while settle
 // grew. Without this, -j 3 against
@@ -190,7 +189,7 @@ func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 	if stated > 0 {
 		ours = others >= stated
 		unsettled := f.settle == 0 || started.Before(f.settleFrom)
-		if l := f.endedSince(started.Add(-releaseLag)); !ours && !s.Again && unsettled && l > 0 {
+		if l := f.endedSince(started.Add(-releaseLag)); !ours && unsettled && l > 0 {
 			// the far side was full: others, up to l of ours not freed yet, and other
 			// clients' sessions; once ours are freed prsync may run others+l
 			lagged = true

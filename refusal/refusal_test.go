@@ -373,27 +373,25 @@ func TestRefusedStated(t *testing.T) {
 		active       int
 		accepted     int
 		stated       int
-		again        bool // the chunk's retry
 		want         int
 		free, settle bool
 		settling     bool // slots already settle after each end
 	}{
-		{"a first wave of 8 at max connections 3", nil, 0, 0, 30, 8, 8, 0, 3, false, 3, true, false, false},
-		{"the rest of the first wave", nil, 0, 0, 40, 3, 6, 0, 3, false, 3, true, false, false},
-		{"-j 3: started just after a session of ours ended", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 3, false, 3, true, true, false},
-		{"-j 3: one of ours ended while it started", []end{{1010, true}}, 0, 1000, 1030, 3, 3, 2, 3, false, 3, true, true, false},
-		{"-j 3: ours ended 249 ms before", []end{{751, true}}, 0, 1000, 1030, 3, 3, 2, 3, false, 3, true, true, false},
-		{"-j 3: ours ended 400 ms before, another client's slot", []end{{600, true}}, 0, 1000, 1030, 3, 3, 2, 3, false, 2, true, false, false},
-		{"-j 3: the session that ended was refused itself", []end{{997, false}}, 0, 1000, 1030, 3, 3, 2, 3, false, 2, true, false, false},
-		{"-j 3: nothing of ours ended", nil, 0, 1000, 1030, 3, 3, 2, 3, false, 2, true, false, false},
-		{"the far side takes more, other clients hold the rest", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 5, false, 3, true, true, false},
-		{"one of ours not freed, another client's slot", []end{{997, true}}, 0, 1000, 1030, 3, 2, 1, 3, false, 2, true, true, false},
-		{"-j 8 lowered to 3, two of ours ended", []end{{990, true}, {995, true}}, 0, 1000, 1030, 3, 2, 1, 3, false, 3, true, true, false},
-		{"lagged, but never above the limit in force", []end{{990, true}, {997, true}}, 0, 1000, 1030, 2, 2, 1, 3, false, 2, true, true, false},
-		{"the stated limit came down below the peak", nil, 5, 1000, 1030, 5, 5, 4, 2, false, 2, true, false, false},
-		{"a retry started just after one of ours ended: another client's slot", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 3, true, 2, true, false, false},
-		{"slots settle already: another client's slot", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 3, false, 2, true, true, true},
-		{"no stated limit (sshd): as before", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 0, false, 2, true, false, false},
+		{"a first wave of 8 at max connections 3", nil, 0, 0, 30, 8, 8, 0, 3, 3, true, false, false},
+		{"the rest of the first wave", nil, 0, 0, 40, 3, 6, 0, 3, 3, true, false, false},
+		{"-j 3: started just after a session of ours ended", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 3, 3, true, true, false},
+		{"-j 3: one of ours ended while it started", []end{{1010, true}}, 0, 1000, 1030, 3, 3, 2, 3, 3, true, true, false},
+		{"-j 3: ours ended 249 ms before", []end{{751, true}}, 0, 1000, 1030, 3, 3, 2, 3, 3, true, true, false},
+		{"-j 3: ours ended 400 ms before, another client's slot", []end{{600, true}}, 0, 1000, 1030, 3, 3, 2, 3, 2, true, false, false},
+		{"-j 3: the session that ended was refused itself", []end{{997, false}}, 0, 1000, 1030, 3, 3, 2, 3, 2, true, false, false},
+		{"-j 3: nothing of ours ended", nil, 0, 1000, 1030, 3, 3, 2, 3, 2, true, false, false},
+		{"the far side takes more, other clients hold the rest", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 5, 3, true, true, false},
+		{"one of ours not freed, another client's slot", []end{{997, true}}, 0, 1000, 1030, 3, 2, 1, 3, 2, true, true, false},
+		{"-j 8 lowered to 3, two of ours ended", []end{{990, true}, {995, true}}, 0, 1000, 1030, 3, 2, 1, 3, 3, true, true, false},
+		{"lagged, but never above the limit in force", []end{{990, true}, {997, true}}, 0, 1000, 1030, 2, 2, 1, 3, 2, true, true, false},
+		{"the stated limit came down below the peak", nil, 5, 1000, 1030, 5, 5, 4, 2, 2, true, false, false},
+		{"slots settle already: another client's slot", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 3, 2, true, true, true},
+		{"no stated limit (sshd): as before", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 0, 2, true, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -409,7 +407,7 @@ func TestRefusedStated(t *testing.T) {
 				f.Ended(t0.Add(ms(e.at)), e.held)
 			}
 			d := f.RefusedSession(now, Session{Started: t0.Add(ms(tt.started)), Limit: tt.limit, Active: tt.active,
-				Accepted: tt.accepted, Stated: tt.stated, Again: tt.again})
+				Accepted: tt.accepted, Stated: tt.stated})
 			if d.Limit != tt.want || d.Free != tt.free {
 				t.Errorf("RefusedSession = %+v, want limit %d, free %v", d, tt.want, tt.free)
 			}
@@ -450,17 +448,16 @@ func TestRefusedStatedTogether(t *testing.T) {
 	f.Ended(t0.Add(ms(998)), true)
 	steps := []struct {
 		started, at, active int
-		again               bool
 		want                int
 		settle              time.Duration
 	}{
-		{1000, 1008, 3, false, 3, minSettle},
-		{1000, 1009, 2, false, 3, minSettle},
-		{1100, 1110, 3, false, 2, minSettle},
+		{1000, 1008, 3, 3, minSettle},
+		{1000, 1009, 2, 3, minSettle},
+		{1100, 1110, 3, 2, minSettle},
 	}
 	for i, st := range steps {
 		d := f.RefusedSession(t0.Add(ms(st.at)), Session{Started: t0.Add(ms(st.started)), Limit: 3,
-			Active: st.active, Accepted: st.active - 1, Stated: 3, Again: st.again})
+			Active: st.active, Accepted: st.active - 1, Stated: 3})
 		if d.Limit != st.want || !d.Free || f.settle != st.settle {
 			t.Errorf("refusal %d: %+v, settle %v; want limit %d, free, settle %v", i+1, d, f.settle, st.want, st.settle)
 		}
