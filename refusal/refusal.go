@@ -196,7 +196,9 @@ func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 			f.accepts = max(f.accepts, min(others+l, stated, limit))
 		}
 		f.accepts = min(f.accepts, stated)
-		ran = ran && limit <= stated // not when the far side now takes fewer than it did
+		// not when prsync's own sessions fill the far side, nor when it takes fewer now
+		// than it did: no slot of an ended session is in the way
+		ran = ran && !ours && limit <= stated
 	}
 	switch {
 	case ran:

@@ -463,3 +463,22 @@ func TestRefusedStatedTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedStatedWave: a first wave of 8 at max connections = 1, one session accepted:
+// the limit comes down to 1 at the first refusal, and the others, refused while prsync's
+// own sessions filled the far side, set no settle. They set it to 1 s before (each was a
+// refusal at a limit the far side had run), and every slot then waited 1 s after each end.
+func TestRefusedStatedWave(t *testing.T) {
+	var f FarSide
+	limit := 8
+	for i, active := range []int{8, 7, 6, 5, 4, 3, 2} {
+		d := f.RefusedSession(t0.Add(ms(20+i)), Session{Started: t0, Limit: limit, Active: active, Accepted: 1, Stated: 1})
+		limit = d.Limit
+		if d.Limit != 1 || !d.Free {
+			t.Errorf("refusal %d: %+v, want limit 1, free", i+1, d)
+		}
+	}
+	if f.settle != 0 {
+		t.Errorf("settle %v after the first wave, want none", f.settle)
+	}
+}
