@@ -153,48 +153,75 @@ func TestRefusedLimitClimbsBack(t *testing.T) {
 	t.Logf("climbs %v; jobs %v", climbs, r.OfType("jobs"))
 }
 
-// TestPinnedToDaemonLimit: -j 3 against a daemon with max connections = 3, as prsync's
-// own warning advises, in many short sessions. A session started just after another ended
-// is often refused, because the daemon frees the slot only when its own process for the
-// ended session exits. The refusal states the daemon's limit, and prsync's sessions make it
-// up, so the limit stays at 3 and the refused chunk is retried; before, the first such
-// refusal lowered it to 2 (then often 1) until it climbed back 3 s later. DEST is walked.
-func TestPinnedToDaemonLimit(t *testing.T) {
+// TestDaemonStatedLimit: a daemon states its limit when it refuses ("max connections
+// (N)"), and prsync goes by it, with a real daemon and many short sessions; DEST is walked.
+//   - -j 3 against max connections = 3, as prsync's own warning advises: a session started
+//     just after another ended is often refused, because the daemon frees the slot only when
+//     its own process for the ended session exits. prsync's sessions make up the stated
+//     limit, so the limit stays at 3 and the chunk is retried; before, the first such refusal
+//     lowered it to 2 (then often 1) until it climbed back 3 s later.
+//   - -j 8 against max connections = 1: the first wave comes down to 1 at the first
+//     refusal, in one jobs event (before, one step per refusal). A run longer than 3 s may
+//     then climb a step and be refused back to 1.
+func TestDaemonStatedLimit(t *testing.T) {
 	needRsync(t)
-	w := t.TempDir()
-	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
-	os.MkdirAll(mod, 0o755)
-	var names []string
-	for i := range 240 {
-		n := fmt.Sprintf("d%02d/f%03d", i%12, i)
-		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 1000), 0o644)
-		names = append(names, n)
+	tests := []struct {
+		name    string
+		maxConn int
+		args    []string
+		first   [2]int64 // the first jobs event's old and new; zero: no jobs event
+	}{
+		{"-j 3 at max connections 3", 3, []string{"-j", "3"}, [2]int64{}},
+		{"-j 8 at max connections 1", 1, []string{"-j", "8"}, [2]int64{8, 1}},
 	}
-	user := ""
-	if isRoot() {
-		user = "uid = root\ngid = root\n"
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := t.TempDir()
+			src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
+			os.MkdirAll(mod, 0o755)
+			var names []string
+			for i := range 240 {
+				n := fmt.Sprintf("d%02d/f%03d", i%12, i)
+				writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 1000), 0o644)
+				names = append(names, n)
+			}
+			user := ""
+			if isRoot() {
+				user = "uid = root\ngid = root\n"
+			}
+			d := startDaemonConf(t, mod, 0, user+fmt.Sprintf("max connections = %d", tt.maxConn))
+			failed := filepath.Join(w, "failed")
+			args := append([]string{"-0", "--root", src, "--chunk-files", "8", "--failed", failed, "--no-throttle"}, tt.args...)
+			r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, append(args, d.URL())...).wait(2 * time.Minute)
+			if r.Code != 0 {
+				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+			}
+			checkTruth(t, r, src, mod, names, failed, 0)
+			checkIdentity(t, r.Summary(t), 240)
+			refused := 0
+			for _, e := range r.OfType("chunk_end") {
+				if strings.Contains(fmt.Sprint(e["error"]), "max connections") {
+					refused++
+				}
+			}
+			jobs := r.OfType("jobs")
+			for i, j := range jobs {
+				old, n := num(j, "old"), num(j, "new")
+				switch {
+				case i == 0 && [2]int64{old, n} != tt.first:
+					t.Errorf("the first jobs event %d to %d, want %v (%d sessions refused): %v", old, n, tt.first, refused, jobs)
+				case i > 0 && j["reason"] != "climb" && n < int64(tt.maxConn):
+					t.Errorf("the limit came down to %d, below the daemon's %d (%d sessions refused): %v", n, tt.maxConn, refused, jobs)
+				}
+			}
+			if len(jobs) == 0 && tt.first != [2]int64{} {
+				t.Errorf("no jobs event, want the first %v", tt.first)
+			}
+			ok := func(e map[string]any) bool { return e["status"] == "ok" }
+			if n := overlap(r, ok); n != tt.maxConn {
+				t.Errorf("at most %d accepted rsyncs ran at once, want %d", n, tt.maxConn)
+			}
+			t.Logf("%d sessions refused, %d chunks", refused, len(r.OfType("chunk_start")))
+		})
 	}
-	d := startDaemonConf(t, mod, 0, user+"max connections = 3")
-	failed := filepath.Join(w, "failed")
-	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "3",
-		"--chunk-files", "8", "--failed", failed, "--no-throttle", d.URL()).wait(2 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkTruth(t, r, src, mod, names, failed, 0)
-	checkIdentity(t, r.Summary(t), 240)
-	refused := 0
-	for _, e := range r.OfType("chunk_end") {
-		if strings.Contains(fmt.Sprint(e["error"]), "max connections") {
-			refused++
-		}
-	}
-	if jobs := r.OfType("jobs"); len(jobs) != 0 {
-		t.Errorf("the limit changed, want it at 3 throughout (%d sessions refused): %v", refused, jobs)
-	}
-	ok := func(e map[string]any) bool { return e["status"] == "ok" }
-	if n := overlap(r, ok); n != 3 {
-		t.Errorf("at most %d accepted rsyncs ran at once, want 3", n)
-	}
-	t.Logf("%d sessions refused, %d chunks", refused, len(r.OfType("chunk_start")))
 }
