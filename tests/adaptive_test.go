@@ -109,10 +109,7 @@ func TestRefusedLimitClimbsBack(t *testing.T) {
 		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 100_000), 0o644)
 		names = append(names, n)
 	}
-	user := ""
-	if isRoot() {
-		user = "uid = root\ngid = root\n"
-	}
+	user := rootModule()
 	d := startDaemonConf(t, mod, 0, user+"max connections = 2")
 	failed := filepath.Join(w, "failed")
 	p := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "4",
@@ -185,10 +182,7 @@ func TestDaemonStatedLimit(t *testing.T) {
 				writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 1000), 0o644)
 				names = append(names, n)
 			}
-			user := ""
-			if isRoot() {
-				user = "uid = root\ngid = root\n"
-			}
+			user := rootModule()
 			d := startDaemonConf(t, mod, 0, user+fmt.Sprintf("max connections = %d", tt.maxConn))
 			failed := filepath.Join(w, "failed")
 			args := append([]string{"-0", "--root", src, "--chunk-files", "8", "--failed", failed, "--no-throttle"}, tt.args...)

@@ -28,10 +28,7 @@ func TestAutoSettlesAtConnectionLimit(t *testing.T) {
 		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 150_000), 0o644)
 		names = append(names, n)
 	}
-	user := ""
-	if isRoot() {
-		user = "uid = root\ngid = root\n"
-	}
+	user := rootModule()
 	d := startDaemonConf(t, mod, 0, user+"max connections = 3")
 	failed := filepath.Join(w, "failed")
 	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "auto",

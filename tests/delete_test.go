@@ -741,10 +741,7 @@ func TestDeleteDaemonRefuses(t *testing.T) {
 			if err := os.Mkdir(dst, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			user := ""
-			if isRoot() {
-				user = "uid = root\ngid = root\n"
-			}
+			user := rootModule()
 			d := startDaemonConf(t, dst, 0, user+tt.conf)
 			r := runPrsync(t, "", nul("f"), "-0", "--root", src, "--delete", d.URL())
 			if r.Code == 0 || r.Code == 23 || len(r.Events) != 0 {

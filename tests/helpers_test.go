@@ -586,14 +586,21 @@ type Daemon struct {
 // URL returns rsync://127.0.0.1:PORT/mod/ .
 func (d *Daemon) URL() string { return fmt.Sprintf("rsync://127.0.0.1:%d/mod/", d.Port) }
 
+// rootModule returns the module lines with which a daemon the tests start as root writes
+// as root ("uid = root", "gid = root"; rsync --daemon run by root is nobody otherwise), and
+// "" when they do not run as root.
+func rootModule() string {
+	if isRoot() {
+		return "uid = root\ngid = root\n"
+	}
+	return ""
+}
+
 // startDaemon starts `rsync --daemon --no-detach` on a free port with a module "mod"
 // writing into dir. It is stopped by PID when the test ends.
 func startDaemon(t testing.TB, dir string, port int) *Daemon {
 	t.Helper()
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "uid = root\ngid = root\n"
-	}
+	user := rootModule()
 	return startDaemonConf(t, dir, port, user)
 }
 

@@ -63,11 +63,7 @@ func TestPullDaemon(t *testing.T) {
 	w := t.TempDir()
 	mod := filepath.Join(w, "mod")
 	makeOddTree(t, mod)
-	user := ""
-	if isRoot() {
-		user = "uid = root\ngid = root"
-	}
-	d := startDaemonConf(t, mod, 0, user+"\nread only = yes")
+	d := startDaemonConf(t, mod, 0, rootModule()+"read only = yes")
 	for _, sized := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sizes=%v", sized), func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "dst")

@@ -259,10 +259,7 @@ func TestDaemonOwnCPU(t *testing.T) {
 		if err := os.Mkdir(dst, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		user := ""
-		if os.Geteuid() == 0 {
-			user = "uid = root\ngid = root\n"
-		}
+		user := rootModule()
 		d := startDaemonConf(t, dst, 0, user+"max connections = 3")
 		suspend, resume := aloneThresholds(t)
 		r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", src, "-j", "4", "--chunk-files", "200",

@@ -48,10 +48,7 @@ func TestVanishedDaemonChroot(t *testing.T) {
 	os.Chmod(w, 0o755)
 	list, rels := relList(t, sub)
 	files := regularFiles(t, sub)
-	user := ""
-	if isRoot() {
-		user = "uid = root\ngid = root\n"
-	}
+	user := rootModule()
 
 	t.Run("use chroot = no", func(t *testing.T) {
 		d := startDaemonConf(t, mod, 0, user+"read only = yes\nuse chroot = no")
@@ -195,10 +192,7 @@ func TestVanishedReal(t *testing.T) {
 				root, rsyncArgs = "h0:"+src, append(rsyncArgs, "-e", "ssh -F "+sshConfig)
 			}
 			if c.daemon {
-				user := ""
-				if isRoot() {
-					user = "uid = root\ngid = root\n"
-				}
+				user := rootModule()
 				root = startDaemonConf(t, src, 0, user+"read only = yes").URL()
 			}
 			dst := filepath.Join(w, "dst")
@@ -266,10 +260,7 @@ func TestVanishedListingFails(t *testing.T) {
 	for _, rel := range rels[:2] {
 		writeFile(t, filepath.Join(src, rel), rel, 0o644)
 	}
-	user := ""
-	if isRoot() {
-		user = "uid = root\ngid = root\n"
-	}
+	user := rootModule()
 	d := startDaemonConf(t, src, 0, user+"read only = yes")
 	dst, failedList := filepath.Join(w, "dst"), filepath.Join(w, "failed")
 	env := []string{"PRSYNC_TEST_FAKE_RSYNC=list-only-fails:10"}
