@@ -59,12 +59,7 @@ func TestShortListEverySlot(t *testing.T) {
 	w := t.TempDir()
 	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
 	os.MkdirAll(mod, 0o755)
-	var names []string
-	for i := range 300 {
-		n := fmt.Sprintf("d%d/f%03d", i%5, i)
-		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 2000), 0o644)
-		names = append(names, n)
-	}
+	names := spreadFiles(t, src, 300, 5, 2000)
 	d := startDaemon(t, mod, 0)
 	failed := filepath.Join(w, "failed")
 	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "4",
@@ -103,12 +98,7 @@ func TestRefusedLimitClimbsBack(t *testing.T) {
 	w := t.TempDir()
 	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
 	os.MkdirAll(mod, 0o755)
-	var names []string
-	for i := range 72 {
-		n := fmt.Sprintf("d%d/f%02d", i%3, i)
-		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 100_000), 0o644)
-		names = append(names, n)
-	}
+	names := spreadFiles(t, src, 72, 3, 100_000)
 	user := rootModule()
 	d := startDaemonConf(t, mod, 0, user+"max connections = 2")
 	failed := filepath.Join(w, "failed")
@@ -176,12 +166,7 @@ func TestDaemonStatedLimit(t *testing.T) {
 			w := t.TempDir()
 			src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
 			os.MkdirAll(mod, 0o755)
-			var names []string
-			for i := range 240 {
-				n := fmt.Sprintf("d%02d/f%03d", i%12, i)
-				writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 1000), 0o644)
-				names = append(names, n)
-			}
+			names := spreadFiles(t, src, 240, 12, 1000)
 			user := rootModule()
 			d := startDaemonConf(t, mod, 0, user+fmt.Sprintf("max connections = %d", tt.maxConn))
 			failed := filepath.Join(w, "failed")

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,12 +21,7 @@ func TestAutoSettlesAtConnectionLimit(t *testing.T) {
 	w := t.TempDir()
 	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
 	os.MkdirAll(mod, 0o755)
-	var names []string
-	for i := 0; i < 36; i++ {
-		n := fmt.Sprintf("d%d/f%02d", i%4, i)
-		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 150_000), 0o644)
-		names = append(names, n)
-	}
+	names := spreadFiles(t, src, 36, 4, 150_000)
 	user := rootModule()
 	d := startDaemonConf(t, mod, 0, user+"max connections = 3")
 	failed := filepath.Join(w, "failed")

@@ -586,6 +586,19 @@ type Daemon struct {
 // URL returns rsync://127.0.0.1:PORT/mod/ .
 func (d *Daemon) URL() string { return fmt.Sprintf("rsync://127.0.0.1:%d/mod/", d.Port) }
 
+// spreadFiles writes n files of size bytes under dir, the i-th named d<i%dirs>/f<i> and
+// filled with the digit i%10, and returns their names in order.
+func spreadFiles(t testing.TB, dir string, n, dirs, size int) []string {
+	t.Helper()
+	names := make([]string, 0, n)
+	for i := range n {
+		name := fmt.Sprintf("d%d/f%03d", i%dirs, i)
+		writeFile(t, filepath.Join(dir, name), strings.Repeat(fmt.Sprint(i%10), size), 0o644)
+		names = append(names, name)
+	}
+	return names
+}
+
 // rootModule returns the module lines with which a daemon the tests start as root writes
 // as root ("uid = root", "gid = root"; rsync --daemon run by root is nobody otherwise), and
 // "" when they do not run as root.

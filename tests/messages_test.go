@@ -25,12 +25,7 @@ func TestRefusalsFinalLimit(t *testing.T) {
 	w := t.TempDir()
 	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
 	os.MkdirAll(mod, 0o755)
-	var names []string
-	for i := 0; i < 20; i++ {
-		n := fmt.Sprintf("d%d/f%02d", i%3, i)
-		writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i%10), 100_000), 0o644)
-		names = append(names, n)
-	}
+	names := spreadFiles(t, src, 20, 3, 100_000)
 	user := rootModule()
 	d := startDaemonConf(t, mod, 0, user+"max connections = 3")
 	failed := filepath.Join(w, "failed")
