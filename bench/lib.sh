@@ -219,6 +219,7 @@ lock file = $OUT/logs/rsyncd.lock
 use chroot = no
 max connections = $NET_MAXCONN
 log file = $OUT/logs/rsyncd.log
+${DAEMON_SOCKOPTS:+socket options = $DAEMON_SOCKOPTS}
 [bench]
 	path = $WORK/net-dst
 	read only = false

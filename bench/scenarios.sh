@@ -46,6 +46,9 @@ MAX_CONNS=${BENCH_SSHFS_CONNS:-8}
 NET_STREAM=${BENCH_NET_STREAM:-100mbit}
 NET_LINK=${BENCH_NET_LINK:-2gbit}
 DAEMON_MAXCONN=${BENCH_DAEMON_MAXCONN:-3}
+# the daemons' "socket options" (scenarios 5 to 7): none, as rsyncd.conf has by default
+DAEMON_SOCKOPTS=${BENCH_DAEMON_SOCKOPTS:-}
+export DAEMON_SOCKOPTS
 LABEL=${BENCH_LABEL:-}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-900}
 PRSYNC_OPTS=${BENCH_PRSYNC_OPTS:-}
@@ -92,7 +95,8 @@ Per scenario S, BENCH_CHUNKS_S<S> and BENCH_JOBS_S<S> replace the sweep
 BENCH_RUN_TIMEOUT (900): seconds before a run is ended and counted as a FAIL.
 BENCH_NAS_BASE (20000), BENCH_NAS_CHANGED (1000): scenario 2's DEST and changes.
 Knobs: BENCH_LATENCY (1ms each way), BENCH_SSHFS_CONNS (8), BENCH_NET_STREAM
-(100mbit), BENCH_NET_LINK (2gbit), BENCH_DAEMON_MAXCONN (3), BENCH_SAMPLE (50).
+(100mbit), BENCH_NET_LINK (2gbit), BENCH_DAEMON_MAXCONN (3), BENCH_SAMPLE (50),
+BENCH_DAEMON_SOCKOPTS (none: the daemons' "socket options", such as TCP_NODELAY).
 EOF
 }
 
@@ -364,6 +368,7 @@ lock file = $OUT/logs/rsyncd-$S.lock
 use chroot = no
 max connections = $3
 log file = $OUT/logs/rsyncd-$S.log
+${DAEMON_SOCKOPTS:+socket options = $DAEMON_SOCKOPTS}
 [bench]
 	path = $1
 	read only = $2
@@ -527,6 +532,7 @@ ELAPSED=$(($(date +%s) - T0))
 	[ -z "${NAS_DESC:-}" ] || echo "nas: $NAS_DESC"
 	echo "net: $NET_STREAM per stream, $NET_LINK in all (tc htb, scenario 5)"
 	echo "daemon max connections: $DAEMON_MAXCONN (scenario 6)"
+	echo "daemon socket options: ${DAEMON_SOCKOPTS:-none} (scenarios 5 to 7)"
 	echo "repetitions: $REPS"
 	echo "sweep: chunks {${CHUNKS// /, }} x jobs {${JOBS// /, }}"
 	for s in $SCENARIOS; do
