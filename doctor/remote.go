@@ -245,7 +245,7 @@ func ProbeConnections(ctx context.Context, addr, module string, n int) ConnProbe
 			p.Admitted++
 		case rsync.StatedLimit(a.reply) > 0:
 			p.Refused++
-			p.Limit = rsync.StatedLimit(a.reply)
+			p.Limit = rsync.StatedLimit(a.reply) // the module's setting, the same in each
 		default:
 			if p.Other == "" {
 				p.Other = a.reply

@@ -147,31 +147,30 @@ type Session struct {
 	Stated int
 }
 
-// RefusedSession is Refused for the session s. A session started before
-// the last refusal that doubled the hold was started without that refusal's lesson: its
-// refusal is of the same burst (a first wave of sessions, more than the far side takes,
-// refused one by one as their handshakes end), and lowers the limit as any does but does
-// not double the hold again. Without this, the five refusals of a first wave of eight at
+// RefusedSession is Refused for the session s. A session started before the last refusal
+// that doubled the hold was started without that refusal's lesson: its refusal is of the
+// same burst (a first wave of sessions, more than the far side takes, refused one by one
+// as their handshakes end), and lowers the limit as any does but does not double the hold
+// again. Without this, the five refusals of a first wave of eight at
 // max connections = 3 held every slot back 1.6 s after the three accepted sessions ended.
 //
 // The limit the far side states (s.Stated: an rsync daemon's "max connections (3)") is a
 // third bound, an upper one: a first wave of eight comes down to three at the first
-// refusal, not one step per refusal. And it tells a slot not freed yet from another
-// client's: prsync's sessions that ended within releaseLag before the refused one started
-// (Ended) may still have held theirs. The limit then stays at prsync's other sessions and
-// those, up to the stated limit, and slots settle after each end as they do after a
-// refusal at a limit the far side ran. That is judged only for sessions started before
-// slots settled (two started together as two others ended are often both refused; a
-// chunk's retry takes a slot the moment it frees as any chunk does): a session started
-// since, on a settled slot, and refused is another client's slot (or a far side slower to
-// free one than settle, which the most sessions it ran together tells, as before), and
-// lowers the limit as before. With
-// sessions ending every few milliseconds an end within releaseLag is always there to find,
-// and judging every refusal so kept the limit above what another client left while settle
-// grew. Without this, -j 3 against
-// max connections = 3 (what prsync's own warning advises) came down to 2 at the first
-// session started just after another ended, then to 1, and ran so until the limit climbed
-// back 3 s later.
+// refusal, not one step per refusal. It also tells a slot not freed yet from another
+// client's. The daemon frees a session's slot when its own process for it exits, a moment
+// after prsync's rsync ended, so prsync's sessions that ended within releaseLag before the
+// refused one started (Ended) may still have held theirs. When prsync's other sessions and
+// those make up the stated limit, the limit stays at them (within the stated one), and
+// slots settle after each end from then on. That is judged only for sessions started
+// before slots settled (two started together as two others ended are often both refused,
+// and a chunk's retry takes a slot the moment it frees as any chunk does). A session
+// started on a settled slot and refused is another client's slot, or a far side slower to
+// free one than settle (which the peak tells, as before), and lowers the limit as before:
+// with sessions ending every few milliseconds an end within releaseLag is always there to
+// find, and judging every refusal so kept the limit above what another client left while
+// settle grew. Without any of this, -j 3 against max connections = 3 (what prsync's own
+// warning advises) came down to 2 at the first session started just after another ended,
+// then to 1, and ran so until the limit climbed back 3 s later.
 func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 	started, limit, active, stated := s.Started, s.Limit, s.Active, s.Stated
 	f.refused++
