@@ -197,8 +197,9 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	paused := pr.wasStopped
 	delete(p.procs, c.ID)
 	// a session the far side took held a slot there: it logged a line, ran past a
-	// refusal's time, or ended well
-	held := p.far.Admitted(pr.started, sk.spoke.Load(), now) || (err == nil && cmd.ProcessState.Success())
+	// refusal's time, or ended as only a transfer does
+	held := p.far.Admitted(pr.started, sk.spoke.Load(), now) ||
+		(cmd.ProcessState != nil && rsync.SessionRan(cmd.ProcessState.ExitCode()))
 	p.sessionEnded(now, held)
 	p.mu.Unlock()
 	if ioMeasured && extra == nil {

@@ -63,6 +63,11 @@ func Classify(code int, cancelled bool, r *Result) Class {
 	return ChunkFailed
 }
 
+// SessionRan reports an exit code that only an rsync whose session ran to its transfer
+// gives: 0, 23 (some files failed) or 24 (some vanished). A refused session exits 5 (a
+// daemon) or 255 (ssh), and one that could not connect 10.
+func SessionRan(code int) bool { return code == 0 || code == 23 || code == 24 }
+
 // NoTransfer reports an rsync that failed before or outside any transfer, from its exit
 // code and what its output said: nothing it could have copied is worth a verification pass.
 func NoTransfer(code int, r *Result) bool {

@@ -69,3 +69,12 @@ func TestHintDest(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionRan: only the exit codes of a session that ran to its transfer.
+func TestSessionRan(t *testing.T) {
+	for code, want := range map[int]bool{0: true, 23: true, 24: true, 5: false, 10: false, 255: false, 1: false, -1: false, 12: false} {
+		if got := SessionRan(code); got != want {
+			t.Errorf("SessionRan(%d) = %v, want %v", code, got, want)
+		}
+	}
+}
