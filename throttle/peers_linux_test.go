@@ -390,6 +390,43 @@ func TestPeerBookLateHolder(t *testing.T) {
 	}
 }
 
+// TestPeerBookNotAccepted: a connection that the daemon's listener has not accepted yet
+// (its end is established, in the listen queue, and has no inode) is not taken for one
+// whose far end is elsewhere: it is paired at a later sample, once accepted, and the
+// daemon's tree is counted. Taken for elsewhere before, it was never looked up again, and
+// a busy machine lost the daemon's CPU now and then (TestPeerBookRealDaemon).
+func TestPeerBookNotAccepted(t *testing.T) {
+	const (
+		rsync    = 100
+		listener = 150
+		child    = 200
+	)
+	p := newFakeProc(t, 1000)
+	p.conn("0100007F:A000", "0100007F:0369", "01", 500)
+	p.conn("0100007F:0369", "0100007F:A000", "01", 0) // in the listener's queue
+	p.fd(rsync, 3, "socket:[500]")
+	ours := map[int]bool{rsync: true}
+	procs := []procEntry{
+		{pid: rsync, ppid: 1, pgrp: rsync, start: 1100, ticks: 5, rsync: true},
+		{pid: listener, ppid: 1, pgrp: listener, start: 10, ticks: 4000, rsync: true},
+	}
+	b := newPeerBook(p.dir)
+	if got := b.update(procs, ours); got != 0 || len(b.trees) != 0 {
+		t.Fatalf("not accepted yet: %d ticks, trees %v", got, b.trees)
+	}
+	if peer, known := b.far[500]; known {
+		t.Fatalf("the socket's far end taken as known (%d) before the daemon accepted it", peer)
+	}
+	// accepted: the daemon's child holds its end
+	p.tcp[1] = strings.Replace(p.tcp[1], " 0 1 0000", " 600 1 0000", 1)
+	p.write("net/tcp", "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"+strings.Join(p.tcp, "\n")+"\n")
+	p.fd(child, 3, "socket:[600]")
+	procs = append(procs, procEntry{pid: child, ppid: listener, pgrp: listener, start: 1200, ticks: 12, rsync: true})
+	if got := b.update(procs, ours); got != 12 || len(b.trees) != 1 {
+		t.Errorf("once accepted: %d ticks, trees %v; want the listener's, 12", got, b.trees)
+	}
+}
+
 // TestPeerBookFromStart: a daemon running when prsync starts is counted from prsync's first
 // scan (before its first rsync), so children it forked for the copy and reaped before the
 // tree was first seen (their ticks now in the listener's cutime) count as the copy's.
