@@ -39,17 +39,14 @@ type sink struct {
 	pool   *Pool
 	onItem func(rsync.Item) // sees every out-format line, when set
 	onLine func([]byte)     // sees every line of standard output, when set
-	// spoke is set at rsync's first out-format line: the far side accepted the session
-	// (a refusal comes on stderr, before any)
-	spoke atomic.Bool
 	// first is when rsync logged its first line (Unix nanoseconds), 0 before
 	first atomic.Int64
-	// lines counts the lines rsync logged
+	// lines counts the lines rsync logged; one means the far side accepted the session
+	// (a refusal comes on stderr, before any)
 	lines atomic.Int64
 }
 
 func (s *sink) stdout(line []byte) {
-	s.spoke.Store(true)
 	if s.first.Load() == 0 {
 		s.first.CompareAndSwap(0, time.Now().UnixNano())
 	}
@@ -173,7 +170,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	}
 	pid := cmd.Process.Pid
 	p.mu.Lock()
-	pr := &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, spoke: &sk.spoke, first: &sk.first, lines: &sk.lines}
+	pr := &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, first: &sk.first, lines: &sk.lines}
 	p.procs[c.ID] = pr
 	if p.held || p.ctlHeld {
 		stopGroup(pid) // Ctrl-Z or a pause came while it started
@@ -198,7 +195,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	delete(p.procs, c.ID)
 	// a session the far side took held a slot there: it logged a line, ran past a
 	// refusal's time, or ended as only a transfer does
-	held := p.far.Admitted(pr.started, sk.spoke.Load(), now) ||
+	held := p.far.Admitted(pr.started, pr.spoke(), now) ||
 		(cmd.ProcessState != nil && rsync.SessionRan(cmd.ProcessState.ExitCode()))
 	p.sessionEnded(now, held)
 	p.mu.Unlock()

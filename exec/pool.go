@@ -113,12 +113,14 @@ type proc struct {
 	pausedBy reason        // who paused this group: the throttle, the bandwidth limit
 	pausedAt time.Time     // when the throttle paused it
 	bwCap    float64       // the --bwlimit it was started with, bytes per second; 0: none
-	spoke    *atomic.Bool  // its rsync has logged a line: the far side accepted it
 	first    *atomic.Int64 // when its rsync logged its first line (Unix nanoseconds), 0 before
 	lines    *atomic.Int64 // the out-format lines its rsync has logged
 	// wasStopped: the group was stopped (SIGSTOP) at some time; its duration is not its work
 	wasStopped bool
 }
+
+// spoke reports whether its rsync has logged a line: the far side accepted the session.
+func (pr *proc) spoke() bool { return pr.lines != nil && pr.lines.Load() > 0 }
 
 // AbortError says the run stopped early because rsync failed in a way that every
 // later chunk would share (the destination is unreachable, full or refused).

@@ -97,9 +97,11 @@ func TestLiveLimit(t *testing.T) {
 // has run longer than a refusal takes; the peak holds for a minute.
 func TestPeakAccepted(t *testing.T) {
 	now := time.Now()
-	spoke := func(b bool) *atomic.Bool {
-		var a atomic.Bool
-		a.Store(b)
+	spoke := func(b bool) *atomic.Int64 {
+		var a atomic.Int64
+		if b {
+			a.Store(1)
+		}
 		return &a
 	}
 	tests := []struct {
@@ -109,8 +111,8 @@ func TestPeakAccepted(t *testing.T) {
 	}{
 		{"none", nil, 0},
 		{"just started, silent", []*proc{{started: now}, {started: now.Add(-500 * time.Millisecond)}}, 0},
-		{"just started, logged", []*proc{{started: now, spoke: spoke(true)}, {started: now, spoke: spoke(false)}}, 1},
-		{"ran past the handshake", []*proc{{started: now.Add(-2 * time.Second)}, {started: now, spoke: spoke(true)}, {started: now}}, 2},
+		{"just started, logged", []*proc{{started: now, lines: spoke(true)}, {started: now, lines: spoke(false)}}, 1},
+		{"ran past the handshake", []*proc{{started: now.Add(-2 * time.Second)}, {started: now, lines: spoke(true)}, {started: now}}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +125,7 @@ func TestPeakAccepted(t *testing.T) {
 			}
 		})
 	}
-	p := &Pool{procs: map[int]*proc{1: {started: now, spoke: spoke(true)}, 2: {started: now, spoke: spoke(true)}}}
+	p := &Pool{procs: map[int]*proc{1: {started: now, lines: spoke(true)}, 2: {started: now, lines: spoke(true)}}}
 	p.peakAccepted(now)
 	p.procs = map[int]*proc{}
 	if got := p.peakAccepted(now.Add(30 * time.Second)); got != 2 {
@@ -142,9 +144,9 @@ func TestRefusalHoldsBack(t *testing.T) {
 	running := func(n int) map[int]*proc {
 		m := map[int]*proc{}
 		for i := range n {
-			var a atomic.Bool
-			a.Store(true)
-			m[i] = &proc{started: now, spoke: &a}
+			var a atomic.Int64
+			a.Store(1)
+			m[i] = &proc{started: now, lines: &a}
 		}
 		return m
 	}

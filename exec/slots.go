@@ -201,7 +201,7 @@ func (p *Pool) lowerForRefusal(detail string, took time.Duration, started time.T
 func (p *Pool) acceptedNow(now time.Time) int {
 	n := 0
 	for _, pr := range p.procs {
-		if p.far.Admitted(pr.started, pr.spoke != nil && pr.spoke.Load(), now) {
+		if p.far.Admitted(pr.started, pr.spoke(), now) {
 			n++
 		}
 	}
