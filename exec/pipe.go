@@ -19,7 +19,7 @@ const (
 	// Pipe runs the same rsync in pull form over a local pipe, -e HELPER localhost:SRC/
 	// DEST/, where HELPER is prsync itself, exec'ing the server rsync asked for. The
 	// client forwards the list to the sender in blocks and, as the receiver, logs a file
-	// after it has written it.
+	// after it has written it. It copies changed files whole, as rsync's local copies do.
 	Pipe Transport = "pipe"
 )
 
@@ -132,6 +132,9 @@ func (p *Pool) pipeArgs(src string) (opts []string, srcArg string, env []string)
 	// -s sends the paths through the protocol rather than the server's command line,
 	// which rsync would escape for a shell the helper does not run
 	opts = []string{"-e", p.Helper, "--rsync-path=" + p.Rsync, "-s"}
+	// a local copy is whole-file in rsync unless the options choose; in pull form it
+	// would not be (see rsync.WholeFile)
+	opts = append(opts, rsync.LocalWholeFile(p.Args)...)
 	if p.TrustSender {
 		// Since 3.2.5 a pulling client turns every --files-from name into an implied
 		// include rule and matches each name the sender lists against all of them: per

@@ -56,19 +56,26 @@ func TestRshQuote(t *testing.T) {
 	}
 }
 
-func TestPipeArgsTrustSender(t *testing.T) {
+func TestPipeArgs(t *testing.T) {
+	const base = "-e /usr/bin/prsync --rsync-pipe-helper --rsync-path=/usr/bin/rsync -s"
 	tests := []struct {
+		args  string // the pool's rsync options
 		trust bool
 		want  string
 	}{
-		{false, "-e /usr/bin/prsync --rsync-pipe-helper --rsync-path=/usr/bin/rsync -s"},
-		{true, "-e /usr/bin/prsync --rsync-pipe-helper --rsync-path=/usr/bin/rsync -s --trust-sender"},
+		{"--archive", false, base + " --whole-file"},
+		{"--archive", true, base + " --whole-file --trust-sender"},
+		// the user's choice, or options that need the delta algorithm, stand
+		{"--archive --no-whole-file", false, base},
+		{"--archive -W", false, base},
+		{"--archive --append-verify", false, base},
 	}
 	for _, tt := range tests {
-		p := &Pool{Rsync: "/usr/bin/rsync", Helper: "/usr/bin/prsync --rsync-pipe-helper", TrustSender: tt.trust, Env: []string{"A=1"}}
+		p := &Pool{Rsync: "/usr/bin/rsync", Helper: "/usr/bin/prsync --rsync-pipe-helper", TrustSender: tt.trust,
+			Env: []string{"A=1"}, Args: strings.Fields(tt.args)}
 		opts, from, env := p.pipeArgs("/src/")
 		if got := strings.Join(opts, " "); got != tt.want {
-			t.Errorf("TrustSender %v: options %q, want %q", tt.trust, got, tt.want)
+			t.Errorf("%q, TrustSender %v: options %q, want %q", tt.args, tt.trust, got, tt.want)
 		}
 		if from != "localhost:/src/" {
 			t.Errorf("source %q", from)

@@ -87,6 +87,45 @@ func TestDaemonSocketOptions(t *testing.T) {
 	}
 }
 
+func TestLocalWholeFile(t *testing.T) {
+	w := []string{WholeFile}
+	tests := []struct {
+		args string
+		want []string
+	}{
+		{"", w},
+		{"--archive", w},
+		{"--archive -v --bwlimit 10m -H", w},
+		{"--archive -W", nil},
+		{"--archive -aW", nil},
+		{"--archive -avWH", nil},
+		{"--archive --whole-file", nil},
+		{"--archive --no-whole-file", nil},
+		{"--archive --no-W", nil},
+		{"--archive --append", nil},
+		{"--archive --append-verify", nil},
+		{"--archive --write-batch=/tmp/b", nil},
+		{"--archive --only-write-batch /tmp/b", nil},
+		{"--archive --read-batch=/tmp/b", nil},
+		// values are not options
+		{"--archive --exclude -W", w},
+		{"--archive --exclude=-W", w},
+		{"--archive -T -W", w},
+		{"--archive -aT -W", w},
+		{"--archive -f -W", w},
+		{"--archive -e W", w},
+		{"--archive -eW", w},
+		{"--archive --temp-dir -W", w},
+		// after --, paths
+		{"--archive -- -W", w},
+	}
+	for _, tt := range tests {
+		if got := LocalWholeFile(strings.Fields(tt.args)); !slices.Equal(got, tt.want) {
+			t.Errorf("LocalWholeFile(%q) = %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
 func TestHardLinks(t *testing.T) {
 	for args, want := range map[string]bool{"-H": true, "-aH": true, "--hard-links": true, "-a": false, "--bwlimit=1H": false,
 		"-T/tmp/H": false, "-T /tmp/H": false, "-e ssh -H": true, "-avT/H": false, "-avHT/x": true} {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -307,4 +308,88 @@ func ownCPUTree(t *testing.T) (w, src string, list []byte) {
 	}
 	list, _ = listTree(t, src)
 	return w, src, list
+}
+
+// TestTransportWholeFile: a changed file is copied whole in both transports, as rsync's own
+// local copy does, unless the options after -- ask for the delta algorithm. The pipe
+// transport is rsync's pull form, which rsync takes for a remote copy: without prsync's
+// --whole-file its receiver read the old file in DEST to send block checksums (on a
+// network filesystem, the whole old file crossed the network). inotify tells the two
+// apart: the delta algorithm reads the old file (IN_ACCESS); a whole-file copy writes a
+// new one beside it and renames it over the old.
+func TestTransportWholeFile(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
+	needRsync(t)
+	const size = 4 << 20
+	old := make([]byte, size)
+	for i := range old {
+		old[i] = byte(i*7 + i/4093)
+	}
+	for _, tr := range transports {
+		for _, tc := range []struct {
+			args []string
+			read bool // the old file in DEST was read
+		}{
+			{nil, false},
+			{[]string{"--", "--no-whole-file"}, true},
+		} {
+			t.Run(fmt.Sprintf("%s %q", tr, tc.args), func(t *testing.T) {
+				w := t.TempDir()
+				src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+				big := filepath.Join(dst, "db", "big")
+				writeFile(t, big, string(old), 0o644)
+				day := time.Now().Add(-24 * time.Hour) // the same size: the quick check sees the mtime
+				if err := os.Chtimes(big, day, day); err != nil {
+					t.Fatal(err)
+				}
+				changed := append([]byte(nil), old...)
+				copy(changed[size-100:], bytes.Repeat([]byte("new"), 33))
+				writeFile(t, filepath.Join(src, "db", "big"), string(changed), 0o644)
+				list, n := listTree(t, src)
+
+				in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+				if err != nil {
+					t.Skipf("inotify: %v", err)
+				}
+				defer unix.Close(in)
+				if _, err := unix.InotifyAddWatch(in, filepath.Dir(big), unix.IN_ACCESS); err != nil {
+					t.Skipf("inotify: %v", err)
+				}
+
+				args := append([]string{"-0", "--root", src, "--transport", tr, "--no-throttle", dst}, tc.args...)
+				r := start(t, startOpts{stdin: bytes.NewReader(list)}, args...).wait(time.Minute)
+				if r.Code != 0 {
+					t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+				}
+				if read := accessed(t, in, "big"); read != tc.read { // before the test reads the new one
+					t.Errorf("the old file in DEST was read: %v, want %v", read, tc.read)
+				}
+				checkIdentity(t, r.Summary(t), int64(n))
+				sameTree(t, src, dst)
+				if got, err := os.ReadFile(big); err != nil || !bytes.Equal(got, changed) {
+					t.Fatalf("DEST's file is not the source's (%v)", err)
+				}
+			})
+		}
+	}
+}
+
+// accessed reports whether the inotify instance in holds an IN_ACCESS event for name.
+func accessed(t *testing.T, in int, name string) bool {
+	t.Helper()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(in, buf)
+		if err == unix.EAGAIN || n <= 0 {
+			return false
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			b := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+			if ev.Mask&unix.IN_ACCESS != 0 && string(bytes.TrimRight(b, "\x00")) == name {
+				return true
+			}
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
 }
