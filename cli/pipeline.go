@@ -161,7 +161,7 @@ func (p *pipeline) emitStart() {
 		Dest: f.Dest, Root: r.rootShown(),
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkTime: r.chunkTarget().Seconds(), Shard: f.shard, Shards: f.shards,
-		QuickCheck: r.quick != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
+		QuickCheck: r.quick != nil, ListDest: r.list != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
 		Cgroup: cgroupEvent(p.sampler.Source()), MaxSuspend: f.MaxSuspend.Seconds(), ControlSocket: p.controlSocket,
 		BWLimit: p.bwShown(), Delete: f.Delete, Verify: f.Verify,
 	})
@@ -247,7 +247,7 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 	sp := splitter.New(splitter.Config{
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit, Opening: p.openingFunc(),
-		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick, Dirs: p.dirs,
+		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick, List: r.list, Dirs: p.dirs,
 	}, h.hooks(r.examined))
 	p.sp = sp
 	chunks := make(chan *splitter.Chunk)

@@ -108,6 +108,7 @@ type runner struct {
 	metrics      *metrics // --metrics-file, written once by Open
 	policy       throttle.Policy
 	quick        *splitter.QuickCheck
+	list         *splitter.Lister // DEST's directories listed ahead: DEST on a network filesystem
 	confirm      exec.ConfirmMode
 	srcRemote    string // a remote --root, as rsync's source; "" for a local one
 	jobs         int    // rsyncs at once when the run starts

@@ -51,6 +51,9 @@ type Start struct {
 	Shard      int     `json:"shard"`
 	Shards     int     `json:"shards"`
 	QuickCheck bool    `json:"quick_check"`
+	// ListDest says DEST is on a network filesystem and its directories are listed ahead of
+	// the rsyncs (splitter: "Listing a network DEST").
+	ListDest bool `json:"list_dest"`
 	// Transport is how the rsyncs of a local copy run: "pipe" or "direct".
 	Transport string `json:"transport"`
 	// SourceRemote says --root names a remote source (pull mode); Sizes that the records

@@ -89,6 +89,9 @@ type Config struct {
 	BlockSize int
 	// Quick, when set, settles paths whose local copy already matches as up to date.
 	Quick *QuickCheck
+	// List, when set, lists the DEST directories the paths lead into before they go into
+	// a chunk: for a DEST on a network filesystem (see "Listing a network DEST").
+	List *Lister
 	// StatWorkers is how many goroutines examine records (lstat, quick check) at once; 0
 	// means DefaultStatWorkers, or NetStatWorkers on a network filesystem (netfs.go).
 	StatWorkers int
@@ -215,6 +218,7 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 	stop := make(chan struct{})
 	var workers sync.WaitGroup
 	defer s.srcRef.close() // after the workers, the only users of the descriptor
+	defer s.cfg.List.Close()
 	defer workers.Wait()
 	defer close(stop)
 
@@ -550,7 +554,13 @@ func (s *Splitter) examine(in []byte, l *look, c *cursors) {
 		l.skip = true
 		return
 	}
-	if l.abs, l.src, l.entry, l.lands, l.err = s.resolve(l.path); l.err != nil || !s.needStat() {
+	if l.abs, l.src, l.entry, l.lands, l.err = s.resolve(l.path); l.err != nil {
+		return
+	}
+	if s.cfg.List != nil {
+		s.cfg.List.Warm(l.lands)
+	}
+	if !s.needStat() {
 		return
 	}
 	if l.statErr = s.srcRef.lstatIn(&c.src, l.abs, &l.st); l.statErr != nil {
@@ -851,6 +861,7 @@ func (s *Splitter) flush(ctx context.Context, out chan<- *Chunk) error {
 	if s.cur == nil {
 		return nil
 	}
+	s.cfg.List.Settle(ctx, settleMax)
 	select {
 	case out <- s.cur:
 		if s.cur == s.probe && s.streaming {

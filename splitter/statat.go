@@ -146,6 +146,44 @@ func (d *dirRef) readlinkIn(c *cursor, path string) (string, error) {
 	}
 }
 
+// list reads directory dir (clean, absolute, dir or under it) through no symlink below
+// dir, and drops what it read: a network filesystem's client caches the attributes its
+// listing brought (see "Listing a network DEST"). It returns how many entries it read: 0
+// where it cannot open dir.
+func (d *dirRef) list(dir string) int {
+	rel, ok := strings.CutPrefix(dir, d.dir)
+	if !ok || (rel != "" && rel[0] != '/' && d.dir != "/") {
+		return 0
+	}
+	rel = strings.TrimPrefix(rel, "/")
+	if rel == "" {
+		rel = "."
+	}
+	d.open()
+	if d.fd < 0 {
+		return 0
+	}
+	dfd, err := beneath.OpenDir(d.fd, rel, beneath.NoLinks)
+	if err != nil {
+		return 0
+	}
+	fd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	unix.Close(dfd)
+	if err != nil {
+		return 0
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	n := 0
+	for {
+		names, err := f.Readdirnames(1024)
+		n += len(names)
+		if len(names) == 0 || err != nil {
+			return n
+		}
+	}
+}
+
 // close closes the descriptor, if it was opened.
 func (d *dirRef) close() {
 	if d != nil && d.fd >= 0 {

@@ -1,0 +1,272 @@
+package splitter
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeLister is a Lister whose listings are recorded, and last as long as wait says.
+type fakeLister struct {
+	*Lister
+	mu     sync.Mutex
+	listed []string // the directories listed, in the order their listings ended
+	wait   chan struct{}
+	n      int // what a listing returns: the entries it read
+}
+
+func newFakeLister(dest string, n int) *fakeLister {
+	f := &fakeLister{Lister: NewLister(dest), n: n}
+	f.list = func(dir string) int {
+		if f.wait != nil {
+			<-f.wait
+		}
+		f.mu.Lock()
+		f.listed = append(f.listed, dir)
+		f.mu.Unlock()
+		return f.n
+	}
+	return f
+}
+
+func (f *fakeLister) done() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.listed...)
+}
+
+// settled waits until the listings queued have ended.
+func (f *fakeLister) settled(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.Lister.mu.Lock()
+		p := f.pending
+		f.Lister.mu.Unlock()
+		if p == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("listings still pending after 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestListerWarm: a directory is listed at its third path, once, and again after the
+// listings' freshness has gone by; DEST itself is the directory of a path with no slash;
+// paths that leave DEST, and DEST itself, list nothing.
+func TestListerWarm(t *testing.T) {
+	dest := t.TempDir()
+	f := newFakeLister(dest, 1)
+	defer f.Close()
+	f.fresh = 50 * time.Millisecond
+	a := filepath.Join(dest, "a")
+	tests := []struct {
+		path string
+		want int // listings of a queued so far
+	}{
+		{"a/1", 0},
+		{"a/2", 0},
+		{"a/3", 1},
+		{"a/sub", 1}, // a directory path: it lands in a as well
+		{"a/4", 1},
+	}
+	for _, tt := range tests {
+		f.Warm(tt.path)
+		f.settled(t)
+		if got := f.listings(a); got != tt.want {
+			t.Errorf("after %s: %d listings of a, want %d", tt.path, got, tt.want)
+		}
+	}
+	time.Sleep(60 * time.Millisecond)
+	f.Warm("a/5")
+	f.settled(t)
+	if got := f.listings(a); got != 2 {
+		t.Errorf("after the freshness went by: %d listings of a, want 2", got)
+	}
+	for _, p := range []string{"top1", "top2", "top3"} {
+		f.Warm(p)
+	}
+	f.settled(t)
+	if got := f.listings(dest); got != 1 {
+		t.Errorf("DEST listed %d times for three paths right in it, want 1", got)
+	}
+	for _, p := range []string{".", "", "..", "../x/y", "../x/z", "../x/w", "/etc/passwd", "/etc/group", "/etc/hosts"} {
+		f.Warm(p)
+	}
+	f.settled(t)
+	if got := f.listings(filepath.Dir(dest)); got != -1 {
+		t.Errorf("a path out of DEST led to a listing of its parent (%d)", got)
+	}
+	if got, want := strings.Join(f.done(), " "), a+" "+a+" "+dest; got != want {
+		t.Errorf("listed %q, want %q", got, want)
+	}
+}
+
+// TestListerSettle: Settle waits for the listings queued, up to its limit, once a listing
+// has found an entry; in a fresh copy (the directories are missing) it does not wait; and
+// Close neither waits for a stuck listing nor lets one start after it.
+func TestListerSettle(t *testing.T) {
+	dest := t.TempDir()
+	t.Run("waits", func(t *testing.T) {
+		f := newFakeLister(dest, 3)
+		defer f.Close()
+		for i := range 3 {
+			f.Warm(fmt.Sprintf("a/%d", i))
+		}
+		f.settled(t) // a found an entry
+		f.wait = make(chan struct{})
+		for i := range 3 {
+			f.Warm(fmt.Sprintf("b/%d", i))
+		}
+		go func() { time.Sleep(100 * time.Millisecond); close(f.wait) }()
+		t0 := time.Now()
+		f.Settle(context.Background(), time.Minute)
+		if d := time.Since(t0); d < 90*time.Millisecond {
+			t.Errorf("Settle returned after %v, before the listing of b ended", d)
+		}
+		if got := len(f.done()); got != 2 {
+			t.Errorf("%d listings ended when Settle returned, want 2", got)
+		}
+	})
+	t.Run("limit", func(t *testing.T) {
+		f := newFakeLister(dest, 3)
+		for i := range 3 {
+			f.Warm(fmt.Sprintf("a/%d", i))
+		}
+		f.settled(t)
+		f.wait = make(chan struct{})
+		defer close(f.wait)
+		defer f.Close() // before the listing ends: it must not wait for it
+		for i := range 3 {
+			f.Warm(fmt.Sprintf("b/%d", i))
+		}
+		t0 := time.Now()
+		f.Settle(context.Background(), 30*time.Millisecond)
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Errorf("Settle waited %v with a limit of 30 ms", d)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		f.Settle(ctx, time.Minute) // returns at once: ctx ended
+	})
+	t.Run("fresh copy", func(t *testing.T) {
+		f := newFakeLister(dest, 0) // every listing reads nothing: the directories are missing
+		f.wait = make(chan struct{})
+		defer close(f.wait)
+		defer f.Close()
+		for i := range 3 {
+			f.Warm(fmt.Sprintf("missing/%d", i))
+		}
+		t0 := time.Now()
+		f.Settle(context.Background(), time.Minute)
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Errorf("Settle waited %v in a fresh copy", d)
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		f := newFakeLister(dest, 1)
+		f.Close()
+		for i := range 3 {
+			f.Warm(fmt.Sprintf("a/%d", i))
+		}
+		if got := f.listings(filepath.Join(dest, "a")); got != 0 {
+			t.Errorf("%d listings queued after Close", got)
+		}
+		f.Close() // twice: no panic
+	})
+}
+
+// TestDirRefList: a listing reads a directory's entries through no symlink below DEST,
+// and reads nothing from a missing directory or through a symlink.
+func TestDirRefList(t *testing.T) {
+	w := t.TempDir()
+	dest := filepath.Join(w, "dest")
+	for i := range 5 {
+		writeTestFile(t, filepath.Join(dest, "d", fmt.Sprint(i)))
+	}
+	writeTestFile(t, filepath.Join(w, "elsewhere", "x"))
+	if err := os.Symlink(filepath.Join(w, "elsewhere"), filepath.Join(dest, "link")); err != nil {
+		t.Fatal(err)
+	}
+	r := newBeneathRef(dest)
+	defer r.close()
+	tests := []struct {
+		dir  string
+		want int
+	}{
+		{dest, 2}, // d and link
+		{filepath.Join(dest, "d"), 5},
+		{filepath.Join(dest, "missing"), 0},
+		{filepath.Join(dest, "link"), 0},
+		{w, 0}, // above DEST
+	}
+	for _, tt := range tests {
+		if got := r.list(tt.dir); got != tt.want {
+			t.Errorf("list(%s) = %d, want %d", tt.dir, got, tt.want)
+		}
+	}
+}
+
+// TestSplitterLists: with a Lister, the stat workers list the DEST directories the paths
+// lead into, and a chunk is sent only once the listings queued before it ended; the
+// chunks are the same as without one.
+func TestSplitterLists(t *testing.T) {
+	src, dest := t.TempDir(), t.TempDir()
+	var input strings.Builder
+	for d := range 6 {
+		for i := range 4 {
+			p := fmt.Sprintf("d%d/f%d", d, i)
+			writeTestFile(t, filepath.Join(src, p))
+			input.WriteString(p + "\n")
+		}
+	}
+	cfg := Config{Sep: '\n', Root: src, ChunkFiles: 1000}
+	plain, _ := collect(t, cfg, input.String())
+
+	f := newFakeLister(dest, 1)
+	f.found = true // as after a first listing that found entries
+	f.wait = make(chan struct{})
+	go func() { time.Sleep(50 * time.Millisecond); close(f.wait) }()
+	cfg.List = f.Lister
+	s := New(cfg, Hooks{})
+	out := make(chan *Chunk, 100)
+	var listedAtChunk []int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range out {
+			listedAtChunk = append(listedAtChunk, len(f.done()))
+		}
+	}()
+	if err := s.Run(context.Background(), strings.NewReader(input.String()), out); err != nil {
+		t.Fatal(err)
+	}
+	close(out)
+	<-done
+	if len(listedAtChunk) != len(plain) {
+		t.Fatalf("%d chunks with a Lister, %d without", len(listedAtChunk), len(plain))
+	}
+	if got := len(f.done()); got != 6 {
+		t.Errorf("%d directories listed, want 6: %q", got, f.done())
+	}
+	if listedAtChunk[0] != 6 {
+		t.Errorf("the chunk was sent after %d of the 6 listings ended", listedAtChunk[0])
+	}
+}
+
+func writeTestFile(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
