@@ -19,25 +19,30 @@ import (
 // and the client caches them: the same 20,085 lstats took 0.5 s after a listing of their
 // 85 directories, and the listings 1.0 to 1.7 s.
 //
-// So with DEST on a network filesystem, the stat workers list each DEST directory that the
-// paths lead into, before the paths go into a chunk: the rsyncs then find the attributes
-// cached. A directory is listed at the third of its paths, so that a list that names a
-// file or two in a huge directory does not read it all, by one of a few goroutines that
-// list the directories in the order they were reached: the paths go on into chunks
-// meanwhile, and a chunk waits before it is sent (for at most settleMax) until the
-// listings queued so far have ended: the first chunks of an incremental copy wait for
-// the listings of every directory the stat workers reached meanwhile, and then every
-// rsync finds its directories listed. Without that wait, the 16 rsyncs of an sshfs copy
-// got to their directories before the listings did, and their lstats were round trips
-// again. A directory is listed again once listFresh has gone by
-// (the clients keep attributes for a while: sshfs 20 s, NFS 3 to 60 s, SMB 1 s). A
-// listing decides nothing: rsync's own check still decides what is copied, on the
+// So with DEST on a network filesystem, each DEST directory that the paths lead into is
+// listed, and the rsyncs find the attributes cached:
+//
+//   - A directory is listed at the third of its paths, so that a list that names a file
+//     or two in a huge directory does not read it all.
+//   - The stat workers do not list: they queue the directory for one of a few goroutines
+//     that list in the order the directories were reached, and go on.
+//   - A chunk waits, before it is sent, until the listings queued so far have ended. The
+//     first chunks of an incremental copy thus wait for the listings of every directory
+//     the stat workers reached meanwhile, and every rsync then finds its directories
+//     listed. Without the wait, the 16 rsyncs of an sshfs copy got to their directories
+//     before the listings did, and their lstats were round trips again. The chunks sent
+//     in one spell of listings wait settleMax at most, together; and none waits until a
+//     listing has found an entry (in a fresh copy DEST's directories do not exist yet).
+//   - A directory is listed again once listFresh has gone by: the clients keep
+//     attributes for a while (sshfs 20 s, NFS 3 to 60 s, SMB 1 s).
+//
+// A listing decides nothing: rsync's own check still decides what is copied, on the
 // attributes its lstat finds.
 
 // listAfter is the number of a directory's paths that go by before it is listed.
 const listAfter = 2
 
-// settleMax is the longest a chunk waits for the listings queued before it (Settle).
+// settleMax is the longest the chunks wait for listings, in one spell of them (Settle).
 const settleMax = 500 * time.Millisecond
 
 // listFresh is how long after a directory's listing it is not listed again.
@@ -61,6 +66,9 @@ type Lister struct {
 	pending int           // listings queued or under way
 	found   bool          // a listing read an entry: DEST holds a copy to check against
 	idle    chan struct{} // closed when pending falls to 0; nil while it is 0
+	// until is when Settle stops waiting in this busy spell (since pending rose from 0):
+	// settleMax after its start, for all the chunks sent in it together
+	until time.Time
 	// recent are the directories the paths led into lately: a ring, since the workers go
 	// through the list in its order, and find's order keeps a directory's paths together
 	recent  [64]*listing
@@ -149,28 +157,31 @@ func (l *Lister) Warm(rel string) {
 		e.list++
 		if l.pending++; l.idle == nil {
 			l.idle = make(chan struct{})
+			l.until = time.Now().Add(settleMax)
 		}
 	default: // full: a later path there queues it
 	}
 }
 
-// Settle waits until the listings queued so far have ended, for at most limit (or until
-// ctx ends): the splitter calls it before it sends a chunk, so that the chunk's rsync
-// finds its directories listed. A directory that takes longer (a huge one, a slow
-// server) holds the chunks back no longer than limit. Until a listing has read an entry,
-// it does not wait: in a fresh copy the directories do not exist yet, and the chunks
-// would wait for nothing (an sshfs copy of 1,000 files lost 0.4 s that way).
-func (l *Lister) Settle(ctx context.Context, limit time.Duration) {
+// Settle waits until the listings queued so far have ended (or until ctx ends): the
+// splitter calls it before it sends a chunk, so that the chunk's rsync finds its
+// directories listed. The chunks sent while listings are under way wait no longer than
+// settleMax together, from when the first of those listings was queued: a directory
+// that takes longer (a huge one, a slow server) holds the copy back that long once, not
+// at every chunk. Until a listing has read an entry, it does not wait: in a fresh copy
+// the directories do not exist yet, and the chunks would wait for nothing (an sshfs copy
+// of 1,000 files lost 0.4 s that way).
+func (l *Lister) Settle(ctx context.Context) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
-	idle, found := l.idle, l.found
+	idle, found, wait := l.idle, l.found, time.Until(l.until)
 	l.mu.Unlock()
-	if idle == nil || !found {
-		return // none under way; or none found a thing yet (a fresh copy: nothing to wait for)
+	if idle == nil || !found || wait <= 0 {
+		return // none under way; none found a thing yet (a fresh copy); or waited enough
 	}
-	t := time.NewTimer(limit)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-idle:

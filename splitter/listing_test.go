@@ -109,9 +109,10 @@ func TestListerWarm(t *testing.T) {
 	}
 }
 
-// TestListerSettle: Settle waits for the listings queued, up to its limit, once a listing
-// has found an entry; in a fresh copy (the directories are missing) it does not wait; and
-// Close neither waits for a stuck listing nor lets one start after it.
+// TestListerSettle: Settle waits for the listings queued once a listing has found an
+// entry, settleMax at most in one spell of listings, however many chunks wait; in a fresh
+// copy (the directories are missing) it does not wait; and Close neither waits for a
+// stuck listing nor lets one start after it.
 func TestListerSettle(t *testing.T) {
 	dest := t.TempDir()
 	t.Run("waits", func(t *testing.T) {
@@ -127,7 +128,7 @@ func TestListerSettle(t *testing.T) {
 		}
 		go func() { time.Sleep(100 * time.Millisecond); close(f.wait) }()
 		t0 := time.Now()
-		f.Settle(context.Background(), time.Minute)
+		f.Settle(context.Background())
 		if d := time.Since(t0); d < 90*time.Millisecond {
 			t.Errorf("Settle returned after %v, before the listing of b ended", d)
 		}
@@ -148,13 +149,18 @@ func TestListerSettle(t *testing.T) {
 			f.Warm(fmt.Sprintf("b/%d", i))
 		}
 		t0 := time.Now()
-		f.Settle(context.Background(), 30*time.Millisecond)
-		if d := time.Since(t0); d > 5*time.Second {
-			t.Errorf("Settle waited %v with a limit of 30 ms", d)
+		f.Settle(context.Background())
+		if d := time.Since(t0); d < settleMax-10*time.Millisecond || d > settleMax+5*time.Second {
+			t.Errorf("Settle waited %v for a stuck listing, want about %v", d, settleMax)
 		}
+		t0 = time.Now()
+		f.Settle(context.Background()) // the same spell: the chunks waited enough in it
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		f.Settle(ctx, time.Minute) // returns at once: ctx ended
+		f.Settle(ctx)
+		if d := time.Since(t0); d > 100*time.Millisecond {
+			t.Errorf("Settle waited %v again in the same spell of listings", d)
+		}
 	})
 	t.Run("fresh copy", func(t *testing.T) {
 		f := newFakeLister(dest, 0) // every listing reads nothing: the directories are missing
@@ -165,7 +171,7 @@ func TestListerSettle(t *testing.T) {
 			f.Warm(fmt.Sprintf("missing/%d", i))
 		}
 		t0 := time.Now()
-		f.Settle(context.Background(), time.Minute)
+		f.Settle(context.Background())
 		if d := time.Since(t0); d > 5*time.Second {
 			t.Errorf("Settle waited %v in a fresh copy", d)
 		}

@@ -861,7 +861,7 @@ func (s *Splitter) flush(ctx context.Context, out chan<- *Chunk) error {
 	if s.cur == nil {
 		return nil
 	}
-	s.cfg.List.Settle(ctx, settleMax)
+	s.cfg.List.Settle(ctx)
 	select {
 	case out <- s.cur:
 		if s.cur == s.probe && s.streaming {
