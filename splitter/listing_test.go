@@ -46,9 +46,12 @@ func (f *fakeLister) settled(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		f.Lister.mu.Lock()
-		p := f.pending
+		busy := false
+		for _, e := range f.recent {
+			busy = busy || (e != nil && e.pass != nil)
+		}
 		f.Lister.mu.Unlock()
-		if p == 0 {
+		if !busy {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -109,79 +112,126 @@ func TestListerWarm(t *testing.T) {
 	}
 }
 
-// TestListerSettle: Settle waits for the listings queued once a listing has found an
-// entry, settleMax at most in one spell of listings, however many chunks wait; in a fresh
-// copy (the directories are missing) it does not wait; and Close neither waits for a
-// stuck listing nor lets one start after it.
+// warm3 sends three paths of directory dir through f.Warm: the third queues its listing.
+func warm3(f *fakeLister, dir string) {
+	for i := range 3 {
+		f.Warm(fmt.Sprintf("%s/%d", dir, i))
+	}
+}
+
+// TestListerSettle: a chunk waits for the first listing, and, once one has found an entry,
+// for every listing queued, settleMax at most; the listings that made a chunk wait that
+// long make no other chunk wait, but a listing queued after them does; in a fresh copy
+// (the directories are missing) a chunk waits for the first listing only; and Close
+// neither waits for a stuck listing nor lets one start after it.
 func TestListerSettle(t *testing.T) {
 	dest := t.TempDir()
-	t.Run("waits", func(t *testing.T) {
+	elapsed := func(f func()) time.Duration { t0 := time.Now(); f(); return time.Since(t0) }
+	settle := func(f *fakeLister) time.Duration {
+		return elapsed(func() { f.Settle(context.Background()) })
+	}
+	t.Run("none", func(t *testing.T) {
 		f := newFakeLister(dest, 3)
 		defer f.Close()
-		for i := range 3 {
-			f.Warm(fmt.Sprintf("a/%d", i))
+		f.wait = make(chan struct{})
+		defer close(f.wait)
+		f.Warm("a/0") // no listing queued yet
+		if d := settle(f); d > settleMax/2 {
+			t.Errorf("Settle waited %v with no listing queued", d)
 		}
+	})
+	t.Run("first listing", func(t *testing.T) {
+		// no listing has ended yet: the chunk waits to learn whether DEST has a copy
+		f := newFakeLister(dest, 3)
+		defer f.Close()
+		f.wait = make(chan struct{})
+		warm3(f, "a")
+		go func() { time.Sleep(100 * time.Millisecond); close(f.wait) }()
+		if d := settle(f); d < 90*time.Millisecond {
+			t.Errorf("Settle returned after %v, before the first listing ended", d)
+		}
+	})
+	t.Run("all queued", func(t *testing.T) {
+		f := newFakeLister(dest, 3)
+		defer f.Close()
+		warm3(f, "a")
 		f.settled(t) // a found an entry
 		f.wait = make(chan struct{})
-		for i := range 3 {
-			f.Warm(fmt.Sprintf("b/%d", i))
-		}
+		warm3(f, "b")
+		warm3(f, "c")
 		go func() { time.Sleep(100 * time.Millisecond); close(f.wait) }()
-		t0 := time.Now()
-		f.Settle(context.Background())
-		if d := time.Since(t0); d < 90*time.Millisecond {
-			t.Errorf("Settle returned after %v, before the listing of b ended", d)
+		if d := settle(f); d < 90*time.Millisecond {
+			t.Errorf("Settle returned after %v, before the listings of b and c ended", d)
 		}
-		if got := len(f.done()); got != 2 {
-			t.Errorf("%d listings ended when Settle returned, want 2", got)
+		if got := len(f.done()); got != 3 {
+			t.Errorf("%d listings ended when Settle returned, want 3", got)
 		}
 	})
 	t.Run("limit", func(t *testing.T) {
 		f := newFakeLister(dest, 3)
-		for i := range 3 {
-			f.Warm(fmt.Sprintf("a/%d", i))
-		}
+		warm3(f, "a")
 		f.settled(t)
-		f.wait = make(chan struct{})
-		defer close(f.wait)
+		stuck := make(chan struct{})
+		defer close(stuck)
 		defer f.Close() // before the listing ends: it must not wait for it
-		for i := range 3 {
-			f.Warm(fmt.Sprintf("b/%d", i))
+		late := make(chan struct{})
+		f.list = func(dir string) int {
+			switch filepath.Base(dir) {
+			case "b":
+				<-stuck
+			case "c":
+				<-late
+			}
+			return 3
 		}
-		t0 := time.Now()
-		f.Settle(context.Background())
-		if d := time.Since(t0); d < settleMax-10*time.Millisecond || d > settleMax+5*time.Second {
+		warm3(f, "b")
+		if d := settle(f); d < settleMax-10*time.Millisecond || d > settleMax+5*time.Second {
 			t.Errorf("Settle waited %v for a stuck listing, want about %v", d, settleMax)
 		}
-		t0 = time.Now()
-		f.Settle(context.Background()) // the same spell: the chunks waited enough in it
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		f.Settle(ctx)
-		if d := time.Since(t0); d > 100*time.Millisecond {
-			t.Errorf("Settle waited %v again in the same spell of listings", d)
+		if d := settle(f); d > settleMax/2 {
+			t.Errorf("the next chunk waited %v for the listing that made one wait %v", d, settleMax)
+		}
+		warm3(f, "c") // queued after: a chunk waits for it
+		go func() { time.Sleep(100 * time.Millisecond); close(late) }()
+		if d := settle(f); d < 90*time.Millisecond || d > settleMax-10*time.Millisecond {
+			t.Errorf("Settle waited %v for a listing queued after the stuck one, want about 100 ms", d)
 		}
 	})
 	t.Run("fresh copy", func(t *testing.T) {
-		f := newFakeLister(dest, 0) // every listing reads nothing: the directories are missing
+		// the first listing reads nothing (its directory is missing); the next one is stuck
+		f := newFakeLister(dest, 0)
+		stuck := make(chan struct{})
+		defer close(stuck)
+		defer f.Close()
+		f.list = func(dir string) int {
+			if filepath.Base(dir) != "missing1" {
+				<-stuck
+			}
+			return 0
+		}
+		warm3(f, "missing1")
+		f.settled(t)
+		warm3(f, "missing2")
+		if d := settle(f); d > settleMax/2 {
+			t.Errorf("Settle waited %v in a fresh copy", d)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		f := newFakeLister(dest, 3)
 		f.wait = make(chan struct{})
 		defer close(f.wait)
 		defer f.Close()
-		for i := range 3 {
-			f.Warm(fmt.Sprintf("missing/%d", i))
-		}
-		t0 := time.Now()
-		f.Settle(context.Background())
-		if d := time.Since(t0); d > 5*time.Second {
-			t.Errorf("Settle waited %v in a fresh copy", d)
+		warm3(f, "a")
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if d := elapsed(func() { f.Settle(ctx) }); d > settleMax/2 {
+			t.Errorf("Settle waited %v with its context ended", d)
 		}
 	})
 	t.Run("closed", func(t *testing.T) {
 		f := newFakeLister(dest, 1)
 		f.Close()
-		for i := range 3 {
-			f.Warm(fmt.Sprintf("a/%d", i))
-		}
+		warm3(f, "a")
 		if got := f.listings(filepath.Join(dest, "a")); got != 0 {
 			t.Errorf("%d listings queued after Close", got)
 		}
@@ -238,6 +288,7 @@ func TestSplitterLists(t *testing.T) {
 
 	f := newFakeLister(dest, 1)
 	f.found = true // as after a first listing that found entries
+	close(f.first)
 	f.wait = make(chan struct{})
 	go func() { time.Sleep(50 * time.Millisecond); close(f.wait) }()
 	cfg.List = f.Lister
