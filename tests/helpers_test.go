@@ -658,14 +658,23 @@ func (d *Daemon) start(t testing.TB) {
 	t.Fatalf("rsync daemon did not listen on 127.0.0.1:%d", d.Port)
 }
 
-// Stop kills the daemon's process group (the daemon and its session children), by PID.
+// Stop kills the daemon's process group (the daemon and its session children), by PID,
+// and waits until every process of the group is gone: a session child still exiting
+// holds its module directory, and a tmpfs there could not be unmounted yet
+// (TestOneBadDaemonFullDest failed its cleanup once with every CPU busy).
 func (d *Daemon) Stop() {
 	if d.cmd == nil || d.cmd.Process == nil {
 		return
 	}
-	syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+	pgid := d.cmd.Process.Pid
+	syscall.Kill(-pgid, syscall.SIGKILL)
 	d.cmd.Wait()
 	d.cmd = nil
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+			return
+		}
+	}
 }
 
 // fakeRsync acts as rsync for faults a real one cannot be made to produce on demand.
