@@ -65,7 +65,7 @@ type Lister struct {
 	found bool          // a listing read an entry: DEST holds a copy to check against
 	first chan struct{} // closed when the first listing ends
 	// pending are the listings queued or under way
-	pending map[*Listed]struct{}
+	pending map[*pass]struct{}
 	// recent are the directories the paths led into lately: a ring, since the workers go
 	// through the list in its order, and find's order keeps a directory's paths together
 	recent  [64]*listing
@@ -79,12 +79,12 @@ type listing struct {
 	dir  string
 	seen int       // paths that led into it
 	at   time.Time // when its last listing ended; zero before the first
-	pass *Listed   // the listing queued or under way; nil when none is
+	pass *pass     // the listing queued or under way; nil when none is
 	list int       // listings queued, for the tests
 }
 
-// Listed is one listing of a directory, which the chunks wait for (Settle).
-type Listed struct {
+// pass is one listing of a directory, which the chunks wait for (Settle).
+type pass struct {
 	done    chan struct{} // closed when the listing ends
 	started time.Time     // when a lister took it up; zero while it is queued (Lister.mu)
 }
@@ -92,7 +92,7 @@ type Listed struct {
 // NewLister returns a Lister of DEST directory dest (absolute).
 func NewLister(dest string) *Lister {
 	l := &Lister{ref: newBeneathRef(filepath.Clean(dest)), queue: make(chan *listing, listQueue), fresh: listFresh,
-		first: make(chan struct{}), pending: map[*Listed]struct{}{}}
+		first: make(chan struct{}), pending: map[*pass]struct{}{}}
 	l.list = l.ref.list
 	return l
 }
@@ -155,7 +155,7 @@ func (l *Lister) Warm(rel string) {
 			go l.lister()
 		}
 	}
-	e.pass = &Listed{done: make(chan struct{})}
+	e.pass = &pass{done: make(chan struct{})}
 	select {
 	case l.queue <- e:
 		e.list++
@@ -211,7 +211,7 @@ func (l *Lister) Settle(ctx context.Context) {
 			l.mu.Unlock()
 			return // a fresh copy, so far
 		}
-		var p *Listed
+		var p *pass
 		for q := range l.pending {
 			if q.started.IsZero() || time.Since(q.started) < settleMax {
 				p = q // one that is queued, or under way for less than settleMax

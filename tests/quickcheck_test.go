@@ -159,6 +159,9 @@ func TestQuickCheckRun(t *testing.T) {
 	if r.Events[0]["quick_check"] != true {
 		t.Errorf("start event quick_check = %v", r.Events[0]["quick_check"])
 	}
+	if r.Events[0]["list_dest"] != false { // a local disk: nothing is listed ahead
+		t.Errorf("start event list_dest = %v", r.Events[0]["list_dest"])
+	}
 	writeFile(t, filepath.Join(src, "b"), "changed!", 0o644)
 	r = runPrsync(t, w, list, "-0", "--root", src, dst)
 	s = r.Summary(t)
