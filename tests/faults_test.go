@@ -485,11 +485,17 @@ func TestFault05DaemonKilled(t *testing.T) {
 	}
 	d := startDaemon(t, mod, 0)
 	marker := fmt.Sprintf("127.0.0.1:%d/mod", d.Port)
-	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n')), env: []string{"PRSYNC_RETRY_DELAY=300ms"}}, "--no-throttle", "--retries", "3", "--root", src, "--failed", failed, d.URL(), "--", "--bwlimit=100")
+	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n')), env: []string{"PRSYNC_RETRY_DELAY=300ms"}}, "--no-throttle", "--retries", "10", "--root", src, "--failed", failed, d.URL(), "--", "--bwlimit=100")
 	p.mustWaitFor("chunk_start", 10*time.Second, fltIs("chunk_start"))
 	fltWaitTemp(t, p, mod, 10*time.Second)
+	// Ten retries from 300 ms, doubled with 0.5-1.5x jitter, outlast the restart: it takes
+	// about 2 s where PID 1 reaps the killed session child late (Stop waits for its group
+	// to be gone), and three retries ran out in a clean-clone CI once.
+	down := time.Now()
 	d.Stop()
+	stopped := time.Since(down)
 	d.start(t)
+	t.Logf("daemon down for %v (stop %v)", time.Since(down).Round(time.Millisecond), stopped.Round(time.Millisecond))
 	r := p.wait(60 * time.Second)
 	s := fltExit(t, r, 0)
 	checkIdentity(t, s, 4)
