@@ -29,6 +29,7 @@ if [ -n "${CI:-}${PRSYNC_TEST_INSTALL:-}" ] && [ "$(uname)" = Linux ]; then
   command -v parallel >/dev/null || pkgs+=(parallel)
   command -v jq >/dev/null || pkgs+=(jq)
   command -v setfacl >/dev/null || pkgs+=(acl)
+  command -v ip >/dev/null || pkgs+=(iproute2) # network namespaces: a daemon in another one
   /usr/bin/python3 -c 'import yaml' 2>/dev/null || pkgs+=(python3-yaml)
   [ -f /usr/share/bash-completion/bash_completion ] || pkgs+=(bash-completion)
   command -v zsh >/dev/null || pkgs+=(zsh)

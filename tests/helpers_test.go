@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prsync/prsync/internal/netnstest"
 	"golang.org/x/sys/unix"
 )
 
@@ -575,16 +576,19 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Daemon is an rsync daemon on 127.0.0.1 started by a test.
+// Daemon is an rsync daemon started by a test, on 127.0.0.1 or in a network namespace the
+// test made.
 type Daemon struct {
 	Port int
 	Dir  string // the module's path
+	Addr string // 127.0.0.1, or the namespace's address
+	ns   *netnstest.NS
 	conf string
 	cmd  *exec.Cmd
 }
 
-// URL returns rsync://127.0.0.1:PORT/mod/ .
-func (d *Daemon) URL() string { return fmt.Sprintf("rsync://127.0.0.1:%d/mod/", d.Port) }
+// URL returns rsync://ADDR:PORT/mod/ .
+func (d *Daemon) URL() string { return fmt.Sprintf("rsync://%s:%d/mod/", d.Addr, d.Port) }
 
 // spreadFiles writes n files of size bytes under dir, the i-th named d<i%dirs>/f<i> and
 // filled with the digit i%10, and returns their names in order.
@@ -621,6 +625,13 @@ func startDaemon(t testing.TB, dir string, port int) *Daemon {
 // extra lines of module config, such as "max connections = 2" or "uid = nobody".
 func startDaemonConf(t testing.TB, dir string, port int, module string) *Daemon {
 	t.Helper()
+	return startDaemonIn(t, nil, dir, port, module)
+}
+
+// startDaemonIn starts, as startDaemonConf, a daemon in network namespace ns (on
+// 127.0.0.1 when ns is nil).
+func startDaemonIn(t testing.TB, ns *netnstest.NS, dir string, port int, module string) *Daemon {
+	t.Helper()
 	needRsync(t)
 	if port == 0 {
 		port = freePort(t)
@@ -632,7 +643,10 @@ func startDaemonConf(t testing.TB, dir string, port int, module string) *Daemon 
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{Port: port, Dir: dir, conf: conf}
+	d := &Daemon{Port: port, Dir: dir, Addr: "127.0.0.1", ns: ns, conf: conf}
+	if ns != nil {
+		d.Addr = ns.Addr
+	}
 	d.start(t)
 	t.Cleanup(func() { d.Stop() })
 	return d
@@ -640,14 +654,17 @@ func startDaemonConf(t testing.TB, dir string, port int, module string) *Daemon 
 
 func (d *Daemon) start(t testing.TB) {
 	t.Helper()
-	d.cmd = exec.Command("rsync", "--daemon", "--no-detach", "--config="+d.conf,
-		"--address=127.0.0.1", "--port="+strconv.Itoa(d.Port))
+	args := []string{"--daemon", "--no-detach", "--config=" + d.conf, "--address=" + d.Addr, "--port=" + strconv.Itoa(d.Port)}
+	d.cmd = exec.Command("rsync", args...)
+	if d.ns != nil {
+		d.cmd = d.ns.Command("rsync", args...) // ip netns exec: the PID is rsync's
+	}
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 100; i++ {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", d.Port))
+		c, err := net.Dial("tcp", net.JoinHostPort(d.Addr, strconv.Itoa(d.Port)))
 		if err == nil {
 			c.Close()
 			return
@@ -655,7 +672,7 @@ func (d *Daemon) start(t testing.TB) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	d.Stop()
-	t.Fatalf("rsync daemon did not listen on 127.0.0.1:%d", d.Port)
+	t.Fatalf("rsync daemon did not listen on %s:%d", d.Addr, d.Port)
 }
 
 // Stop kills the daemon's process group (the daemon and its session children), by PID,

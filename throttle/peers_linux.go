@@ -31,10 +31,11 @@ type procEntry struct {
 // The far end is found the way ss(8) pairs the two ends of a local connection: an
 // rsync's socket inode (a link socket:[N] in /proc/PID/fd) is looked up in
 // /proc/net/tcp and tcp6 for its two addresses; the row with them swapped is the
-// other end's socket, and the process holding that inode is the peer. Only this
-// network namespace is searched: a daemon in another namespace (or reached
-// through a proxy) stays other load, as does one whose /proc/PID/fd this user
-// cannot read (a daemon run as root by a copy run as a user).
+// other end's socket, and the process holding that inode is the peer. When the row
+// is in no other socket of this network namespace, the machine's other namespaces
+// are searched (nsBook): a daemon in a container or behind a veth pair. A daemon
+// reached through a NAT or a proxy stays other load, as does one whose /proc/PID/fd
+// this user cannot read (a daemon run as root by a copy run as a user).
 //
 // A peer is the root of a tree of processes counted whole, or, when its parent is
 // an rsync (a daemon's listener, which forks a child per connection), that parent
@@ -82,6 +83,7 @@ type peerBook struct {
 	feedSearches int
 
 	tcpReads int // the reads of /proc/net/tcp and tcp6 made, for the tests
+	ns       *nsBook
 }
 
 // maxPeerSearches is how many scans of every process's fds may look for the holder of a
@@ -101,6 +103,7 @@ func newPeerBook(procDir string) *peerBook {
 		holders: map[uint64][]taskID{},
 		misses:  map[uint64]int{},
 		trees:   map[taskID]peerTree{},
+		ns:      newNSBook(procDir),
 	}
 	if t, err := os.Readlink(filepath.Join(procDir, "self", "fd", "0")); err == nil && strings.HasPrefix(t, "pipe:[") {
 		b.stdin = t
@@ -117,6 +120,7 @@ func newPeerBook(procDir string) *peerBook {
 // returns the peers' CPU ticks counted so far.
 func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 	self := os.Getpid()
+	b.ns.scan()
 	children := map[int][]int{}
 	byPID := make(map[int]procEntry, len(procs))
 	for _, p := range procs {
@@ -183,7 +187,11 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 				if rows == nil {
 					rows = b.tcpRows()
 				}
-				peer, known = pair(rows, ino)
+				var away *tcpRow
+				peer, known, away = pair(rows, ino)
+				if away != nil {
+					peer, known = b.ns.farEnd(*away, procs, ours, self)
+				}
 				if !known {
 					continue // not established yet: try again next scan
 				}
@@ -349,26 +357,37 @@ const tcpEstablished = "01"
 
 // pair returns, from rows, the inode of the socket at the other end of socket
 // ino, 0 if ino is no TCP socket (a local copy's socketpair) or its other end
-// is not on this machine (in this network namespace), and false if ino is a TCP
-// socket not connected yet, or whose far end its listener has not accepted yet, to be
-// asked again.
-func pair(rows *tcpTable, ino uint64) (uint64, bool) {
+// is in no socket of rows, and false if ino is a TCP socket not connected yet, or
+// whose far end its listener has not accepted yet, to be asked again. away is ino's
+// row when it is connected and its far end is in no socket of rows: that end may be
+// in another network namespace of this machine (netns).
+func pair(rows *tcpTable, ino uint64) (peer uint64, known bool, away *tcpRow) {
 	r, ok := rows.byIno[ino]
 	if !ok {
-		return 0, true
+		return 0, true, nil
 	}
 	if r.state != tcpEstablished {
-		return 0, false
+		return 0, false, nil
 	}
-	for other, o := range rows.byIno {
-		if other != ino && o.local == r.remote && o.remote == r.local {
-			return other, true
+	if peer, known, found := rows.farEnd(r, ino); found {
+		return peer, known, nil
+	}
+	return 0, true, &r
+}
+
+// farEnd looks in t for the other end of the connection whose end r is (the socket
+// self, or 0 when r is another namespace's): its inode, or known false when it is there
+// but not accepted yet; found is false when it is not in t.
+func (t *tcpTable) farEnd(r tcpRow, self uint64) (peer uint64, known, found bool) {
+	for ino, o := range t.byIno {
+		if ino != self && o.local == r.remote && o.remote == r.local {
+			return ino, true, true
 		}
 	}
-	if rows.unaccepted[[2]string{r.remote, r.local}] {
-		return 0, false // the far end waits in its listener's queue: paired once accepted
+	if t.unaccepted[[2]string{r.remote, r.local}] {
+		return 0, false, true // the far end waits in its listener's queue: paired once accepted
 	}
-	return 0, true
+	return 0, true, false
 }
 
 // tcpTable is /proc/net/tcp and tcp6: the sockets by inode, and the established ones that
@@ -384,9 +403,15 @@ type tcpTable struct {
 // tcpRows reads /proc/net/tcp and tcp6 of this network namespace, by inode.
 func (b *peerBook) tcpRows() *tcpTable {
 	b.tcpReads++
+	return readTCP(b.procDir)
+}
+
+// readTCP reads dir/net/tcp and tcp6: dir is /proc for this network namespace, or
+// /proc/PID for PID's.
+func readTCP(dir string) *tcpTable {
 	rows := &tcpTable{byIno: map[uint64]tcpRow{}, unaccepted: map[[2]string]bool{}}
 	for _, name := range []string{"tcp", "tcp6"} {
-		f, err := os.Open(filepath.Join(b.procDir, "net", name))
+		f, err := os.Open(filepath.Join(dir, "net", name))
 		if err != nil {
 			continue
 		}
@@ -398,17 +423,33 @@ func (b *peerBook) tcpRows() *tcpTable {
 				continue
 			}
 			ino, err := strconv.ParseUint(string(fs[9]), 10, 64)
+			local, remote, state := v4Mapped(string(fs[1])), v4Mapped(string(fs[2])), string(fs[3])
 			switch {
 			case err != nil:
 			case ino != 0:
-				rows.byIno[ino] = tcpRow{local: string(fs[1]), remote: string(fs[2]), state: string(fs[3])}
-			case string(fs[3]) == tcpEstablished:
-				rows.unaccepted[[2]string{string(fs[1]), string(fs[2])}] = true
+				rows.byIno[ino] = tcpRow{local: local, remote: remote, state: state}
+			case state == tcpEstablished || state == tcpSynRecv:
+				rows.unaccepted[[2]string{local, remote}] = true
 			} // else a socket in TIME_WAIT, which has no inode
 		}
 		f.Close()
 	}
 	return rows
+}
+
+// tcpSynRecv is the state of a listener's end of a connection whose handshake has not
+// completed on its side yet (the client's last ACK in flight), in the table with no inode.
+const tcpSynRecv = "03"
+
+// v4Mapped returns a tcp6 address:port of an IPv4-mapped address (::ffff:a.b.c.d, a
+// dual-stack listener's end of an IPv4 connection) as tcp writes it, so that the two
+// ends of one connection compare equal; any other address as it is.
+func v4Mapped(a string) string {
+	const prefix = "0000000000000000FFFF0000"
+	if len(a) == 32+1+4 && strings.HasPrefix(a, prefix) {
+		return a[len(prefix):]
+	}
+	return a
 }
 
 // findHolders looks through the fds of every process but prsync's for the peer

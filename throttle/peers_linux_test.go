@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prsync/prsync/internal/netnstest"
 )
 
 // fakeProc is a /proc of sockets: fd links and net/tcp rows, written by a test.
@@ -187,14 +189,22 @@ func TestPeerBookNoSockets(t *testing.T) {
 	}
 }
 
-// TestPeerBookRealDaemon: a real rsync daemon on 127.0.0.1 serves a real rsync in its
-// own process group; the book finds the daemon's child for the connection, and counts
-// exactly the CPU that child has had (it started during the test, after the book).
+// TestPeerBookRealDaemon: a real rsync daemon serves a real rsync in its own process
+// group; the book finds the daemon's child for the connection, and counts exactly the CPU
+// that child has had (it started during the test, after the book). The daemon listens on
+// 127.0.0.1, or in another network namespace, behind a veth pair (a container's daemon).
 func TestPeerBookRealDaemon(t *testing.T) {
 	rsyncBin, err := exec.LookPath("rsync")
 	if err != nil {
 		t.Skip("no rsync")
 	}
+	t.Run("this namespace", func(t *testing.T) { realDaemon(t, rsyncBin, nil) })
+	t.Run("another namespace", func(t *testing.T) { realDaemon(t, rsyncBin, netnstest.New(t)) })
+}
+
+// realDaemon runs TestPeerBookRealDaemon with the daemon in ns, or on 127.0.0.1 when ns is
+// nil.
+func realDaemon(t *testing.T, rsyncBin string, ns *netnstest.NS) {
 	dir := t.TempDir()
 	for _, d := range []string{"src", "dst"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
@@ -214,14 +224,21 @@ func TestPeerBookRealDaemon(t *testing.T) {
 	conf := filepath.Join(dir, "rsyncd.conf")
 	os.WriteFile(conf, []byte(fmt.Sprintf("use chroot = no\npid file = %s/pid\nuid = %d\ngid = %d\n[m]\npath = %s/dst\nread only = no\n",
 		dir, os.Getuid(), os.Getgid(), dir)), 0o644)
-	daemon := exec.Command(rsyncBin, "--daemon", "--no-detach", "--address=127.0.0.1", "--port="+strconv.Itoa(port), "--config="+conf)
+	addr := "127.0.0.1"
+	args := []string{"--daemon", "--no-detach", "--address=" + addr, "--port=" + strconv.Itoa(port), "--config=" + conf}
+	daemon := exec.Command(rsyncBin, args...)
+	if ns != nil {
+		addr = ns.Addr
+		args[2] = "--address=" + addr
+		daemon = ns.Command(rsyncBin, args...)
+	}
 	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(-daemon.Process.Pid, syscall.SIGKILL); daemon.Wait() })
 	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		c, err := net.Dial("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
 		if err == nil {
 			c.Close()
 			break
@@ -233,7 +250,7 @@ func TestPeerBookRealDaemon(t *testing.T) {
 	}
 
 	book := newPeerBook("/proc")
-	client := exec.Command(rsyncBin, "-a", "--bwlimit=2m", filepath.Join(dir, "src")+"/", fmt.Sprintf("rsync://127.0.0.1:%d/m/", port))
+	client := exec.Command(rsyncBin, "-a", "--bwlimit=2m", filepath.Join(dir, "src")+"/", fmt.Sprintf("rsync://%s:%d/m/", addr, port))
 	client.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := client.Start(); err != nil {
 		t.Fatal(err)
