@@ -283,10 +283,7 @@ func TestDaemonOwnCPU(t *testing.T) {
 // such a daemon was other load, and paused 3 runs in 5 of bench scenario 5 for about 1 s of
 // a 2 s copy; without the search of other namespaces, every run of this test paused).
 func TestDaemonPullOwnCPU(t *testing.T) {
-	needRsync(t)
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("own CPU is measured on Linux only")
-	}
+	needOwnCPU(t)
 	w := t.TempDir()
 	mod := filepath.Join(w, "mod")
 	// 24 files of 1 MB of words: zlib at level 9 takes the daemon's sender about 2 s of CPU
@@ -349,15 +346,21 @@ func pausedInThree(t *testing.T, what string, copy func(try int) *Run) {
 	}
 }
 
-// ownCPUTree skips where prsync's own CPU is not measured (not Linux) or rsync is missing,
-// and makes the tree of the own-CPU tests: 6,000 files of 2–5 KB in 7 directories under
-// w/src. It returns w, src and the tree's list.
-func ownCPUTree(t *testing.T) (w, src string, list []byte) {
+// needOwnCPU skips where prsync's own CPU is not measured (not Linux) or rsync is missing.
+func needOwnCPU(t *testing.T) {
 	t.Helper()
 	needRsync(t)
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("own CPU is measured on Linux only")
 	}
+}
+
+// ownCPUTree skips where prsync's own CPU is not measured (not Linux) or rsync is missing,
+// and makes the tree of the own-CPU tests: 6,000 files of 2–5 KB in 7 directories under
+// w/src. It returns w, src and the tree's list.
+func ownCPUTree(t *testing.T) (w, src string, list []byte) {
+	t.Helper()
+	needOwnCPU(t)
 	w = t.TempDir()
 	src = filepath.Join(w, "src")
 	for i := 0; i < 6000; i++ {

@@ -29,6 +29,7 @@ type nsBook struct {
 	where   map[string]nsHolder  // a remote address (hex, no port) → the namespace that holds it; "" ns: none
 	reads   int                  // tables read, for the tests
 	tables  map[string]*tcpTable // this scan's tables, by namespace: read once per scan
+	others  []nsHolder           // this scan's other namespaces; nil until looked for
 }
 
 // nsHolder is a namespace and a process in it, whose /proc/PID/net is its table.
@@ -46,7 +47,7 @@ func newNSBook(procDir string) *nsBook {
 }
 
 // scan starts a scan of /proc: the tables read before are stale.
-func (b *nsBook) scan() { b.tables = nil }
+func (b *nsBook) scan() { b.tables, b.others = nil, nil }
 
 // farEnd returns the inode of the other end of the connection whose end r is, when it is
 // in another network namespace of this machine; 0 and true when it is in none (a remote
@@ -68,25 +69,15 @@ func (b *nsBook) farEnd(r tcpRow, procs []procEntry, ours map[int]bool, self int
 		}
 	}
 	// search every namespace but prsync's
-	seen := map[string]bool{b.self: true}
-	for _, p := range procs {
-		if ours[p.pid] || p.pid == self {
-			continue
-		}
-		ns, err := os.Readlink(filepath.Join(b.procDir, strconv.Itoa(p.pid), "ns", "net"))
-		if err != nil || seen[ns] {
-			continue
-		}
-		seen[ns] = true
-		other := nsHolder{ns, taskID{p.pid, p.start}}
+	for _, other := range b.namespaces(procs, ours, self) {
 		if peer, known, found := b.table(other).farEnd(r, 0); found {
 			b.where[addr] = other
 			return peer, known
 		}
 	}
 	if !searched {
-		b.where[addr] = nsHolder{} // found before, it stays where it was: this connection may have ended
-	}
+		b.where[addr] = nsHolder{} // in no namespace here: a remote host
+	} // one found before stays where it was: this connection may have ended
 	return 0, true
 }
 
@@ -94,11 +85,38 @@ func (b *nsBook) farEnd(r tcpRow, procs []procEntry, ours map[int]bool, self int
 func (b *nsBook) holds(h nsHolder, procs []procEntry) bool {
 	for _, p := range procs {
 		if p.pid == h.id.pid {
-			ns, err := os.Readlink(filepath.Join(b.procDir, strconv.Itoa(p.pid), "ns", "net"))
-			return p.start == h.id.start && err == nil && ns == h.ns
+			ns, ok := b.netns(p.pid)
+			return p.start == h.id.start && ok && ns == h.ns
 		}
 	}
 	return false
+}
+
+// namespaces returns the network namespaces of procs but prsync's, a process in each,
+// found once per scan.
+func (b *nsBook) namespaces(procs []procEntry, ours map[int]bool, self int) []nsHolder {
+	if b.others != nil {
+		return b.others
+	}
+	b.others = []nsHolder{}
+	seen := map[string]bool{b.self: true}
+	for _, p := range procs {
+		if ours[p.pid] || p.pid == self {
+			continue
+		}
+		if ns, ok := b.netns(p.pid); ok && !seen[ns] {
+			seen[ns] = true
+			b.others = append(b.others, nsHolder{ns, taskID{p.pid, p.start}})
+		}
+	}
+	return b.others
+}
+
+// netns returns the link /proc/PID/ns/net of process pid ("net:[N]"); false when it
+// cannot be read (gone, or another user's).
+func (b *nsBook) netns(pid int) (string, bool) {
+	ns, err := os.Readlink(filepath.Join(b.procDir, strconv.Itoa(pid), "ns", "net"))
+	return ns, err == nil
 }
 
 // table returns the TCP table of h's namespace, read once per scan.
