@@ -207,11 +207,17 @@ subset_tree() {
 # listing DIR [links]: one line per entry (not the top): path, type, and for
 # non-directories size, mtime (s), mode and link target; directories keep type
 # and mode only (concurrent rsyncs touch a directory's mtime after its own
-# rsync set it). With "links", regular files also give their link count, so a
-# hard link split into two files differs.
+# rsync set it). With "links", regular files also give how many paths of the
+# tree share their inode, so a hard link split into two files differs. That is
+# counted within the tree, not the inode's link count: a link from outside it
+# (perf's ~/.debug cache links the binaries it profiled) is no tool's to copy.
 listing() {
-	(cd "$1" && find . -mindepth 1 -printf '%P\t%y\t%s\t%Ts\t%m\t%n\t%l\n') |
-		awk -F'\t' -v L="${2:-}" 'BEGIN{OFS="\t"} $2=="d"{print $1,"d","","",$5,"",""; next} {if (L!="links" || $2!="f") $6=""; print}' | sort
+	(cd "$1" && find . -mindepth 1 -printf '%P\t%y\t%s\t%Ts\t%m\t%i\t%l\n') |
+		awk -F'\t' -v L="${2:-}" 'BEGIN{OFS="\t"}
+			{ p[NR]=$1; y[NR]=$2; s[NR]=$3; t[NR]=$4; m[NR]=$5; ino[NR]=$6; l[NR]=$7; if ($2=="f") n[$6]++ }
+			END { for (i = 1; i <= NR; i++) {
+				if (y[i]=="d") { print p[i],"d","","",m[i],"",""; continue }
+				print p[i],y[i],s[i],t[i],m[i],(L=="links" && y[i]=="f") ? n[ino[i]] : "",l[i] } }' | sort
 }
 # ref_setup KEY SRC [links]: the source's listing and checksums of a sample
 # (every k-th regular file, SAMPLE_N of them, plus the files in $OUT/ref/KEY.extra).
