@@ -27,7 +27,7 @@ bench_build_tools() {
 	MEASURE=$bin/measure
 	GENTREE=$bin/gentree
 	if [ -z "${PRSYNC:-}" ]; then
-		if (cd "$REPO" && go build -o "$bin/prsync" . 2>"$logdir/prsync-build.err"); then
+		if (cd "$REPO" && go build -buildvcs=auto -o "$bin/prsync" . 2>"$logdir/prsync-build.err"); then
 			PRSYNC=$bin/prsync
 		else
 			say "$ME: cannot build prsync from $REPO (see $logdir/prsync-build.err)"
@@ -277,7 +277,7 @@ machine_info() {
 	echo "rsync: $(rsync --version | head -n1 | awk '{print $3}')"
 	have parallel && echo "GNU parallel: $(parallel --will-cite --version | head -n1 | awk '{print $3}')"
 	have fpsync && echo "fpsync: $(fpsync -h 2>&1 | head -n1 | awk '{print $2}')"
-	[ -n "$PRSYNC" ] && echo "prsync: $("$PRSYNC" --version 2>/dev/null | head -n1)"
+	[ -n "$PRSYNC" ] && echo "prsync: $("$PRSYNC" --version 2>/dev/null | head -n2 | paste -sd " " -)"
 	echo "tree: $tree"
 	if [ "$CAN_DROP" = 1 ]; then echo "page cache: dropped before every run"; else echo "page cache: warm (could not drop it)"; fi
 }
