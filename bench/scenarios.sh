@@ -33,7 +33,7 @@ REPS=${BENCH_REPS:-5}
 SCENARIOS=${BENCH_SCENARIOS:-"1 2 3 4 5 6 7"}
 CHUNKS=${BENCH_CHUNKS:-"250 2000"}
 JOBS=${BENCH_JOBS:-"4 8 16"}
-TOOLS=${BENCH_TOOLS:-"rsync prsync-default prsync parallel fpsync"}
+TOOLS=${BENCH_TOOLS:-"rsync rsync-list prsync-default prsync parallel fpsync"}
 SEED=${BENCH_SEED:-1}
 WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
 OUT=${BENCH_OUT:-}
@@ -68,11 +68,12 @@ usage: bench/scenarios.sh [options]
   --chunks LIST      files per chunk of the sweep (default "250 2000")     [BENCH_CHUNKS]
   --jobs LIST        jobs of the sweep (default "4 8 16")                  [BENCH_JOBS]
   --tools LIST       subset of: rsync prsync-default prsync-auto prsync parallel fpsync
+                     rsync-list (one rsync -a --files-from with the whole list)
                      prsync-base (defaults, with --prsync-base)
                      prsync-trust (defaults and -- --trust-sender; the pull,
                      scenario 7, only)                                     [BENCH_TOOLS]
   --quick            --reps 1 --jobs 8 (the chunk sweep stays)
-  --smoke            tiny trees, 1 rep, rsync -a and prsync's defaults only
+  --smoke            tiny trees, 1 rep, rsync -a, rsync-list and prsync's defaults
                      (--no-throttle); scenarios 1 (5 files; skipped without
                      sshd, sshfs or FUSE), 6 and 7
   --out DIR          results (default /tmp/prsync-bench/scenarios-DATE)    [BENCH_OUT]
@@ -127,7 +128,7 @@ done
 if [ "$SMOKE" = 1 ]; then
 	# prsync's CPU throttle would suspend rsyncs for as long as the machine is
 	# busy (CI runs other work): the smoke turns it off to stay within seconds.
-	REPS=1 CHUNKS=100 JOBS=2 TOOLS="rsync prsync-default prsync-auto" SCENARIOS="1 6 7" TREE=tiny DROP=0
+	REPS=1 CHUNKS=100 JOBS=2 TOOLS="rsync rsync-list prsync-default prsync-auto" SCENARIOS="1 6 7" TREE=tiny DROP=0
 	NAS_FILES=5 DAEMON_FILES=496 SAMPLE_N=20 PRSYNC_OPTS=${BENCH_PRSYNC_OPTS:---no-throttle}
 fi
 TREE=${TREE_OPT:-${BENCH_TREE:-$TREE}}
@@ -252,6 +253,15 @@ m_rsync() {
 	# shellcheck disable=SC2086
 	if [ -n "${URL:-}" ]; then rsync -a $RX "$URL"/ "$DEST"/; else rsync -a $RX "$SRC"/ "$DEST"/; fi
 }
+m_rsync_list() {
+	# One rsync fed the whole list, as a tool that hands rsync lists runs it with one
+	# job: the floor of the list's own cost (rsync reads --files-from a byte per read(2)
+	# in a push, and a pull matches each name against implied include rules).
+	local from=.
+	[ -z "${URL:-}" ] || from=$URL/
+	# shellcheck disable=SC2086
+	cd "$SRC" && find . -xdev -print0 | rsync -a $RX --from0 --files-from=- "$from" "$DEST"/
+}
 m_prsync() {
 	local -a a=()
 	[ -z "${URL:-}" ] || a+=(--root "$URL")
@@ -273,7 +283,7 @@ m_fpsync() {
 	# fpsync's own rsync options, plus RX.
 	fpsync -n "$J" -f "$C" -t "$FPTMP" -o "-lptgoD -v --numeric-ids${RX:+ $RX}" "$SRC"/ "$DEST"/
 }
-export -f m_rsync m_prsync m_parallel m_fpsync
+export -f m_rsync m_rsync_list m_prsync m_parallel m_fpsync
 export PRSYNC PRSYNC_OPTS
 
 # methods_of SCENARIO: the method names, tool[-cC-jJ].
@@ -281,7 +291,7 @@ methods_of() {
 	local t c j
 	for t in $TOOLS; do
 		case "$t" in
-		rsync | prsync-default | prsync-auto) echo "$t" ;;
+		rsync | rsync-list | prsync-default | prsync-auto) echo "$t" ;;
 		prsync-trust) if [ "$1" = 7 ]; then echo "$t"; fi ;;
 		prsync-base) [ -n "$PRSYNC_BASE" ] || die "prsync-base needs --prsync-base PATH"; echo "$t" ;;
 		prsync | parallel | fpsync)
@@ -478,6 +488,7 @@ run_one() {
 	local fn=m_$tool
 	rm -f "$OUT/logs/$TAG.jsonl"
 	[ "$tool" != prsync-default ] || fn=m_prsync
+	[ "$tool" != rsync-list ] || fn=m_rsync_list
 	auto='' run=''
 	trust=''
 	if [ "$tool" = prsync-auto ]; then fn=m_prsync auto=1; fi

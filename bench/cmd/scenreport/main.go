@@ -269,6 +269,26 @@ func renderAuto(b *strings.Builder, ms []*Method, scs []string) {
 	}
 }
 
+// renderList compares, where the run has it, one rsync fed the whole list (rsync-list)
+// with rsync -a: the cost of handing rsync a list at all, which every tool that does,
+// prsync included, pays before any parallelism pays back.
+func renderList(b *strings.Builder, ms []*Method, scs []string) {
+	any := false
+	for _, sc := range scs {
+		any = any || best(ms, sc, "rsync-list") != nil
+	}
+	if !any {
+		return
+	}
+	b.WriteString("\nOne rsync fed the whole list (rsync-list: `rsync -a --files-from=- --from0`, one session), against `rsync -a` of the tree and prsync's defaults; a tool that hands rsync lists starts from its cost:\n\n")
+	b.WriteString("| # | scenario | rsync -a | one rsync, the list | list ÷ rsync -a | prsync defaults | defaults ÷ rsync -a | defaults ÷ list |\n|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range scs {
+		rs, list, def := best(ms, sc, "rsync"), best(ms, sc, "rsync-list"), best(ms, sc, "prsync-default")
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, scenarioNames[sc], setting(rs), setting(list), fr(ratio(list, rs)),
+			setting(def), fr(ratio(def, rs)), fr(ratio(def, list)))
+	}
+}
+
 func ratio(a, b *Method) float64 {
 	if a == nil || b == nil || b.Median() == 0 {
 		return math.NaN()
@@ -341,6 +361,7 @@ func render(ms []*Method, machine []string, plots string) string {
 			setting(rs), setting(par), setting(fp), setting(fixed), defs, fr(toR), fr(toP), fr(toF), strings.Join(gs, "; "))
 	}
 	renderAuto(&b, ms, scs)
+	renderList(&b, ms, scs)
 	b.WriteString("\nEvery method, median [min–max] wall seconds over its repetitions, and CPU (user+system, children included):\n\n")
 	b.WriteString("| # | method | median s | min–max s | CPU s | prsync chunks | prsync suspended s | runs | check |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range ms {

@@ -63,11 +63,19 @@ func TestRender(t *testing.T) {
 				"| 6 | daemon, max connections | 5.00 s | 4.00 s (prsync -f/-N 2000 -j 8) | 5.00 s | 1.25 | 1.00 | no |"},
 		},
 		{
+			name: "one rsync fed the list against rsync -a",
+			csv: header +
+				"6,daemon,rsync,rsync,,,1,1.25,1,1,0,0,ok,,,\n" +
+				"6,daemon,rsync-list,rsync-list,,,1,2.5,1,1,0,0,ok,,,\n" +
+				"6,daemon,prsync-default,prsync-default,,,1,1.5,1,1,0,0,ok,9,0,0\n",
+			want: []string{"| 6 | daemon, max connections | 1.25 s | 2.50 s | 2.00 | 1.50 s | 1.20 | 0.60 |"},
+		},
+		{
 			name: "no -j auto runs, no -j auto table",
 			csv: header +
 				"3,local,rsync,rsync,,,1,10,1,1,0,0,ok,,,\n" +
 				"3,local,prsync-default,prsync-default,,,1,9,1,1,0,0,ok,5,0,0\n",
-			not: []string{"auto ÷ best fixed"},
+			not: []string{"auto ÷ best fixed", "list ÷ rsync -a"},
 		},
 	}
 	for _, tc := range tests {
