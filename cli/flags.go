@@ -16,7 +16,7 @@ type Flags struct {
 	Jobs         Jobs          `short:"j" aliases:"max-procs" default:"0" placeholder:"N|auto" help:"Concurrent rsync processes: N, or auto to find the best number while copying (0: the number of CPUs, at least 8)."`
 	MaxJobs      int           `default:"0" placeholder:"N" help:"The most concurrent rsyncs -j auto (or live control) may reach (0: 4 x CPUs, at least 32)."`
 	Root         string        `short:"C" placeholder:"DIR" help:"Source root: paths land in DEST relative to it; relative paths are taken relative to it. HOST:PATH, USER@HOST:PATH, rsync://HOST/MODULE/PATH or HOST::MODULE/PATH pull from a remote source."`
-	Sizes        bool          `help:"Records are SIZE<TAB>PATH, as find -printf '%s\\t%P\\0' writes them: sizes come from the list, and the source is not lstat'ed (no quick check)."`
+	Sizes        bool          `help:"Records are SIZE<TAB>PATH, as find -printf '%s\\t%P\\0' writes them: sizes come from the list, and the source is not lstat'ed (no quick check). A record with no path after its tab is the root (.), as find writes its starting point."`
 	From         string        `placeholder:"FILE" help:"Read the path list from FILE instead of stdin."`
 	ChunkFiles   int           `default:"2000" placeholder:"N" help:"The most paths in a chunk; given without --chunk-time, chunks are cut at exactly this many."`
 	ChunkBytes   Size          `default:"128M" placeholder:"SIZE" help:"The most bytes in a chunk (1G, 512M, 64K); a bigger file gets a chunk of its own. Given without --chunk-time, chunks are cut at exactly this many."`

@@ -487,7 +487,10 @@ type look struct {
 	fresh       bool // the quick check found DEST's copy up to date
 }
 
-// SplitSized splits a SIZE<TAB>PATH record at its first tab (a path may hold tabs).
+// SplitSized splits a SIZE<TAB>PATH record at its first tab (a path may hold tabs). A
+// record with no path after its tab is the list's root: find's %P is empty for the
+// starting point it names, so `find ROOT -printf '%s\t%P\0'` begins with ROOT itself, which
+// is "." below --root, as `find .` prints it.
 func SplitSized(rec []byte) (size int64, path []byte, err error) {
 	i := bytes.IndexByte(rec, '\t')
 	if i < 0 {
@@ -506,7 +509,7 @@ func SplitSized(rec []byte) (size int64, path []byte, err error) {
 		return 0, nil, fmt.Errorf("--sizes: size %q is out of range", rec[:i])
 	}
 	if i+1 == len(rec) {
-		return 0, nil, errors.New("--sizes: the record has no path after its tab")
+		return n, []byte("."), nil
 	}
 	return n, rec[i+1:], nil
 }

@@ -391,7 +391,7 @@ func TestSplitSized(t *testing.T) {
 	}{
 		{"12\ta/b", 12, "a/b", true}, {"0\tx", 0, "x", true}, {"5\ta\tb", 5, "a\tb", true},
 		{"no tab", 0, "", false}, {"\tx", 0, "", false}, {"-1\tx", 0, "", false}, {"1e3\tx", 0, "", false},
-		{"12\t", 0, "", false}, {"99999999999999999999\tx", 0, "", false}, {" 12\tx", 0, "", false},
+		{"12\t", 12, ".", true}, {"99999999999999999999\tx", 0, "", false}, {" 12\tx", 0, "", false},
 	}
 	for _, tt := range tests {
 		size, p, err := SplitSized([]byte(tt.rec))

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -182,6 +183,53 @@ func TestSizes(t *testing.T) {
 	fltSameSet(t, "--failed", got, []string{"100\tnot-there", "no-tab-at-all", "12kb\tf0", "99999999999999999999\tf1"})
 	if b, _ := os.ReadFile(filepath.Join(dst, "tab\there")); string(b) != "tab" {
 		t.Errorf("a path holding a tab: %q", b)
+	}
+}
+
+// TestSizesFindRoot: `find ROOT -printf '%s\t%P\0'` begins with ROOT itself, whose %P is
+// empty; that record is the root, ".", and its mode and mtime reach DEST like any
+// directory's, with exit 0 (it was a failed path, exit 23, on every such list).
+func TestSizesFindRoot(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
+	needRsync(t)
+	if err := osexec.Command("find", ".", "-maxdepth", "0", "-printf", "%P").Run(); err != nil {
+		t.Skipf("find has no -printf (not GNU find): %v", err)
+	}
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	writeFile(t, filepath.Join(src, "top"), "top", 0o644)
+	writeFile(t, filepath.Join(src, "d", "f"), "in d", 0o600)
+	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, d := range []string{filepath.Join(src, "d"), src} {
+		if err := os.Chmod(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := osexec.Command("find", src, "-printf", `%s\t%P\0`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := bytes.Split(bytes.TrimSuffix(list, []byte{0}), []byte{0})
+	if len(recs) != 4 || !bytes.HasSuffix(recs[0], []byte("\t")) {
+		t.Fatalf("find's list %q: want 4 records, the first the root's with no path", list)
+	}
+	r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--sizes", "--root", src, "-j", "2", dst).wait(time.Minute)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	s := r.Summary(t)
+	checkIdentity(t, s, 4)
+	fltNums(t, s, map[string]int64{"files_failed": 0, "files_transferred": 4})
+	sameTree(t, src, dst)
+	fi, err := os.Stat(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(old) {
+		t.Errorf("DEST itself: mode %v, mtime %v; want the root's, 0750 and %v", fi.Mode().Perm(), fi.ModTime(), old)
 	}
 }
 
