@@ -53,6 +53,10 @@ func (r *runner) Open() error {
 		r.input = fh
 	}
 	if f.Failed != "" {
+		if from := r.failedIsInput(); from != "" {
+			return usage(fmt.Sprintf("--failed %s is the list prsync reads (%s): it would be emptied before it is read", f.Failed, from),
+				fmt.Sprintf("write the new list to another file, then move it over the old one: --failed %s.next", f.Failed))
+		}
 		fh, err := os.OpenFile(f.Failed, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return usage(fmt.Sprintf("--failed: %v", err), "")
@@ -147,6 +151,28 @@ func (r *runner) checkDest(ver rsync.Version) error {
 		return &cmdline.Error{Code: ExitDest, Msg: fmt.Sprintf("destination: %v", err)}
 	}
 	return nil
+}
+
+// failedIsInput says where prsync reads the file --failed names ("--from" or "stdin"), or
+// "" when it does not: truncated for the new list, the file of a retry loop (prsync
+// --failed failed.list < failed.list) would be empty before a path was read, and its
+// paths lost. A list piped in through another program cannot be told apart.
+func (r *runner) failedIsInput() string {
+	out, err := os.Stat(r.f.Failed)
+	if err != nil || !out.Mode().IsRegular() {
+		return "" // a device, such as /dev/null, loses nothing
+	}
+	if in, ok := r.input.(*os.File); ok {
+		if st, err := in.Stat(); err == nil && os.SameFile(st, out) {
+			return "--from"
+		}
+	}
+	if in, ok := r.stdin.(*os.File); ok && (r.f.From == "" || r.f.From == "-") {
+		if st, err := in.Stat(); err == nil && os.SameFile(st, out) {
+			return "stdin"
+		}
+	}
+	return ""
 }
 
 // pickTransport takes --transport pipe where it can work, and says so when it cannot and

@@ -975,6 +975,28 @@ func TestFailedRoundTrip(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(src, missing), "now here\n", 0o644)
 
+	// the tempting loop, prsync --failed FILE < FILE, is refused before FILE is truncated
+	// (it read an empty list and exited 0, and the failed paths were gone)
+	before, err := os.ReadFile(failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := os.Open(failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer same.Close()
+	r1 := start(t, startOpts{dir: base, stdin: same, wrap: run[:len(run)-1], bin: run[len(run)-1]}, "--no-throttle", "-0", "--root", src, "--failed", failed, dst).wait(30 * time.Second)
+	if r1.Code != 1 || !strings.Contains(r1.Stderr, "prsync: error: --failed "+failed+" is the list prsync reads (stdin)") {
+		t.Errorf("--failed FILE < FILE: exit %d, stderr %q; want 1 and the reason", r1.Code, r1.Stderr)
+	}
+	if after, _ := os.ReadFile(failed); !bytes.Equal(after, before) {
+		t.Errorf("--failed FILE < FILE changed FILE: %q, was %q", after, before)
+	}
+	if _, err := os.Lstat(filepath.Join(dst, missing)); err == nil {
+		t.Errorf("--failed FILE < FILE copied %q although it was refused", missing)
+	}
+
 	// prsync -0 DEST < FILE
 	fh, err := os.Open(failed)
 	if err != nil {
