@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -150,7 +152,61 @@ func (r *runner) checkDest(ver rsync.Version) error {
 	default:
 		return &cmdline.Error{Code: ExitDest, Msg: fmt.Sprintf("destination: %v", err)}
 	}
+	r.destPaths = r.localDestPaths(dest)
 	return nil
+}
+
+// insideDestHint is the hint for a list that holds a local DEST's own files: leave DEST out
+// of the list, with the find test that does it, named as find prints DEST's path when DEST
+// lies below the working directory.
+func (r *runner) insideDestHint() string {
+	if len(r.destPaths) == 0 {
+		return ""
+	}
+	d := r.destPaths[0]
+	if rel, err := filepath.Rel(r.cwd, d); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
+		d = "./" + rel
+		return fmt.Sprintf("the list holds DEST %s and what is in it, and those paths failed; leave DEST out of the list: find . -path %s -prune -o -print0", d, shellQuote(d))
+	}
+	return fmt.Sprintf("the list holds DEST %s and what is in it, and those paths failed; leave DEST out of the list with find's -path DEST -prune, DEST as find prints it", d)
+}
+
+// shellQuote quotes s for a POSIX shell, when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// localDestPaths returns where a local DEST lies, as the splitter sees source paths:
+// absolute and clean as given, with its symlinks resolved, and, when it lies below the
+// source base (--root, else the working directory) once both are resolved, below the base
+// as given. A source path there is DEST's own and is not copied into it. Nil for a remote
+// source.
+func (r *runner) localDestPaths(dest string) []string {
+	if r.srcRemote != "" {
+		return nil
+	}
+	abs, err := filepath.Abs(dest)
+	if err != nil {
+		return nil
+	}
+	paths := []string{abs}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return paths // a dry run's DEST that does not exist yet
+	}
+	if real != abs {
+		paths = append(paths, real)
+	}
+	base := cmp.Or(r.root, r.cwd)
+	if rb, err := filepath.EvalSymlinks(base); err == nil && rb != base {
+		if rel, err := filepath.Rel(rb, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			paths = append(paths, filepath.Join(base, rel))
+		}
+	}
+	return paths
 }
 
 // failedIsInput says where prsync reads the file --failed names ("--from" or "stdin"), or

@@ -87,7 +87,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.rep = &reporter{
 		books: books.New(r.jobs, failed, p.sep), json: books.JSON{Enc: p.enc}, enc: p.enc, stderr: r.stderr,
 		pool: p.pool, throttle: p.throttle, bw: p.bw, last: &p.last, t0: p.t0, every: f.ThrottleInterval,
-		jobsAuto: r.tuner != nil, dryRun: f.DryRun, in: make(chan any, 16),
+		jobsAuto: r.tuner != nil, dryRun: f.DryRun, destHint: r.insideDestHint(), in: make(chan any, 16),
 	}
 	p.rep.books.Failed = p.rep.pathFailed
 	// the printers of the books, in the order they print each snapshot
@@ -245,7 +245,7 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 	r, f := p.r, &p.r.f
 	h := &splitHooks{out: p.rep.in}
 	sp := splitter.New(splitter.Config{
-		Sep: p.sep, Root: r.root, Cwd: r.cwd, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
+		Sep: p.sep, Root: r.root, Cwd: r.cwd, Dest: r.destPaths, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit, Opening: p.openingFunc(),
 		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick, List: r.list, Dirs: p.dirs,
 	}, h.hooks(r.examined))

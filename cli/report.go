@@ -11,6 +11,7 @@ import (
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
+	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
 )
 
@@ -37,6 +38,9 @@ type reporter struct {
 	jobsAuto bool
 	dryRun   bool // -n: deletions are what would be deleted
 	crlfSaid bool // the CRLF hint was given
+	// destHint is the hint for paths inside a local DEST (splitter.InsideDest), given once
+	// and then cleared
+	destHint string
 
 	in chan any
 }
@@ -127,6 +131,10 @@ func (r *reporter) pathFailed(input []byte, status rsync.Status, reason string, 
 		// a list written on Windows: every name ends in CR, and none exists
 		r.crlfSaid = true
 		cmdline.Hintf(r.stderr, `the input has CRLF line ends; convert it with tr -d '\r'`)
+	}
+	if reason == splitter.InsideDest && r.destHint != "" {
+		cmdline.Hintf(r.stderr, "%s", r.destHint)
+		r.destHint = ""
 	}
 	p, b64 := event.PathFields(input)
 	r.enc.Emit(&event.PathFailed{Path: p, PathB64: b64, Status: string(status), Reason: reason, Chunk: chunk})

@@ -103,6 +103,7 @@ type runner struct {
 	rsyncVersion rsync.Version
 	args         []string
 	root, cwd    string
+	destPaths    []string // a local DEST, as the splitter matches source paths against it
 	input        io.ReadCloser
 	failed       *os.File
 	metrics      *metrics // --metrics-file, written once by Open

@@ -178,6 +178,7 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 	// because its limit changes while goroutines run, which SetLimit cannot do.
 	var g errgroup.Group
 	g.SetLimit(2 * p.MaxJobs)
+	var roots []*splitter.Chunk
 	for {
 		// wait for a free slot before taking a chunk, so that the chunks not yet taken
 		// stay where the biggest-first order can still rearrange them
@@ -186,17 +187,34 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		if !ok {
 			break
 		}
-		if !p.acquireAs(ctx, false, true) {
-			p.drop(ctx, c, false)
+		if c.Root {
+			roots = append(roots, c) // after every other chunk: see below
 			continue
 		}
-		g.Go(func() error {
-			defer p.RecoverPanic()
-			p.runChunk(ctx, c)
-			return nil
-		})
+		p.start(ctx, &g, c)
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	// A root's rsync sets the root's mode and mtime, which the paths landing below it
+	// change: it runs once the other chunks have ended.
+	for _, c := range roots {
+		p.start(ctx, &g, c)
 	}
 	return g.Wait()
+}
+
+// start runs chunk c in g once a slot is free, or settles it as not run.
+func (p *Pool) start(ctx context.Context, g *errgroup.Group, c *splitter.Chunk) {
+	if !p.acquireAs(ctx, false, true) {
+		p.drop(ctx, c, false)
+		return
+	}
+	g.Go(func() error {
+		defer p.RecoverPanic()
+		p.runChunk(ctx, c)
+		return nil
+	})
 }
 
 // watch arranges that running rsyncs get KILL when kill ends, and that waiters wake to

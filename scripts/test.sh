@@ -86,7 +86,7 @@ echo "== the copy and fault tests again in the direct transport"
 # TestTransport* runs both forms in the first pass; this pass runs the receiver-side faults,
 # odd names and layouts again in --transport direct, and make test-full (PRSYNC_TEST_FULL=1)
 # every copy, fault, truth and verify test, with the randomised tests at more rounds.
-direct='^Test(OddNames|Layouts|TruthLocal|TruthRace|Fault0[12347][A-Za-z]*|VanishedReal)$'
+direct='^Test(OddNames|Layouts|TruthLocal|TruthRace|Fault0[12347][A-Za-z]*|VanishedReal|RootAlone)$'
 if [ -n "${PRSYNC_TEST_FULL:-}" ]; then direct='OddNames|Layouts|Vanished|Truth|Fault|Verify'; fi
 PRSYNC_TEST_TRANSPORT=direct go test $harness_race -count=1 -parallel 8 -timeout $((10 * scale))m -run "$direct" ./tests/
 # the fuzz targets' seed corpora ran with the unit tests above; make test-full fuzzes them

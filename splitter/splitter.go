@@ -39,6 +39,11 @@ type Chunk struct {
 	// Sizes holds each path's size when the chunk may be cut in parts (Splitter.Split):
 	// chunks sized by time, without -H; nil otherwise.
 	Sizes []int64
+	// Root says the chunk's one path is the root of its Src ("."), whose contents rsync
+	// lists one level deep for such a name (its --dirs): every top-level name, listed or
+	// not. Its rsync runs with --exclude=/* so that it copies the root alone. Such chunks
+	// are cut last, one per root.
+	Root bool
 }
 
 // Len returns the number of paths in the chunk.
@@ -60,7 +65,13 @@ type Config struct {
 	// Root is the absolute, clean source root (--root), or "".
 	Root string
 	// Cwd is the absolute working directory, the base of relative paths without Root.
-	Cwd        string
+	Cwd string
+	// Dest is a local DEST as absolute, clean paths (as given, and with its symlinks
+	// resolved), or nil. When DEST lies below the directory a path is taken from (Root,
+	// Cwd, or "/" for an absolute path without Root), a path at or below DEST is DEST's
+	// own: it fails with InsideDest instead of being copied into DEST, a level deeper at
+	// every run. (A DEST above it, as in restoring /data/archive into /data, is no loop.)
+	Dest       []string
 	ChunkFiles int
 	ChunkBytes int64
 	ChunkWait  time.Duration
@@ -140,6 +151,7 @@ type Splitter struct {
 	nextID atomic.Int64 // the last chunk ID given; Split gives IDs from another goroutine
 	links  *linkGroups
 	srcRef *dirRef // the directory relative paths are under, for lstat
+	roots  []rec   // the roots (".") read, sent last as chunks of their own (sendRoots)
 
 	// the records read (by feed) and applied (by Run), and whether feed has read the end:
 	// then the records left are known, and the last chunks share them (tailFiles each)
@@ -318,7 +330,10 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 					}
 				}
 			}
-			return s.flush(ctx, out)
+			if err := s.flush(ctx, out); err != nil {
+				return err
+			}
+			return s.sendRoots(ctx, out)
 		}
 		select {
 		case <-u.done:
@@ -448,6 +463,17 @@ func (s *Splitter) unsent() {
 		s.hooks.Unsent(s.cur.Inputs)
 	}
 	s.unsentWave()
+	if len(s.roots) > 0 && s.hooks.Unsent != nil {
+		ins := make([][]byte, len(s.roots))
+		for i, r := range s.roots {
+			ins[i] = r.input
+			if s.hooks.Accepted != nil {
+				s.hooks.Accepted(r.size) // held for the end, never counted yet
+			}
+		}
+		s.hooks.Unsent(ins)
+	}
+	s.roots = nil
 	if s.links != nil && s.hooks.Unsent != nil {
 		for _, g := range s.links.drain() {
 			ins := make([][]byte, len(g))
@@ -560,6 +586,10 @@ func (s *Splitter) examine(in []byte, l *look, c *cursors) {
 	if l.abs, l.src, l.entry, l.lands, l.err = s.resolve(l.path); l.err != nil {
 		return
 	}
+	if s.insideDest(l.abs, len(l.path) > 0 && l.path[0] == '/') {
+		l.err = errors.New(InsideDest)
+		return
+	}
 	if s.cfg.List != nil {
 		s.cfg.List.Warm(l.lands)
 	}
@@ -573,6 +603,37 @@ func (s *Splitter) examine(in []byte, l *look, c *cursors) {
 	if s.cfg.Quick != nil && !s.linked(l) && !(s.cfg.HardLinks && s.otherShard(l.path)) {
 		l.fresh = s.cfg.Quick.upToDate(l.lands, &l.st, l.abs, &c.dst)
 	}
+}
+
+// InsideDest is the reason a path inside a local DEST fails: `cd /data && find . | prsync
+// ./backup` lists the backup's own files, and copying them would nest a copy of DEST in
+// itself at every run.
+const InsideDest = "inside DEST: DEST's own file is not copied into DEST (leave DEST out of the list)"
+
+// insideDest reports whether the local source path abs is DEST or below it, where DEST
+// lies below the directory the path was taken from (absolute: an absolute input path).
+func (s *Splitter) insideDest(abs string, absolute bool) bool {
+	if len(s.cfg.Dest) == 0 || abs == "" {
+		return false
+	}
+	base := cmp.Or(s.cfg.Root, s.cfg.Cwd)
+	if absolute && s.cfg.Root == "" {
+		base = "/"
+	}
+	for _, d := range s.cfg.Dest {
+		if below(d, base) && (abs == d || below(abs, d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// below reports whether the clean absolute path p lies strictly below dir.
+func below(p, dir string) bool {
+	if dir == "/" {
+		return p != "/"
+	}
+	return len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
 }
 
 // linked reports whether a file is routed by its inode: a hard link under -H.
@@ -641,7 +702,37 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 	if s.cfg.HardLinks && s.otherShard(l.path) {
 		return nil
 	}
+	if l.lands == "." {
+		r.input = bytes.Clone(in)
+		s.roots = append(s.roots, r) // sent alone at the end (sendRoots)
+		return nil
+	}
 	return s.addGroup(ctx, []rec{r}, out)
+}
+
+// sendRoots sends each root held by apply as a chunk of its own (Chunk.Root), after
+// every other chunk: rsync then copies the root's attributes once the paths below it
+// have landed.
+func (s *Splitter) sendRoots(ctx context.Context, out chan<- *Chunk) error {
+	for len(s.roots) > 0 {
+		r := s.roots[0]
+		s.roots = s.roots[1:]
+		if s.hooks.Accepted != nil {
+			s.hooks.Accepted(r.size)
+		}
+		s.flushHooks()
+		c := &Chunk{ID: int(s.nextID.Add(1)), Src: r.src, Inputs: [][]byte{r.input}, Entries: [][]byte{[]byte(r.entry)}, Root: true}
+		select {
+		case out <- c:
+		case <-ctx.Done():
+			if s.hooks.Unsent != nil {
+				s.hooks.Unsent(c.Inputs)
+			}
+			s.unsent()
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // touch records the directories a path of this shard touches, for the deletion pass. A
@@ -849,7 +940,7 @@ func (s *Splitter) Split(c *Chunk, cuts []int) []*Chunk {
 		if hi <= lo || hi > c.Len() {
 			return nil
 		}
-		p := &Chunk{ID: int(s.nextID.Add(1)), Src: c.Src, Inputs: c.Inputs[lo:hi:hi], Entries: c.Entries[lo:hi:hi], Sizes: c.Sizes[lo:hi:hi]}
+		p := &Chunk{ID: int(s.nextID.Add(1)), Src: c.Src, Inputs: c.Inputs[lo:hi:hi], Entries: c.Entries[lo:hi:hi], Sizes: c.Sizes[lo:hi:hi], Root: c.Root}
 		for _, b := range p.Sizes {
 			p.Bytes += b
 		}

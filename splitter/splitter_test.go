@@ -457,3 +457,34 @@ func TestConfigStats(t *testing.T) {
 		}
 	}
 }
+
+// TestInsideDest: a path at or below a local DEST fails only where DEST lies below the
+// directory the path is taken from; a DEST above it (restoring an archive into its parent)
+// or equal to it is no loop.
+func TestInsideDest(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      Config
+		abs      string
+		absolute bool
+		want     bool
+	}{
+		{"DEST below the working directory: its own file", Config{Cwd: "/data", Dest: []string{"/data/backup"}}, "/data/backup/d/f", false, true},
+		{"DEST itself", Config{Cwd: "/data", Dest: []string{"/data/backup"}}, "/data/backup", false, true},
+		{"a sibling that shares DEST's prefix", Config{Cwd: "/data", Dest: []string{"/data/backup"}}, "/data/backup2/f", false, false},
+		{"another path of the tree", Config{Cwd: "/data", Dest: []string{"/data/backup"}}, "/data/d/f", false, false},
+		{"DEST below --root", Config{Root: "/data", Cwd: "/", Dest: []string{"/data/backup"}}, "/data/backup/f", false, true},
+		{"DEST above the root: a restore into the parent", Config{Root: "/data/archive", Dest: []string{"/data"}}, "/data/archive/f", false, false},
+		{"DEST is the working directory", Config{Cwd: "/data", Dest: []string{"/data"}}, "/data/f", false, false},
+		{"an absolute path without --root: from /", Config{Cwd: "/elsewhere", Dest: []string{"/data/backup"}}, "/data/backup/f", true, true},
+		{"the second form of DEST (its symlinks resolved)", Config{Cwd: "/data", Dest: []string{"/data/link", "/data/real"}}, "/data/real/f", false, true},
+		{"no local DEST", Config{Cwd: "/data"}, "/data/backup/f", false, false},
+		{"a remote source: no local path", Config{Cwd: "/data", Dest: []string{"/data/backup"}}, "", false, false},
+	}
+	for _, tt := range tests {
+		s := &Splitter{cfg: tt.cfg}
+		if got := s.insideDest(tt.abs, tt.absolute); got != tt.want {
+			t.Errorf("%s: insideDest(%q) = %v, want %v", tt.name, tt.abs, got, tt.want)
+		}
+	}
+}

@@ -1013,6 +1013,162 @@ func TestFailedRoundTrip(t *testing.T) {
 	noProcsLeft(t, base)
 }
 
+// ---------------------------------------------------------------- DEST inside the source
+
+// TestDestInsideSource: `cd SRC && find . | prsync ./backup` lists the backup's own files
+// on every run after the first. They fail with the reason and a hint, instead of being
+// copied into DEST a level deeper each time; the rest of the tree is copied. A DEST above
+// the source (restoring an archive into its parent) is copied as before.
+func TestDestInsideSource(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
+	needRsync(t)
+	src := filepath.Join(t.TempDir(), "data")
+	var files []string
+	for i := 0; i < 6; i++ {
+		name := fmt.Sprintf("d%d/f%d", i%2, i)
+		writeFile(t, filepath.Join(src, name), name, 0o644)
+		files = append(files, name)
+	}
+	list := func() []byte { // as find . -print0 lists the tree, DEST included once it exists
+		var b []byte
+		filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(src, p)
+			b = append(b, "./"+rel+"\x00"...)
+			return nil
+		})
+		return b
+	}
+	dest := filepath.Join(src, "backup")
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	first := start(t, startOpts{dir: src, stdin: bytes.NewReader(list())}, "--no-throttle", "-0", "./backup/").wait(30 * time.Second)
+	fltExit(t, first, 23) // ./backup itself is in the list
+	for _, f := range files {
+		if b, err := os.ReadFile(filepath.Join(dest, f)); err != nil || string(b) != f {
+			t.Errorf("first run: %s in DEST: %q, %v", f, b, err)
+		}
+	}
+	failed := filepath.Join(t.TempDir(), "failed")
+	second := start(t, startOpts{dir: src, stdin: bytes.NewReader(list())}, "--no-throttle", "-0", "--failed", failed, "./backup/").wait(30 * time.Second)
+	s := fltExit(t, second, 23)
+	var inside []string
+	for _, p := range strings.Split(strings.TrimSuffix(string(list()), "\x00"), "\x00") {
+		if p == "./backup" || strings.HasPrefix(p, "./backup/") {
+			inside = append(inside, p)
+		}
+	}
+	checkIdentity(t, s, int64(len(strings.Split(strings.TrimSuffix(string(list()), "\x00"), "\x00"))))
+	fltSameSet(t, "--failed", fltList(t, failed, 0), inside)
+	for _, e := range second.OfType("path_failed") {
+		if !strings.HasPrefix(fmt.Sprint(e["reason"]), "inside DEST") {
+			t.Errorf("path_failed %v: want the reason inside DEST", e)
+		}
+	}
+	if !strings.Contains(second.Stderr, "prsync: hint: the list holds DEST ./backup") || !strings.Contains(second.Stderr, "find . -path ./backup -prune -o -print0") {
+		t.Errorf("no hint naming DEST and the find test:\n%s", second.Stderr)
+	}
+	// DEST holds the tree once, and no copy of itself
+	if _, err := os.Lstat(filepath.Join(dest, "backup")); err == nil {
+		t.Errorf("DEST holds a copy of itself: %s", filepath.Join(dest, "backup"))
+	}
+	filepath.WalkDir(dest, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dest, p)
+			if !slices.Contains(files, rel) {
+				t.Errorf("DEST holds %s, not a file of the source", rel)
+			}
+		}
+		return nil
+	})
+
+	// a restore into the parent: the paths are inside DEST, which is above the source
+	restore := filepath.Join(src, "d0")
+	r := start(t, startOpts{dir: restore, stdin: bytes.NewReader([]byte("f0\x00f2\x00"))}, "--no-throttle", "-0", src).wait(30 * time.Second)
+	fltExit(t, r, 0)
+	for _, f := range []string{"f0", "f2"} {
+		if b, err := os.ReadFile(filepath.Join(src, f)); err != nil || string(b) != "d0/"+f {
+			t.Errorf("restore into the parent: %s: %q, %v", f, b, err)
+		}
+	}
+}
+
+// TestRootAlone: the root in the list (".", as find . prints it first) is copied alone,
+// after the other paths: rsync lists a "." entry's contents one level deep, so in a chunk
+// it copied top-level names the list left out, and the paths landing after it changed
+// DEST's mtime.
+func TestRootAlone(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	writeFile(t, filepath.Join(src, "keep"), "keep", 0o644)
+	writeFile(t, filepath.Join(src, "left out.tmp"), "not listed", 0o644)
+	writeFile(t, filepath.Join(src, "sub", "inner"), "inner", 0o644)
+	writeFile(t, filepath.Join(src, "skipped dir", "x"), "not listed", 0o644)
+	old := time.Date(2021, 3, 4, 5, 6, 7, 0, time.UTC)
+	if err := os.Chmod(src, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(src, old, old); err != nil {
+		t.Fatal(err)
+	}
+	in := []byte(".\x00keep\x00sub\x00sub/inner\x00") // as find . ! -name '*.tmp' ! -path './skipped*' lists it
+	r := start(t, startOpts{dir: src, stdin: bytes.NewReader(in)}, "--no-throttle", "-0", "-j", "2", dst).wait(30 * time.Second)
+	s := fltExit(t, r, 0)
+	checkIdentity(t, s, 4)
+	fltNums(t, s, map[string]int64{"files_transferred": 4})
+	for _, p := range []string{"left out.tmp", "skipped dir"} {
+		if _, err := os.Lstat(filepath.Join(dst, p)); err == nil {
+			t.Errorf("DEST holds %q, which the list left out", p)
+		}
+	}
+	for _, p := range []string{"keep", "sub/inner"} {
+		if _, err := os.Lstat(filepath.Join(dst, p)); err != nil {
+			t.Errorf("DEST lacks %q: %v", p, err)
+		}
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(old) {
+		t.Errorf("DEST itself: mode %v, mtime %v; want the root's, 0750 and %v", fi.Mode().Perm(), fi.ModTime(), old)
+	}
+	// the root's chunk, cut last, started after every other chunk had ended
+	at := func(e map[string]any) time.Time {
+		ts, err := time.Parse(time.RFC3339Nano, fmt.Sprint(e["time"]))
+		if err != nil {
+			t.Fatalf("event time: %v", err)
+		}
+		return ts
+	}
+	var rootID int64
+	for _, e := range r.OfType("chunk_start") {
+		rootID = max(rootID, num(e, "chunk"))
+	}
+	var rootStart, lastEnd time.Time
+	for _, e := range r.OfType("chunk_start") {
+		if num(e, "chunk") == rootID {
+			rootStart = at(e)
+			if num(e, "files") != 1 {
+				t.Errorf("the last chunk %v: want the root alone", e)
+			}
+		}
+	}
+	for _, e := range r.OfType("chunk_end") {
+		if num(e, "chunk") != rootID && at(e).After(lastEnd) {
+			lastEnd = at(e)
+		}
+	}
+	if rootID < 2 || rootStart.Before(lastEnd) {
+		t.Errorf("the root's chunk %d started at %v, the other chunks ended at %v: want it after", rootID, rootStart, lastEnd)
+	}
+}
+
 // ---------------------------------------------------------------- input faults
 
 // A read error on the input ends it cleanly: an error event, a summary, a non-zero exit,
