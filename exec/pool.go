@@ -194,6 +194,9 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		p.start(ctx, &g, c)
 	}
 	if err := g.Wait(); err != nil {
+		for _, c := range roots {
+			p.drop(ctx, c, false)
+		}
 		return err
 	}
 	// A root's rsync sets the root's mode and mtime, which the paths landing below it
