@@ -152,6 +152,9 @@ type Splitter struct {
 	links  *linkGroups
 	srcRef *dirRef // the directory relative paths are under, for lstat
 	roots  []rec   // the roots (".") read, sent last as chunks of their own (sendRoots)
+	// the forms of a local DEST (Config.Dest) below the directory relative paths are taken
+	// from, and below the one absolute paths are: paths under them fail (insideDest)
+	destBelowBase, destBelowSlash []string
 
 	// the records read (by feed) and applied (by Run), and whether feed has read the end:
 	// then the records left are known, and the last chunks share them (tailFiles each)
@@ -197,7 +200,22 @@ func New(cfg Config, hooks Hooks) *Splitter {
 	if cfg.HardLinks {
 		s.links = newLinkGroups()
 	}
+	s.destBelowBase, s.destBelowSlash = destsBelow(cfg.Dest, cmp.Or(cfg.Root, cfg.Cwd)), destsBelow(cfg.Dest, "/")
+	if cfg.Root != "" {
+		s.destBelowSlash = s.destBelowBase // an absolute path is taken from --root too
+	}
 	return s
+}
+
+// destsBelow returns the forms of DEST that lie strictly below dir.
+func destsBelow(dest []string, dir string) []string {
+	var out []string
+	for _, d := range dest {
+		if below(d, dir) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Chunks returns the number of chunks made (the highest chunk ID), those Split made
@@ -463,30 +481,30 @@ func (s *Splitter) unsent() {
 		s.hooks.Unsent(s.cur.Inputs)
 	}
 	s.unsentWave()
-	if len(s.roots) > 0 && s.hooks.Unsent != nil {
-		ins := make([][]byte, len(s.roots))
-		for i, r := range s.roots {
-			ins[i] = r.input
-			if s.hooks.Accepted != nil {
-				s.hooks.Accepted(r.size) // held for the end, never counted yet
-			}
-		}
-		s.hooks.Unsent(ins)
-	}
+	s.unsentHeld(s.roots) // held for the end
 	s.roots = nil
-	if s.links != nil && s.hooks.Unsent != nil {
+	if s.links != nil {
 		for _, g := range s.links.drain() {
-			ins := make([][]byte, len(g))
-			for i, r := range g {
-				ins[i] = r.input
-				if s.hooks.Accepted != nil {
-					s.hooks.Accepted(r.size) // held for its other links, never counted yet
-				}
-			}
-			s.hooks.Unsent(ins)
+			s.unsentHeld(g) // held for its other links
 		}
 	}
 	s.cur = nil
+}
+
+// unsentHeld hands records held out of every chunk to Hooks.Unsent, counting them as
+// accepted first: they were never counted.
+func (s *Splitter) unsentHeld(rs []rec) {
+	if len(rs) == 0 || s.hooks.Unsent == nil {
+		return
+	}
+	ins := make([][]byte, len(rs))
+	for i, r := range rs {
+		ins[i] = r.input
+		if s.hooks.Accepted != nil {
+			s.hooks.Accepted(r.size)
+		}
+	}
+	s.hooks.Unsent(ins)
 }
 
 type rec struct {
@@ -613,15 +631,12 @@ const InsideDest = "inside DEST: DEST's own file is not copied into DEST (leave 
 // insideDest reports whether the local source path abs is DEST or below it, where DEST
 // lies below the directory the path was taken from (absolute: an absolute input path).
 func (s *Splitter) insideDest(abs string, absolute bool) bool {
-	if len(s.cfg.Dest) == 0 || abs == "" {
-		return false
+	dests := s.destBelowBase
+	if absolute {
+		dests = s.destBelowSlash
 	}
-	base := cmp.Or(s.cfg.Root, s.cfg.Cwd)
-	if absolute && s.cfg.Root == "" {
-		base = "/"
-	}
-	for _, d := range s.cfg.Dest {
-		if below(d, base) && (abs == d || below(abs, d)) {
+	for _, d := range dests {
+		if abs == d || below(abs, d) {
 			return true
 		}
 	}

@@ -482,7 +482,7 @@ func TestInsideDest(t *testing.T) {
 		{"a remote source: no local path", Config{Cwd: "/data", Dest: []string{"/data/backup"}}, "", false, false},
 	}
 	for _, tt := range tests {
-		s := &Splitter{cfg: tt.cfg}
+		s := New(tt.cfg, Hooks{})
 		if got := s.insideDest(tt.abs, tt.absolute); got != tt.want {
 			t.Errorf("%s: insideDest(%q) = %v, want %v", tt.name, tt.abs, got, tt.want)
 		}

@@ -1131,13 +1131,7 @@ func TestRootAlone(t *testing.T) {
 			t.Errorf("DEST lacks %q: %v", p, err)
 		}
 	}
-	fi, err := os.Stat(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(old) {
-		t.Errorf("DEST itself: mode %v, mtime %v; want the root's, 0750 and %v", fi.Mode().Perm(), fi.ModTime(), old)
-	}
+	destHasRootAttrs(t, dst, 0o750, old)
 	// the root's chunk, cut last, started after every other chunk had ended
 	at := func(e map[string]any) time.Time {
 		ts, err := time.Parse(time.RFC3339Nano, fmt.Sprint(e["time"]))

@@ -465,6 +465,18 @@ func makeOddTree(t testing.TB, dir string) {
 }
 
 // sameTree fails the test unless dst holds exactly src's files: names, contents, modes, symlinks.
+// destHasRootAttrs checks that DEST itself got the source root's permissions and mtime.
+func destHasRootAttrs(t testing.TB, dst string, perm os.FileMode, mtime time.Time) {
+	t.Helper()
+	fi, err := os.Stat(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != perm || !fi.ModTime().Equal(mtime) {
+		t.Errorf("DEST itself: mode %v, mtime %v; want the root's, %v and %v", fi.Mode().Perm(), fi.ModTime(), perm, mtime)
+	}
+}
+
 func sameTree(t testing.TB, src, dst string) {
 	t.Helper()
 	a, b := snapshot(t, src), snapshot(t, dst)

@@ -224,13 +224,7 @@ func TestSizesFindRoot(t *testing.T) {
 	checkIdentity(t, s, 4)
 	fltNums(t, s, map[string]int64{"files_failed": 0, "files_transferred": 4})
 	sameTree(t, src, dst)
-	fi, err := os.Stat(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(old) {
-		t.Errorf("DEST itself: mode %v, mtime %v; want the root's, 0750 and %v", fi.Mode().Perm(), fi.ModTime(), old)
-	}
+	destHasRootAttrs(t, dst, 0o750, old)
 }
 
 // TestPullFaults: on the remote side, a path that vanished between listing and copying is

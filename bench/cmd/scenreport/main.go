@@ -246,11 +246,7 @@ func setting(m *Method) string {
 // renderAuto writes the table that decides whether -j auto becomes the default: within 5 %
 // of prsync's best fixed setting in every scenario (issue 23). Nothing without prsync-auto runs.
 func renderAuto(b *strings.Builder, ms []*Method, scs []string) {
-	any := false
-	for _, sc := range scs {
-		any = any || best(ms, sc, "prsync-auto") != nil
-	}
-	if !any {
+	if !ranAny(ms, scs, "prsync-auto") {
 		return
 	}
 	b.WriteString("\n`-j auto` (prsync-auto: default chunks, `-j auto`) against prsync's best fixed setting and its defaults; it becomes the default only where it is within 5 % of the best fixed in every scenario:\n\n")
@@ -273,11 +269,7 @@ func renderAuto(b *strings.Builder, ms []*Method, scs []string) {
 // with rsync -a: the cost of handing rsync a list at all, which every tool that does,
 // prsync included, pays before any parallelism pays back.
 func renderList(b *strings.Builder, ms []*Method, scs []string) {
-	any := false
-	for _, sc := range scs {
-		any = any || best(ms, sc, "rsync-list") != nil
-	}
-	if !any {
+	if !ranAny(ms, scs, "rsync-list") {
 		return
 	}
 	b.WriteString("\nOne rsync fed the whole list (rsync-list: `rsync -a --files-from=- --from0`, one session), against `rsync -a` of the tree and prsync's defaults; a tool that hands rsync lists starts from its cost:\n\n")
@@ -287,6 +279,16 @@ func renderList(b *strings.Builder, ms []*Method, scs []string) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, scenarioNames[sc], setting(rs), setting(list), fr(ratio(list, rs)),
 			setting(def), fr(ratio(def, rs)), fr(ratio(def, list)))
 	}
+}
+
+// ranAny reports whether tool has a method that counts (best) in any of the scenarios.
+func ranAny(ms []*Method, scs []string, tool string) bool {
+	for _, sc := range scs {
+		if best(ms, sc, tool) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func ratio(a, b *Method) float64 {
