@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/prsync/prsync/internal/beneath"
 	"github.com/prsync/prsync/rsync"
@@ -39,7 +41,7 @@ func (p *Pool) confirmLanded(ctx context.Context, c *splitter.Chunk, idx []int, 
 		dest := p.openDest()
 		defer dest.close()
 		for k, i := range idx {
-			vs[k] = dest.landed(c.Src, c.Entries[i])
+			vs[k] = dest.landed(c.Src, c.Entries[i], res.r.Paths[i])
 		}
 		return vs, "lstat"
 	case class == rsync.Cancelled || ctx.Err() != nil || rsync.NoTransfer(res.code, res.r):
@@ -67,7 +69,75 @@ func (p *Pool) confirmLanded(ctx context.Context, c *splitter.Chunk, idx []int, 
 		}
 		return vs, "dry-run"
 	}
-	return rsync.Differences(pass.r, pass.code), "dry-run"
+	vs = rsync.Differences(pass.r, pass.code)
+	p.sourceGone(ctx, c, idx, res.r, pass.r, vs)
+	return vs, "dry-run"
+}
+
+// sourceGone settles from DEST itself the paths idx of chunk c whose source the
+// confirming pass (its output pr) found gone, in vs: such a path landed when DEST holds
+// what the copy's line for it (in r) listed, and vanished before its copy when DEST
+// lacks it too. A local DEST is looked at with lstat, a remote one with a listing of
+// those paths (`rsync --list-only --no-h`, DEST as its source).
+func (p *Pool) sourceGone(ctx context.Context, c *splitter.Chunk, idx []int, r, pr *rsync.Result, vs []rsync.Verdict) {
+	var gone []int // positions in idx
+	for k := range idx {
+		if pr.Paths[k].Kind == rsync.KindVanished {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) == 0 || ctx.Err() != nil {
+		return
+	}
+	if p.localDest != "" {
+		dest := p.openDest()
+		defer dest.close()
+		for _, k := range gone {
+			vs[k] = dest.wrote(rsync.LandsAt(c.Entries[idx[k]]), r.Paths[idx[k]], true, pr.Paths[k].Reason)
+		}
+		return
+	}
+	rels := make([]string, len(gone))
+	for j, k := range gone {
+		rels[j] = rsync.LandsAt(c.Entries[idx[k]])
+	}
+	l, ok := p.destListing(ctx, c, rels)
+	if !ok {
+		return // the pass's verdicts stand: not proven
+	}
+	for j, k := range gone {
+		vs[k] = listedWrote(l, rels[j], r.Paths[idx[k]], pr.Paths[k].Reason)
+	}
+}
+
+// destListing lists the paths rels below a remote DEST, with their sizes in digits and
+// their mtimes, by the same rsync with the same options, transport and environment as
+// the copy. ok is false when the listing failed or was interrupted.
+func (p *Pool) destListing(ctx context.Context, c *splitter.Chunk, rels []string) (*rsync.Listing, bool) {
+	entries := make([][]byte, len(rels))
+	for i, rel := range rels {
+		entries[i] = []byte("./" + rel) // "./": a name that starts with # or ; is no comment
+	}
+	l := rsync.NewListing(rsync.ListTimeColumns(p.Args))
+	lc := &splitter.Chunk{ID: c.ID, Src: p.Dest}
+	res := p.run(ctx, lc, entries, 0, pass{extra: []string{"--list-only", "--no-h"}, src: p.Dest, dest: os.DevNull, onLine: func(line []byte) { l.Line(line) }})
+	return l, !res.cancelled && (res.code == 0 || res.code == 23 || res.code == 24) && len(res.r.Unattributed) == 0
+}
+
+// listedWrote is wrote of a path whose source is gone (why), by a listing of a remote
+// DEST: it landed when the listing shows the regular file rsync's line listed.
+func listedWrote(l *rsync.Listing, rel string, ps rsync.PathState, why string) rsync.Verdict {
+	st := ps.Stamp()
+	have, ok := l.File(rel)
+	switch {
+	case st.Known() && ok && have == st:
+		return rsync.Verdict{Landed: true}
+	case !l.Has(rel):
+		return rsync.Verdict{Gone: true, Reason: "source gone before its copy: " + why}
+	case st.Known():
+		return rsync.Verdict{Reason: fmt.Sprintf("source gone since (%s); DEST does not hold the file rsync listed (%d bytes, %s)", why, st.Size, st.MTime)}
+	}
+	return rsync.Verdict{Reason: fmt.Sprintf("source gone since (%s); rsync named no copy of it that DEST could be checked against", why)}
 }
 
 // confirmLeftOut is confirm when rsync may have left listed paths out (Pool.LeftOut). A
@@ -97,7 +167,7 @@ func (p *Pool) confirmLeftOut(ctx context.Context, c *splitter.Chunk, idx []int,
 		case ps.Logged || ps.Seen:
 			named = append(named, k)
 		case local:
-			v := dest.landed(c.Src, c.Entries[i])
+			v := dest.landed(c.Src, c.Entries[i], ps)
 			if !v.Landed {
 				v.Reason = reason + ": " + v.Reason
 			}
@@ -172,30 +242,25 @@ func (d destRoot) lstat(rel string) (os.FileInfo, error) {
 // symlink the same target; a directory only has to exist. A path reached through a
 // symlink below DEST that rsync does not go through is not in DEST: rsync replaces such
 // a link with a directory. With -K, a symlink to a directory rsync keeps stands for the
-// directory.
-func (d destRoot) landed(srcDir string, entry []byte) rsync.Verdict {
-	return d.landedAt(filepath.Join(srcDir, strings.Replace(string(entry), "/./", "/", 1)), rsync.LandsAt(entry))
+// directory. ps is what rsync's output said of the path: when the source is gone, DEST
+// holds it if it holds what rsync's own line listed (wrote).
+func (d destRoot) landed(srcDir string, entry []byte, ps rsync.PathState) rsync.Verdict {
+	return d.landedAt(filepath.Join(srcDir, strings.Replace(string(entry), "/./", "/", 1)), rsync.LandsAt(entry), ps)
 }
 
 // landedAt is landed of source path src, which lands at dst below DEST.
-func (d destRoot) landedAt(src, dst string) rsync.Verdict {
+func (d destRoot) landedAt(src, dst string, ps rsync.PathState) rsync.Verdict {
 	s, err := os.Lstat(src)
 	if err != nil {
-		return rsync.Verdict{Reason: fmt.Sprintf("source gone: %v", err)}
+		return d.wrote(dst, ps, errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR), err.Error())
 	}
 	fi, err := d.lstat(dst)
-	if nd := (*beneath.NotDirError)(nil); errors.As(err, &nd) {
-		if nd.Symlink {
-			return rsync.Verdict{Reason: fmt.Sprintf("not in DEST: DEST holds a symlink at %s where the path needs a directory", nd.Path)}
-		}
-		return rsync.Verdict{Reason: fmt.Sprintf("not in DEST: DEST holds a file at %s where the path needs a directory", nd.Path)}
-	}
 	if err != nil {
-		return rsync.Verdict{Reason: "not in DEST"}
+		return notInDest(err)
 	}
 	kind := s.Mode().Type()
 	dkind := fi.Mode().Type()
-	if kind.IsDir() && dkind == os.ModeSymlink && d.follow != beneath.NoLinks && d.root.IsDir(dst) {
+	if kind.IsDir() && d.dirAt(dst, fi) {
 		dkind = os.ModeDir // kept by -K
 	}
 	switch {
@@ -213,4 +278,45 @@ func (d destRoot) landedAt(src, dst string) rsync.Verdict {
 		}
 	}
 	return rsync.Verdict{Landed: true}
+}
+
+// wrote is landed of a path whose source could not be read (why; gone: it no longer
+// exists, ENOENT or ENOTDIR): DEST holds it when it holds what rsync's line for it
+// listed, a regular file of that size and mtime or a directory rsync named as one (a
+// source deleted after rsync copied it: a compaction, a log rotation). A path whose
+// source is gone and that DEST lacks vanished before its copy.
+func (d destRoot) wrote(dst string, ps rsync.PathState, gone bool, why string) rsync.Verdict {
+	fi, err := d.lstat(dst)
+	if err != nil {
+		if gone && errors.Is(err, fs.ErrNotExist) {
+			return rsync.Verdict{Gone: true, Reason: "source gone before its copy: " + why}
+		}
+		return rsync.Verdict{Reason: fmt.Sprintf("source gone (%s); %s", why, notInDest(err).Reason)}
+	}
+	switch st := ps.Stamp(); {
+	case st.Known() && fi.Mode().IsRegular() && st.Matches(fi.Size(), fi.ModTime()):
+		return rsync.Verdict{Landed: true}
+	case ps.Logged && len(ps.Change) > 1 && ps.Change[1] == 'd' && d.dirAt(dst, fi):
+		return rsync.Verdict{Landed: true}
+	case st.Known():
+		return rsync.Verdict{Reason: fmt.Sprintf("source gone since (%s); DEST does not hold the file rsync listed (%d bytes, %s)", why, st.Size, st.MTime)}
+	}
+	return rsync.Verdict{Reason: fmt.Sprintf("source gone (%s); rsync named no copy of it that DEST could be checked against", why)}
+}
+
+// notInDest is the verdict on a path DEST's lstat did not find (err).
+func notInDest(err error) rsync.Verdict {
+	if nd := (*beneath.NotDirError)(nil); errors.As(err, &nd) {
+		if nd.Symlink {
+			return rsync.Verdict{Reason: fmt.Sprintf("not in DEST: DEST holds a symlink at %s where the path needs a directory", nd.Path)}
+		}
+		return rsync.Verdict{Reason: fmt.Sprintf("not in DEST: DEST holds a file at %s where the path needs a directory", nd.Path)}
+	}
+	return rsync.Verdict{Reason: "not in DEST"}
+}
+
+// dirAt reports whether DEST holds a directory at dst (fi, its lstat): a symlink to a
+// directory that rsync keeps (-K) stands for one.
+func (d destRoot) dirAt(dst string, fi os.FileInfo) bool {
+	return fi.IsDir() || fi.Mode().Type() == os.ModeSymlink && d.follow != beneath.NoLinks && d.root.IsDir(dst)
 }

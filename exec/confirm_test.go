@@ -73,7 +73,7 @@ func TestLanded(t *testing.T) {
 			p := &Pool{Dest: d, Args: tt.args}
 			p.init()
 			root := p.openDest()
-			v := root.landedAt(filepath.Join(src, tt.src), tt.dst)
+			v := root.landedAt(filepath.Join(src, tt.src), tt.dst, rsync.PathState{})
 			root.close()
 			switch {
 			case tt.want == "" && !v.Landed:
@@ -87,7 +87,7 @@ func TestLanded(t *testing.T) {
 	p.init()
 	root := p.openDest()
 	defer root.close()
-	if v := root.landedAt(filepath.Join(src, "t/a"), "x/real/a"); v.Landed || v.Reason != "not in DEST" {
+	if v := root.landedAt(filepath.Join(src, "t/a"), "x/real/a", rsync.PathState{}); v.Landed || v.Reason != "not in DEST" {
 		t.Errorf("a DEST that is missing: %+v", v)
 	}
 }
@@ -165,6 +165,71 @@ func TestSweepTempBeneath(t *testing.T) {
 					t.Errorf("%s, beyond DEST's symlink, was swept", f)
 				}
 			}
+		}
+	}
+}
+
+// TestLandedSourceGone: a path whose source is gone when it is confirmed (deleted after
+// rsync copied it: a compaction, a log rotation) landed when DEST holds what rsync's own
+// line listed for it; it vanished when DEST lacks it too; it failed, for its own reason,
+// when DEST holds something else.
+func TestLandedSourceGone(t *testing.T) {
+	w := t.TempDir()
+	dest := filepath.Join(w, "dest")
+	stamp := time.Date(2021, 3, 4, 5, 6, 7, 0, time.UTC)
+	writeAt := func(rel, data string) {
+		p := filepath.Join(dest, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, stamp, stamp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeAt("d/copied", "12345")
+	writeAt("d/older", "12345")
+	if err := os.Chtimes(filepath.Join(dest, "d/older"), stamp.Add(-time.Hour), stamp.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	writeAt("d/short", "123")
+	if err := os.Mkdir(filepath.Join(dest, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	listed := stamp.Local().Format(rsync.MTimeLayout)
+	file := func(size int64) rsync.PathState {
+		return rsync.PathState{Logged: true, File: true, Change: ">f+++++++++", Size: size, MTime: listed}
+	}
+	tests := []struct {
+		name   string
+		dst    string
+		ps     rsync.PathState
+		landed bool
+		gone   bool
+		reason string
+	}{
+		{"copied, then deleted", "d/copied", file(5), true, false, ""},
+		{"another mtime", "d/older", file(5), false, false, "DEST does not hold the file rsync listed (5 bytes, " + listed + ")"},
+		{"cut short", "d/short", file(5), false, false, "DEST does not hold the file rsync listed"},
+		{"a directory rsync made", "dir", rsync.PathState{Logged: true, Change: "cd+++++++++"}, true, false, ""},
+		{"not logged, DEST has it", "d/copied", rsync.PathState{}, false, false, "rsync named no copy of it"},
+		{"never copied", "d/none", rsync.PathState{}, false, true, "source gone before its copy"},
+		{"logged, not in DEST", "d/none", file(5), false, true, "source gone before its copy"},
+		{"a file where DEST has a directory", "dir", file(5), false, false, "DEST does not hold the file rsync listed"},
+	}
+	p := &Pool{Dest: dest}
+	p.init()
+	root := p.openDest()
+	defer root.close()
+	for _, tt := range tests {
+		v := root.landedAt(filepath.Join(w, "src", "gone"), tt.dst, tt.ps)
+		if v.Landed != tt.landed || v.Gone != tt.gone || !strings.Contains(v.Reason, tt.reason) {
+			t.Errorf("%s: %+v, want landed %v, gone %v, reason with %q", tt.name, v, tt.landed, tt.gone, tt.reason)
+		}
+		if !v.Landed && !strings.Contains(v.Reason, filepath.Join(w, "src", "gone")) {
+			t.Errorf("%s: reason %q does not name the path's own source", tt.name, v.Reason)
 		}
 	}
 }

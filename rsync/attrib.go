@@ -50,6 +50,9 @@ type Result struct {
 	ReplaceRace bool
 	// Last is rsync's last stderr line that is not its closing summary, or "".
 	Last string
+	// lastVanished: Last said a path of the chunk vanished, which is no reason for another
+	// path's failure (a failure that stopped rsync on one path is: the rest never ran)
+	lastVanished bool
 }
 
 // Attributor reads the output of one rsync run over a chunk and attributes each line to
@@ -239,7 +242,7 @@ func (a *Attributor) Stderr(line []byte) {
 	if IsSummaryLine(line) {
 		return
 	}
-	a.res.Last = string(line)
+	a.res.Last, a.res.lastVanished = string(line), false
 	if benign(line) {
 		return
 	}
@@ -258,6 +261,7 @@ func (a *Attributor) Stderr(line []byte) {
 		a.res.Unattributed = append(a.res.Unattributed, string(line))
 		return
 	}
+	a.res.lastVanished = m.Kind == KindVanished
 	if m.Stops && a.res.StopLine == "" {
 		a.res.Stop, a.res.StopLine, a.res.StopErrno = a.resolve(m), string(line), m.Errno
 	}

@@ -22,6 +22,10 @@ import (
 type ListLine struct {
 	Type byte   // the first character of its mode: '-' a file, 'd', 'l', 'p', 's', 'c', 'b'
 	Name []byte // unescaped; for a symlink, the name, " -> " and its target
+	// Size is its size when the listing printed it in plain digits (--no-h), else -1
+	Size int64
+	// MTime is its modification time as %M gives it (YYYY/MM/DD-HH:MM:SS, local time)
+	MTime string
 }
 
 // ListTimeColumns returns how many times beyond the modification time a listing made
@@ -70,10 +74,12 @@ func ParseListLine(line []byte, timeCols int) (ListLine, bool) {
 	if sp <= 0 || !isSize(s[:sp]) {
 		return ListLine{}, false
 	}
+	size := plainSize(s[:sp])
 	s = s[sp+1:]
 	if len(s) < 19 || !isTime(s[:19]) {
 		return ListLine{}, false
 	}
+	mtime := string(s[:10]) + "-" + string(s[11:19])
 	s = s[19:]
 	for range timeCols {
 		if len(s) < 20 || s[0] != ' ' || !(isTime(s[1:20]) || isBlank(s[1:20])) {
@@ -84,7 +90,16 @@ func ParseListLine(line []byte, timeCols int) (ListLine, bool) {
 	if len(s) < 2 || s[0] != ' ' {
 		return ListLine{}, false
 	}
-	return ListLine{Type: line[0], Name: Unescape(s[1:])}, true
+	return ListLine{Type: line[0], Name: Unescape(s[1:]), Size: size, MTime: mtime}, true
+}
+
+// plainSize is a size printed in digits alone, or -1.
+func plainSize(s []byte) int64 {
+	n, _, ok := parseField(append(s[:len(s):len(s)], '|'))
+	if !ok || len(s) == 0 || s[0] < '0' || s[0] > '9' {
+		return -1
+	}
+	return n
 }
 
 // isPermString reports whether p is rsync's permstring of a mode.
@@ -135,16 +150,24 @@ func isTime(s []byte) bool {
 
 func isBlank(s []byte) bool { return len(bytes.TrimLeft(s, " ")) == 0 }
 
-// Listing is the set of names a listing showed.
+// Listing is the set of names a listing showed, with the stamps of its regular files.
 type Listing struct {
 	timeCols int
 	names    map[string]struct{}
+	files    map[string]Stamp
 	lines    int
 }
 
 // NewListing returns an empty Listing of a listing with timeCols extra time columns.
 func NewListing(timeCols int) *Listing {
-	return &Listing{timeCols: timeCols, names: map[string]struct{}{}}
+	return &Listing{timeCols: timeCols, names: map[string]struct{}{}, files: map[string]Stamp{}}
+}
+
+// File returns the stamp of the regular file the listing showed at name, if it showed
+// one with its size in plain digits (a listing made with --no-h).
+func (l *Listing) File(name string) (Stamp, bool) {
+	st, ok := l.files[name]
+	return st, ok
 }
 
 // Line reads one line of rsync's standard output and reports whether it was an entry.
@@ -159,6 +182,9 @@ func (l *Listing) Line(line []byte) bool {
 	l.lines++
 	if e.Type != 'l' {
 		l.names[string(e.Name)] = struct{}{}
+		if e.Type == '-' && e.Size >= 0 {
+			l.files[string(e.Name)] = Stamp{Size: e.Size, MTime: e.MTime}
+		}
 		return true
 	}
 	for i := 0; ; {

@@ -112,6 +112,36 @@ func TestParseListLine(t *testing.T) {
 	}
 }
 
+// TestListLineStamp: a --no-h listing gives each file's size and its mtime as %M does;
+// a size with separators or a suffix is no size.
+func TestListLineStamp(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		size  int64
+		mtime string
+	}{
+		{"-rw-r--r--    12641280 2026/12/05 10:35:04 big", 12641280, "2026/12/05-10:35:04"},
+		{"-rw-r--r--           0 2021/03/04 05:06:07 empty", 0, "2021/03/04-05:06:07"},
+		{"-rw-r--r--     12,641,280 2026/12/05 10:35:04 big", -1, "2026/12/05-10:35:04"},
+		{"-rw-r--r--          4.10K 2026/12/05 10:35:04 big", -1, "2026/12/05-10:35:04"},
+	} {
+		e, ok := ParseListLine([]byte(c.line), 0)
+		if !ok || e.Size != c.size || e.MTime != c.mtime {
+			t.Errorf("ParseListLine(%q) = size %d, mtime %q, %v; want %d, %q", c.line, e.Size, e.MTime, ok, c.size, c.mtime)
+		}
+	}
+	l := NewListing(0)
+	for _, line := range []string{"-rw-r--r--           2 2021/03/04 05:06:07 x", "drwxr-xr-x        4096 2026/12/05 10:35:04 d", "-rw-r--r--          2 2021/03/04 05:06:07 d/y"} {
+		l.Line([]byte(line))
+	}
+	if st, ok := l.File("x"); !ok || st != (Stamp{Size: 2, MTime: "2021/03/04-05:06:07"}) {
+		t.Errorf("File(x) = %+v, %v", st, ok)
+	}
+	if _, ok := l.File("d"); ok {
+		t.Errorf("a directory has a file's stamp")
+	}
+}
+
 func TestListTimeColumns(t *testing.T) {
 	for _, c := range []struct {
 		args []string

@@ -1,10 +1,15 @@
 package rsync
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Verdict is what confirming one path after a failed rsync found.
 type Verdict struct {
-	Landed bool   // the destination holds it as the source has it
+	Landed bool // the destination holds it as the source has it, or as rsync wrote it
+	// Gone: it did not land, and the source no longer has it: it vanished before its copy
+	Gone   bool
 	Reason string // why not, when it did not land
 	Advice Advice // what the rsync message in Reason advises, if it holds one
 }
@@ -29,6 +34,23 @@ type Stamp struct {
 
 // Known reports whether the stamp was read from a line.
 func (s Stamp) Known() bool { return s.MTime != "" }
+
+// MTimeLayout is the layout of %M: rsync's timestring, in local time, whole seconds.
+const MTimeLayout = "2006/01/02-15:04:05"
+
+// Matches reports whether a regular file of size bytes, last modified at mtime, is the
+// one the stamp describes: the same size, and the same mtime as %M gives it.
+func (s Stamp) Matches(size int64, mtime time.Time) bool {
+	return s.Known() && s.Size == size && mtime.Local().Format(MTimeLayout) == s.MTime
+}
+
+// Stamp is the regular file the path's out-format line listed, or the zero Stamp.
+func (ps PathState) Stamp() Stamp {
+	if !ps.Logged || !ps.File {
+		return Stamp{}
+	}
+	return Stamp{Size: ps.Size, MTime: ps.MTime}
+}
 
 // Settlement is what rsync's output and exit prove about the paths of a chunk, before
 // the paths left unproven are confirmed. The caller runs the confirming pass over
@@ -95,6 +117,8 @@ func (s *Settlement) Fold(vs []Verdict) ([]Outcome, string) {
 			out[i] = proven(r.Paths[i])
 		case cancelled:
 			out[i] = Outcome{Status: NotDone, Reason: "interrupted"}
+		case v.Gone:
+			out[i] = Outcome{Status: Vanished, Reason: v.Reason}
 		default:
 			bad++
 			out[i] = Outcome{Status: Failed, Reason: join(fallback, v.Reason), Hint: advice.or(v.Advice).String()}
@@ -127,7 +151,7 @@ func proven(ps PathState) Outcome {
 		o := Outcome{Status: Transferred}
 		if ps.File {
 			o.Bytes = ps.Size
-			o.Listed = Stamp{Size: ps.Size, MTime: ps.MTime}
+			o.Listed = ps.Stamp()
 		}
 		return o
 	}
@@ -144,26 +168,32 @@ func (r *Result) failReason(code int) string {
 }
 
 // failLine is the line of failReason: the first error line that named no path, or the
-// last line, or "".
+// last line unless it said a path of the chunk vanished (that is its reason alone), or "".
 func (r *Result) failLine() string {
-	if len(r.Unattributed) > 0 {
+	switch {
+	case len(r.Unattributed) > 0:
 		return r.Unattributed[0]
+	case r.lastVanished:
+		return ""
 	}
 	return r.Last
 }
 
 // Differences reads the output of a verification pass (the same rsync with --dry-run
-// over the paths to confirm) into a Verdict per path: a path landed when the pass exited
-// 0 and neither logged a change for it nor named it in an error.
+// over the paths to confirm) into a Verdict per path: a path landed when the pass
+// neither logged a change for it nor named it in an error, and it exited 0, or 23 or 24
+// for errors that each named a path of its own (a source deleted since the copy): then
+// it compared every other path, and ran to its end.
 func Differences(r *Result, code int) []Verdict {
 	vs := make([]Verdict, len(r.Paths))
+	compared := code == 0 || (code == 23 || code == 24) && len(r.Unattributed) == 0 && r.Session == NoSession && len(r.Stop) == 0
 	for i, ps := range r.Paths {
 		switch {
 		case ps.Kind != KindOther:
 			vs[i] = Verdict{Reason: "not in DEST after rsync: " + ps.Reason, Advice: ps.Advice}
 		case ps.Logged:
 			vs[i] = Verdict{Reason: fmt.Sprintf("DEST still differs after rsync (%s)", ps.Change)}
-		case code != 0:
+		case !compared:
 			vs[i] = Verdict{Reason: "could not be confirmed: " + r.failReason(code), Advice: AdviceOf(r.failLine())}
 		default:
 			vs[i] = Verdict{Landed: true}

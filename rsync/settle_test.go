@@ -20,6 +20,8 @@ func TestSettle(t *testing.T) {
 		cancelled   bool
 		leftOut     bool            // rsync ran with a SkipOption and -ii
 		landed      map[string]bool // what confirming finds; absent: not landed
+		gone        map[string]bool // confirming finds it gone from the source and DEST
+		notReason   string          // no failed path's reason may hold this
 		want        []string        // status per entry, with ":reason substring" where it matters
 		unexplained bool
 	}{
@@ -144,6 +146,15 @@ func TestSettle(t *testing.T) {
 			want:   []string{"failed:Permission denied", "failed:not in DEST", "up_to_date"},
 		},
 		{
+			name: "a vanish is no reason for another path's failure", src: "/s/", dest: "/d", local: "/d",
+			entries: []string{"went", "kept", "deleted later", "never"},
+			stdout:  []string{">f+++++++++|1|1|kept", ">f+++++++++|1|1|deleted later"},
+			stderr:  []string{`file has vanished: "/s/went"`},
+			code:    24, landed: map[string]bool{"kept": true}, gone: map[string]bool{"never": true},
+			want:      []string{"vanished", "transferred", "failed:not in DEST", "vanished:source gone"},
+			notReason: "went",
+		},
+		{
 			name: "a session refused: nothing is proven", src: "/s/", dest: "rsync://h/m/", entries: []string{"a"},
 			stderr: []string{"@ERROR: max connections (2) reached -- try again later"}, code: 5,
 			want: []string{"failed:max connections"},
@@ -169,12 +180,18 @@ func TestSettle(t *testing.T) {
 			vs := make([]Verdict, len(s.Unproven))
 			for k, i := range s.Unproven {
 				vs[k] = Verdict{Landed: tt.landed[LandsAt(entries[i])], Reason: "not in DEST"}
+				if tt.gone[LandsAt(entries[i])] {
+					vs[k] = Verdict{Gone: true, Reason: "source gone before its copy"}
+				}
 			}
 			out, unexplained := s.Fold(vs)
 			for i, w := range tt.want {
 				status, sub, _ := strings.Cut(w, ":")
 				if string(out[i].Status) != status || !strings.Contains(out[i].Reason, sub) {
 					t.Errorf("%q: %s (%q), want %s", tt.entries[i], out[i].Status, out[i].Reason, w)
+				}
+				if tt.notReason != "" && out[i].Status == Failed && strings.Contains(out[i].Reason, tt.notReason) {
+					t.Errorf("%q: reason %q names %q, another path", tt.entries[i], out[i].Reason, tt.notReason)
 				}
 			}
 			if (unexplained != "") != tt.unexplained {
@@ -190,8 +207,18 @@ func TestDifferences(t *testing.T) {
 	a.Stdout([]byte("<f.st......|3|0|differs"))
 	a.Stderr([]byte(`rsync: [sender] send_files failed to open "/s/err": Permission denied (13)`))
 	vs := Differences(a.Result(), 23)
-	if vs[1].Landed || !strings.Contains(vs[1].Reason, "differs") || vs[2].Landed || vs[0].Landed {
+	// every error named a path of its own: the pass compared the others
+	if vs[1].Landed || !strings.Contains(vs[1].Reason, "differs") || vs[2].Landed || !vs[0].Landed {
 		t.Errorf("exit 23: %+v", vs)
+	}
+	a.Stderr([]byte("rsync: [receiver] something odd happened: Input/output error (5)"))
+	if vs := Differences(a.Result(), 23); vs[0].Landed || !strings.Contains(vs[0].Reason, "could not be confirmed") {
+		t.Errorf("exit 23 with an error that names no path: %+v", vs[0])
+	}
+	b := NewAttributor(entries, "/s/", "rsync://h/m/", "")
+	b.Stderr([]byte(`rsync: [sender] link_stat "/s/err" failed: No such file or directory (2)`))
+	if vs := Differences(b.Result(), 23); !vs[0].Landed || !vs[1].Landed || vs[2].Landed {
+		t.Errorf("exit 23, a source deleted since the copy: %+v", vs)
 	}
 	vs = Differences(NewAttributor(entries, "/s/", "rsync://h/m/", "").Result(), 0)
 	for i, v := range vs {

@@ -284,3 +284,125 @@ func TestVanishedListingFails(t *testing.T) {
 		t.Errorf("DEST holds %q, want a and b", got)
 	}
 }
+
+// TestVanishedAfterCopy (issue 44, item 2): sources deleted while the copy runs (a
+// compaction, a log rotation), some after rsync copied them and others before it reached
+// them, in the same chunks. A path whose DEST copy is the one rsync wrote is transferred
+// whatever happened to its source afterwards (rsync's line for it and DEST's lstat prove
+// it); a path gone before its copy is vanished, with a reason about itself; the run exits
+// 24. In both transports. DEST is walked against the files as they were written.
+func TestVanishedAfterCopy(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
+	needRsync(t)
+	for _, transport := range []string{"pipe", "direct", "daemon"} {
+		t.Run(transport, func(t *testing.T) {
+			w := t.TempDir()
+			src, dst, failedList := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "failed")
+			dest := dst
+			if transport == "daemon" {
+				// a push to a daemon: the copy is confirmed by a dry run, and a source deleted
+				// since by a listing of DEST
+				if err := os.Mkdir(dst, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				dest, transport = startDaemon(t, dst, 0).URL(), "direct"
+			}
+			content := map[string]string{}
+			var rels []string
+			for d := range 4 {
+				for f := range 60 {
+					rel := fmt.Sprintf("d%d/f%03d", d, f)
+					content[rel] = strings.Repeat(rel, 4096/len(rel))
+					writeFile(t, filepath.Join(src, rel), content[rel], 0o644)
+					rels = append(rels, rel)
+				}
+			}
+			// 2 rsyncs of 2 chunks each, ~1 MB at 256 KiB/s each: about 2 s of copying
+			p := start(t, startOpts{dir: w, stdin: bytes.NewReader(fltJoin(rels, '\n'))}, "--no-throttle", "--transport", transport,
+				"-j", "2", "--chunk-files", "60", "--chunk-time", "0", "--root", src, "--failed", failedList, dest, "--", "--bwlimit=256")
+			// the deleter: the source of every other file complete in DEST, and, at each
+			// such deletion, a file rsync has not reached yet
+			deletedAfter, deletedBefore := map[string]bool{}, map[string]bool{}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				ahead := len(rels) - 1
+				for n := 0; n < 3000; n++ {
+					select {
+					case <-p.readDone: // prsync's stdout closed: it exits
+						return
+					default:
+					}
+					for _, rel := range rels {
+						fi, err := os.Lstat(filepath.Join(dst, rel))
+						if err != nil || fi.Size() != int64(len(content[rel])) || deletedAfter[rel] || deletedBefore[rel] || len(deletedAfter)%2 == 1 && rel[len(rel)-1]%2 == 0 {
+							continue
+						}
+						if os.Remove(filepath.Join(src, rel)) == nil {
+							deletedAfter[rel] = true
+						}
+						for ; ahead > 0; ahead-- {
+							if _, err := os.Lstat(filepath.Join(dst, rels[ahead])); err != nil && !deletedAfter[rels[ahead]] && !deletedBefore[rels[ahead]] {
+								if os.Remove(filepath.Join(src, rels[ahead])) == nil {
+									deletedBefore[rels[ahead]] = true
+								}
+								ahead -= 7
+								break
+							}
+						}
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+			r := p.wait(2 * time.Minute)
+			<-done
+			if len(deletedAfter) == 0 || len(deletedBefore) == 0 {
+				t.Fatalf("the deleter removed %d sources after their copy and %d before: the copy was too quick\n%s", len(deletedAfter), len(deletedBefore), r.Stderr)
+			}
+			s := r.Summary(t)
+			checkIdentity(t, s, int64(len(rels)))
+			failed := map[string]bool{}
+			for _, p := range fltList(t, failedList, '\n') {
+				failed[p] = true
+			}
+			// DEST, walked: every path not in --failed is there as it was written
+			vanished := 0
+			for _, rel := range rels {
+				b, err := os.ReadFile(filepath.Join(dst, rel))
+				switch {
+				case err == nil && string(b) != content[rel]:
+					t.Errorf("DEST's %s is not the file that was copied", rel)
+				case err == nil && failed[rel]:
+					t.Errorf("%s: DEST holds its complete copy, yet it is in --failed", rel)
+				case err != nil && !failed[rel]:
+					t.Errorf("%s is neither in DEST nor in --failed", rel)
+				case err != nil && !deletedBefore[rel] && !deletedAfter[rel]:
+					t.Errorf("%s is not in DEST, and its source was never deleted", rel)
+				case err != nil:
+					vanished++
+				}
+			}
+			if got := num(s, "files_failed"); got != 0 {
+				t.Errorf("files_failed %d, want 0: every loss is a source gone before its copy", got)
+			}
+			if got := num(s, "files_vanished"); got != int64(vanished) {
+				t.Errorf("files_vanished %d, but %d paths are missing from DEST", got, vanished)
+			}
+			for _, e := range r.OfType("path_failed") {
+				path, reason := fmt.Sprint(e["path"]), fmt.Sprint(e["reason"])
+				if e["status"] != "vanished" {
+					t.Errorf("%s: %v (%s)", path, e["status"], reason)
+				}
+				if !strings.Contains(reason, path) {
+					t.Errorf("%s: the reason %q is not about the path itself", path, reason)
+				}
+			}
+			if r.Code != 24 {
+				t.Errorf("exit %d, want 24\n%s", r.Code, r.Stderr)
+			}
+			t.Logf("%d sources deleted after their copy, %d before; %d vanished", len(deletedAfter), len(deletedBefore), vanished)
+			fltNoTemp(t, dst)
+			noProcsLeft(t, w)
+		})
+	}
+}
