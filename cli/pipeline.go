@@ -72,6 +72,7 @@ func (r *runner) newPipeline() *pipeline {
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
 		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.observe(m); p.rep.in <- m },
 	}
+	p.pool.DestWatch, p.pool.SrcWatch = r.watches()
 	p.sampler = throttle.NewSystemSampler(r.policy, cmdline.Warner(r.stderr), throttle.GroupsOf(p.pool))
 	p.throttle = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
@@ -139,6 +140,7 @@ func (r *runner) Run() int {
 	}, p.tail(p.sp))
 	p.pool.Run(ctx, kill, ordered)
 	<-inputEnded
+	p.pool.CheckStorage()
 	p.chunks = p.sp.Chunks() // the tail's cuts included
 	del := p.deletePass(ctx, kill)
 	bgStop()
@@ -248,6 +250,7 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Dest: r.destPaths, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit, Opening: p.openingFunc(),
 		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick, List: r.list, Dirs: p.dirs,
+		SourceLost: p.sourceLost(),
 	}, h.hooks(r.examined))
 	p.sp = sp
 	chunks := make(chan *splitter.Chunk)

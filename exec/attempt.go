@@ -28,6 +28,9 @@ type result struct {
 	pid       int
 	r         *rsync.Result
 	logged    int64 // file bytes its output said it transferred
+	// lost: DEST or the source was no longer the storage it was at the start, before the
+	// run (then no rsync started) or once it ended (storageLost)
+	lost error
 }
 
 // sink takes both output streams of one rsync. One lock serialises them: the
@@ -149,6 +152,9 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	if extra == nil {
 		sk.pool = p
 	}
+	if lost := p.storageLost(c, entries, ps); lost != nil {
+		return result{code: LostExitCode, stderr: lost.Error(), r: sk.a.Result(), lost: lost} // no rsync starts
+	}
 	out := &lineWriter{fn: sk.stdout}
 	errBuf := &capWriter{max: 4 << 10}
 	errLines := &lineWriter{fn: sk.stderr}
@@ -227,7 +233,9 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	if sk.pool != nil {
 		p.inflight.Add(-logged)
 	}
+	lost := p.storageLost(c, entries, ps) // what the run wrote or read may not be there
 	return result{
+		lost:      lost,
 		code:      code,
 		cancelled: cancelled.Load() || p.killed.Load(),
 		stderr:    errBuf.String(),

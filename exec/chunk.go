@@ -80,7 +80,7 @@ func (p *Pool) runOnce(ctx context.Context, st *chunkState, set []int, rerun boo
 		st.remember(set, res.r)
 		class := rsync.Classify(res.code, res.cancelled, res.r)
 		retry, delay := p.retryAfter(class, try, &free, res)
-		if retry && ctx.Err() == nil {
+		if retry && ctx.Err() == nil && res.lost == nil {
 			p.report(p.endReport(sub, st.attempt, res, "retrying"))
 			if !p.wait(ctx, class, delay) {
 				if rerun {
@@ -240,6 +240,9 @@ func (s *chunkState) remember(set []int, r *rsync.Result) {
 func (p *Pool) settleRun(ctx context.Context, st *chunkState, rn *ran, rerun bool) *ran {
 	res, class := rn.res, rn.class
 	r := res.r
+	if res.lost != nil {
+		return p.lostRun(st, rn, res.lost)
+	}
 	for k := range r.Paths {
 		i := rn.set[k]
 		if !r.Paths[k].Logged && !r.Paths[k].Seen && (st.logged[i].Logged || st.logged[i].Seen) {
@@ -269,6 +272,13 @@ func (p *Pool) settleRun(ctx context.Context, st *chunkState, rn *ran, rerun boo
 			}
 		}
 		rn.conf.Landed = landed
+	}
+	if res.code != 0 || len(s.Unproven) > 0 {
+		// what lstat found of the source (vanished) and of DEST (landed) holds only if
+		// both are still the storage they were
+		if lost := p.storageLost(rn.sub, rn.sub.Entries, pass{}); lost != nil {
+			return p.lostRun(st, rn, lost)
+		}
 	}
 	outcomes, unexplained := s.Fold(vs)
 	for k, o := range outcomes {

@@ -210,6 +210,9 @@ func (p *Pool) deleteChunk(ctx context.Context, c *splitter.Chunk, opts DeleteOp
 // directory that the source no longer has is no failure: its parent's pass removes it
 // from DEST.
 func (p *Pool) deleteFailure(res result, c *splitter.Chunk) (string, string) {
+	if res.lost != nil {
+		return res.lost.Error(), lostHint
+	}
 	if res.cancelled {
 		return "interrupted", ""
 	}

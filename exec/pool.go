@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/prsync/prsync/internal/storage"
 	"github.com/prsync/prsync/refusal"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
@@ -68,6 +69,10 @@ type Pool struct {
 	// TrustSender adds --trust-sender in the pipe form (rsync 3.2.5 and later): the
 	// sender is the local rsync server the helper started on SRC, not a remote to check.
 	TrustSender bool
+	// DestWatch and SrcWatch, when set, say whether a local DEST and a local source are
+	// still the storage they were at the start (storage.Watch): a run over a chunk starts
+	// only while they are, and proves its paths only if they still are once it ended.
+	DestWatch, SrcWatch *storage.Watch
 	// Reports receives what happens, in order per chunk, from the pool's goroutines. It
 	// may block (it hands the report to the one goroutine that owns the books).
 	Reports func(Report)
@@ -129,9 +134,18 @@ type AbortError struct {
 	ExitCode int
 	Msg      string
 	Hint     string
+	// Lost: DEST or the source stopped being the storage it was at the start (storage.go);
+	// Msg says which, and no rsync's exit is to blame
+	Lost bool
 }
 
 func (e *AbortError) Error() string {
+	if e.Lost && e.Chunk == 0 {
+		return e.Msg // seen once the chunks had run (CheckStorage)
+	}
+	if e.Lost {
+		return fmt.Sprintf("chunk %d: %s", e.Chunk, e.Msg)
+	}
 	return fmt.Sprintf("chunk %d: rsync exited with code %d: %s", e.Chunk, e.ExitCode, e.Msg)
 }
 

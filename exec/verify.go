@@ -54,7 +54,13 @@ func (p *Pool) verify(ctx context.Context, c *splitter.Chunk, outcomes []rsync.O
 	res, held := p.runRetried(ctx, c, entries, pass{extra: verifyArgs})
 	v := &Verification{Paths: len(idx)}
 	cs := rsync.Checks(res.r, res.code, res.cancelled, res.stderr, listed)
+	if res.lost != nil {
+		p.abortLost(c.ID, res.lost)
+	}
 	for k, i := range idx {
+		if res.lost != nil {
+			cs[k] = rsync.Check{Status: rsync.Failed, Reason: "verify: not checked: " + res.lost.Error(), Hint: lostHint}
+		}
 		if cs[k].OK {
 			continue
 		}

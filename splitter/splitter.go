@@ -114,6 +114,10 @@ type Config struct {
 	// Dirs, when set, collects the directories the paths of this shard touch, for the
 	// deletion pass.
 	Dirs *Dirs
+	// SourceLost, when set, is asked before a path whose lstat found it missing is settled
+	// vanished: an error says the source's storage went away (a mount that dropped leaves
+	// its bare mount point), and the path fails with it instead.
+	SourceLost func(abs string) error
 	// RemoteSrc, when set, is a remote source (HOST:PATH, rsync://HOST/MODULE/PATH, …):
 	// every chunk's Src, paths are never lstat'ed, and Root is the path part of it that
 	// absolute input paths must lie under ("" when it has none a local path can name).
@@ -677,9 +681,17 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 			return nil
 		}
 		s.touch(l)
-		if errors.Is(l.statErr, syscall.ENOENT) || errors.Is(l.statErr, syscall.ENOTDIR) {
+		gone := errors.Is(l.statErr, syscall.ENOENT) || errors.Is(l.statErr, syscall.ENOTDIR)
+		var lost error
+		if gone && s.cfg.SourceLost != nil {
+			lost = s.cfg.SourceLost(l.abs)
+		}
+		switch {
+		case lost != nil:
+			s.settle(in, Failed, "lstat: "+l.statErr.Error()+"; "+lost.Error())
+		case gone:
 			s.settle(in, Vanished, "lstat: "+l.statErr.Error())
-		} else {
+		default:
 			s.settle(in, Failed, "lstat: "+l.statErr.Error())
 		}
 		return nil
