@@ -22,8 +22,9 @@ import (
 // checks everything first and creates nothing until every check has passed, so that a
 // refused run leaves nothing behind (check): it asks rsync to check the options (rsync
 // OPTIONS --version), checks DEST, picks the transport, opens --from, refuses an output
-// that is an input or another output, or that cannot be written (checkOutputs), and asks
-// a remote DEST whether it takes the deletion pass. Then it creates a missing local DEST,
+// that is an input or another output, or that cannot be written (checkOutputs), asks a
+// remote DEST whether it takes the deletion pass, and reads the list's first record to
+// refuse a list with CRLF line ends (peekCRLF). Then it creates a missing local DEST,
 // opens --failed and writes the --metrics-file a first time (create), builds the
 // pipeline, opens the control socket and routes the signals to the run. Its warnings are
 // written as they arise. An error ends the run before it starts; either way, Close
@@ -42,7 +43,7 @@ func (r *runner) Open() error {
 }
 
 // check is Open's every check that can refuse the run, in order; it creates, truncates
-// and writes nothing.
+// and writes nothing (it reads the list's first record).
 func (r *runner) check() error {
 	f := &r.f
 	ver, err := r.probeRsync()
@@ -77,7 +78,7 @@ func (r *runner) check() error {
 			return err
 		}
 	}
-	return nil
+	return r.peekCRLF()
 }
 
 // create makes what the run writes, once check has passed: a missing local DEST, the

@@ -142,6 +142,8 @@ func TestRefusalCreatesNothing(t *testing.T) {
 			code: 3, names: []string{"not a directory"}, absent: []string{"failed", "m.prom"}},
 		{name: "an option rsync rejects", args: []string{"--failed", "W/failed", "--metrics-file", "W/m.prom", "DEST", "--", "--no-such-option"},
 			code: 1, names: []string{"rsync rejected the options"}, absent: []string{"failed", "m.prom"}},
+		{name: "a CRLF list", args: []string{"--failed", "W/failed", "--metrics-file", "W/m.prom"}, stdin: "src/a\r\n",
+			code: 1, names: []string{"CRLF"}, absent: []string{"failed", "m.prom"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
