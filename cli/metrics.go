@@ -18,8 +18,8 @@ import (
 
 // metrics keeps a Prometheus text-format file (--metrics-file) up to date for
 // node_exporter's textfile collector: written to a temp file and renamed, first by Open
-// (a path that cannot be written stops the run before anything is copied), then every
-// interval and once more at the end. A write that fails later is said once; the file
+// (once replaceable has passed, before anything is copied: a path that cannot be written
+// stops the run), then every interval and once more at the end. A write that fails later is said once; the file
 // keeps its last figures until a write succeeds, and the last write, if the temp file
 // cannot be made, writes the file in place, so that it says the run ended when it can. It
 // is a printer of the books: every value is read from the snapshot it was last given.

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -16,13 +18,33 @@ import (
 	"github.com/prsync/prsync/rsync"
 )
 
-// Open does what must be done before the first rsync starts, once Validate has passed,
-// in this order: it asks rsync to check the options (rsync OPTIONS --version), checks DEST
-// and creates a missing local one, picks the transport, asks a remote DEST whether it takes
-// the deletion pass, opens --from and --failed, writes the --metrics-file a first time,
-// then builds the pipeline, opens the control socket and routes the signals to the run. Its warnings are written as they arise. An
-// error ends the run before it starts; either way, Close releases what Open opened.
+// Open does what must be done before the first rsync starts, once Validate has passed. It
+// checks everything first and creates nothing until every check has passed, so that a
+// refused run leaves nothing behind (check): it asks rsync to check the options (rsync
+// OPTIONS --version), checks DEST, picks the transport, opens --from, refuses an output
+// that is an input or another output, or that cannot be written (checkOutputs), asks a
+// remote DEST whether it takes the deletion pass, and reads the list's first record to
+// refuse a list with CRLF line ends (peekCRLF). Then it creates a missing local DEST,
+// opens --failed and writes the --metrics-file a first time (create), builds the
+// pipeline, opens the control socket and routes the signals to the run. Its warnings are
+// written as they arise. An error ends the run before it starts; either way, Close
+// releases what Open opened.
 func (r *runner) Open() error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := r.create(); err != nil {
+		return err
+	}
+	r.p = r.newPipeline()
+	r.closeControl = r.p.startControl()
+	r.sig.attach(r.p.pool, func() { r.p.rep.in <- statusRequest{by: "signal"} })
+	return nil
+}
+
+// check is Open's every check that can refuse the run, in order; it creates, truncates
+// and writes nothing (it reads the list's first record).
+func (r *runner) check() error {
 	f := &r.f
 	ver, err := r.probeRsync()
 	if err != nil {
@@ -40,12 +62,6 @@ func (r *runner) Open() error {
 		// those (exec.Pool.LeftOut), which a user who meant to leave them out may not expect
 		cmdline.Warnf(r.stderr, "with %s after --, rsync may leave listed paths out; prsync counts those as failed unless DEST already holds them; filter the list instead (find ... ! -name PATTERN)", o)
 	}
-	if f.Delete && rsync.IsRemote(f.Dest) {
-		if err := r.probeDelete(); err != nil {
-			return err
-		}
-	}
-
 	r.input = io.NopCloser(r.stdin)
 	if f.From != "" && f.From != "-" {
 		fh, err := os.Open(f.From)
@@ -54,28 +70,103 @@ func (r *runner) Open() error {
 		}
 		r.input = fh
 	}
-	if f.Failed != "" {
-		if from := r.failedIsInput(); from != "" {
-			return usage(fmt.Sprintf("--failed %s is the list prsync reads (%s): it would be emptied before it is read", f.Failed, from),
-				fmt.Sprintf("write the new list to another file, then move it over the old one: --failed %s.next", f.Failed))
+	if err := r.checkOutputs(); err != nil {
+		return err
+	}
+	if f.Delete && rsync.IsRemote(f.Dest) {
+		if err := r.probeDelete(); err != nil {
+			return err
 		}
-		fh, err := os.OpenFile(f.Failed, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	}
+	return r.peekCRLF()
+}
+
+// create makes what the run writes, once check has passed: a missing local DEST, the
+// --failed file (emptied last, so that a step that fails leaves an old list as it was)
+// and the --metrics-file's first write. When a step fails (something changed since the
+// check), it removes what it created before it returns the error.
+func (r *runner) create() (err error) {
+	f := &r.f
+	var made []string // created, in order: removed in reverse when a step fails
+	defer func() {
+		if err != nil {
+			if r.failed != nil {
+				r.failed.Close()
+				r.failed = nil
+			}
+			for _, p := range slices.Backward(made) {
+				os.Remove(p) // a directory only when empty: nothing was copied into it
+			}
+		}
+	}()
+	switch {
+	case rsync.IsRemote(f.Dest):
+	case !r.destMissing:
+		r.destPaths = r.localDestPaths(f.Dest)
+	case !f.DryRun:
+		made = append(made, missingDirs(f.Dest)...)
+		if err := os.MkdirAll(f.Dest, 0o755); err != nil {
+			return &cmdline.Error{Code: ExitDest, Msg: fmt.Sprintf("create destination: %v", err)}
+		}
+		r.destPaths = r.localDestPaths(f.Dest)
+	}
+	if f.Failed != "" {
+		_, statErr := os.Lstat(f.Failed)
+		fh, err := os.OpenFile(f.Failed, os.O_WRONLY|os.O_CREATE, 0o644)
 		if err != nil {
 			return usage(fmt.Sprintf("--failed: %v", err), "")
+		}
+		if errors.Is(statErr, fs.ErrNotExist) {
+			made = append(made, f.Failed)
 		}
 		r.failed = fh // the reporter closes it with its list
 	}
 	if f.MetricsFile != "" {
+		_, statErr := os.Lstat(f.MetricsFile)
 		r.metrics = newMetrics(f.MetricsFile, r.stderr)
 		if err := r.metrics.open(); err != nil {
 			return usage(fmt.Sprintf("--metrics-file %s: %v", f.MetricsFile, err), "")
 		}
+		if errors.Is(statErr, fs.ErrNotExist) {
+			made = append(made, f.MetricsFile)
+		}
 	}
-
-	r.p = r.newPipeline()
-	r.closeControl = r.p.startControl()
-	r.sig.attach(r.p.pool, func() { r.p.rep.in <- statusRequest{by: "signal"} })
+	if r.failed != nil {
+		if fi, err := r.failed.Stat(); err == nil && fi.Mode().IsRegular() {
+			if err := r.failed.Truncate(0); err != nil {
+				return usage(fmt.Sprintf("--failed: %v", err), "")
+			}
+		}
+	}
 	return nil
+}
+
+// missingDirs returns the directories that os.MkdirAll(dir) would create, the outermost
+// first.
+func missingDirs(dir string) []string {
+	var missing []string
+	for p := strings.TrimRight(dir, "/"); p != "" && p != "." && p != "/"; p = parentDir(p) {
+		if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, p)
+	}
+	slices.Reverse(missing)
+	return missing
+}
+
+// parentDir returns the directory part of p as os.MkdirAll takes it: the string before
+// its last slash, uncleaned, so that a symlink followed by ".." resolves as the kernel
+// resolves it.
+func parentDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	switch {
+	case i < 0:
+		return "."
+	case i == 0:
+		return "/"
+	}
+	return strings.TrimRight(p[:i], "/")
 }
 
 // Close releases what Open opened, in this order: it continues every rsync group that is
@@ -122,7 +213,9 @@ func (r *runner) probeRsync() (rsync.Version, error) {
 	return ver, nil
 }
 
-// checkDest fails fast on a local DEST that cannot work, and creates its missing parents.
+// checkDest fails fast on a local DEST that cannot work: a file, one that is not
+// writable, or a missing one whose parents cannot be created. It creates nothing: a
+// missing DEST is created by create, with its parents.
 func (r *runner) checkDest(ver rsync.Version) error {
 	dest := r.f.Dest
 	if dest == "" {
@@ -143,17 +236,42 @@ func (r *runner) checkDest(ver rsync.Version) error {
 			return &cmdline.Error{Code: ExitDest, Msg: fmt.Sprintf("destination %s is not writable", dest)}
 		}
 	case errors.Is(err, os.ErrNotExist):
+		r.destMissing = true
 		if r.f.DryRun {
 			return nil
 		}
-		if err := os.MkdirAll(dest, 0o755); err != nil {
+		if err := mkdirAllable(dest); err != nil {
 			return &cmdline.Error{Code: ExitDest, Msg: fmt.Sprintf("create destination: %v", err)}
 		}
 	default:
 		return &cmdline.Error{Code: ExitDest, Msg: fmt.Sprintf("destination: %v", err)}
 	}
-	r.destPaths = r.localDestPaths(dest)
 	return nil
+}
+
+// mkdirAllable returns the error os.MkdirAll(dir) would fail with, without creating
+// anything: the deepest directory of dir that can be looked at must be a directory that
+// may be written, and a file on the way fails.
+func mkdirAllable(dir string) error {
+	first := dir // the outermost directory MkdirAll would create
+	for p := strings.TrimRight(dir, "/"); ; p = parentDir(p) {
+		if p == "" {
+			p = "/"
+		}
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && !fi.IsDir():
+			return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
+		case err == nil:
+			if err := syscall.Access(p, 2|1); err != nil { // W_OK|X_OK
+				return &fs.PathError{Op: "mkdir", Path: first, Err: err}
+			}
+			return nil
+		case p == "/" || p == ".":
+			return &fs.PathError{Op: "mkdir", Path: p, Err: bare(err)}
+		}
+		first = p
+	}
 }
 
 // insideDestHint is the hint for a list that holds a local DEST's own files: leave DEST out
@@ -207,28 +325,6 @@ func (r *runner) localDestPaths(dest string) []string {
 		}
 	}
 	return paths
-}
-
-// failedIsInput says where prsync reads the file --failed names ("--from" or "stdin"), or
-// "" when it does not: truncated for the new list, the file of a retry loop (prsync
-// --failed failed.list < failed.list) would be empty before a path was read, and its
-// paths lost. A list piped in through another program cannot be told apart.
-func (r *runner) failedIsInput() string {
-	out, err := os.Stat(r.f.Failed)
-	if err != nil || !out.Mode().IsRegular() {
-		return "" // a device, such as /dev/null, loses nothing
-	}
-	if in, ok := r.input.(*os.File); ok {
-		if st, err := in.Stat(); err == nil && os.SameFile(st, out) {
-			return "--from"
-		}
-	}
-	if in, ok := r.stdin.(*os.File); ok && (r.f.From == "" || r.f.From == "-") {
-		if st, err := in.Stat(); err == nil && os.SameFile(st, out) {
-			return "stdin"
-		}
-	}
-	return ""
 }
 
 // pickTransport takes --transport pipe where it can work, and says so when it cannot and

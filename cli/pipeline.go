@@ -88,7 +88,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.rep = &reporter{
 		books: books.New(r.jobs, failed, p.sep), json: books.JSON{Enc: p.enc}, enc: p.enc, stderr: r.stderr,
 		pool: p.pool, throttle: p.throttle, bw: p.bw, last: &p.last, t0: p.t0, every: f.ThrottleInterval,
-		jobsAuto: r.tuner != nil, dryRun: f.DryRun, destHint: r.insideDestHint(), in: make(chan any, 16),
+		jobsAuto: r.tuner != nil, dryRun: f.DryRun, lines: p.sep == '\n', destHint: r.insideDestHint(), in: make(chan any, 16),
 	}
 	p.rep.books.Failed = p.rep.pathFailed
 	// the printers of the books, in the order they print each snapshot

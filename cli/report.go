@@ -37,6 +37,7 @@ type reporter struct {
 	inDone   func() bool // the input has ended
 	jobsAuto bool
 	dryRun   bool // -n: deletions are what would be deleted
+	lines    bool // the records are lines, not NUL-separated
 	crlfSaid bool // the CRLF hint was given
 	// destHint is the hint for paths inside a local DEST (splitter.InsideDest), given once
 	// and then cleared
@@ -127,8 +128,9 @@ func (r *reporter) chunkEnded(m exec.ChunkEnded, t books.ChunkTally) {
 // pathFailed reports a path that failed, vanished or was not done (path_failed), once
 // the books have counted and listed it.
 func (r *reporter) pathFailed(input []byte, status rsync.Status, reason string, chunk int) {
-	if status == rsync.Vanished && !r.crlfSaid && len(input) > 1 && input[len(input)-1] == '\r' {
-		// a list written on Windows: every name ends in CR, and none exists
+	if !r.crlfSaid && (reason == splitter.CRLF || r.lines && status == rsync.Vanished && len(input) > 1 && input[len(input)-1] == '\r') {
+		// a list written on Windows: its names end in CR, and exist without it (a remote
+		// source cannot be looked at: there every such name vanished)
 		r.crlfSaid = true
 		cmdline.Hintf(r.stderr, `the input has CRLF line ends; convert it with tr -d '\r'`)
 	}

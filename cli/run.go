@@ -104,6 +104,7 @@ type runner struct {
 	args         []string
 	root, cwd    string
 	destPaths    []string // a local DEST, as the splitter matches source paths against it
+	destMissing  bool     // a local DEST that does not exist yet: create makes it
 	input        io.ReadCloser
 	failed       *os.File
 	metrics      *metrics // --metrics-file, written once by Open

@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
 
+	"github.com/prsync/prsync/internal/clash"
 	"github.com/prsync/prsync/internal/cmdline"
 )
 
@@ -79,8 +80,8 @@ func run(f flags, stdin io.Reader, stdout, stderr io.Writer) error {
 	if toStdout && isTerminal(stdout) {
 		return &cmdline.Error{Code: exitUsage, Msg: "will not write HTML to a terminal", Hint: "name a file: prsync report " + f.Events + " -o report.html"}
 	}
-	if !toStdout && f.Events != "-" && sameFile(f.Events, f.Output) {
-		return &cmdline.Error{Code: exitUsage, Msg: fmt.Sprintf("-o %s is the events file itself", f.Output), Hint: "name another file for the report"}
+	if c := clash.Find(files(f, stdin, stdout, toStdout)); c != nil {
+		return &cmdline.Error{Code: exitUsage, Msg: c.Error(), Hint: c.HintText()}
 	}
 	in, name := stdin, "stdin"
 	if f.Events != "-" {
@@ -146,11 +147,33 @@ func isTerminal(w io.Writer) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
-func sameFile(a, b string) bool {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
+// files returns what prsync report reads and writes, for clash.Find: the events (a file,
+// or stdin), then the page's file (-o, or stdout when that is a file).
+func files(f flags, stdin io.Reader, stdout io.Writer, toStdout bool) []clash.File {
+	const noun = "the events file"
+	var files []clash.File
+	if f.Events != "-" {
+		files = append(files, clash.File{Flag: "EVENTS", Path: f.Events, Noun: noun})
+	} else if fi := streamInfo(stdin); fi != nil {
+		files = append(files, clash.File{Flag: "stdin", Info: fi, Noun: noun})
 	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
+	if !toStdout {
+		files = append(files, clash.File{Flag: "-o", Path: f.Output, Out: true})
+	} else if fi := streamInfo(stdout); fi != nil {
+		files = append(files, clash.File{Flag: "stdout", Info: fi, Out: true})
+	}
+	return files
+}
+
+// streamInfo returns the Stat of a stream that is a file, or nil.
+func streamInfo(s any) os.FileInfo {
+	fh, ok := s.(*os.File)
+	if !ok {
+		return nil
+	}
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil
+	}
+	return fi
 }

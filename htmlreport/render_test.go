@@ -293,7 +293,8 @@ func TestCommand(t *testing.T) {
 		{name: "not events", args: []string{notEvents}, code: 2, stderr: `^prsync: error: .*notes.txt holds no prsync events: none of its 1 lines is a prsync JSON event\nprsync: hint: `},
 		{name: "empty stdin", args: []string{"-"}, code: 2, stderr: `^prsync: error: stdin holds no prsync events: it is empty\n`},
 		{name: "unwritable", args: []string{good, "-o", filepath.Join(dir, "no", "such", "dir.html")}, code: 3, stderr: `^prsync: error: write report: .*dir.html: no such file or directory\n$`},
-		{name: "onto the events", args: []string{good, "-o", good}, code: 1, stderr: `^prsync: error: -o .* is the events file itself\n`},
+		{name: "onto the events", args: []string{good, "-o", good}, code: 1,
+			stderr: `^prsync: error: -o .*events.jsonl is the events file \(EVENTS .*events.jsonl\): it would be overwritten\nprsync: hint: name another file for -o\n$`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -327,5 +328,74 @@ func TestCommand(t *testing.T) {
 	// the events file is untouched by the refusal to write onto it
 	if b, _ := os.ReadFile(good); !bytes.HasPrefix(b, []byte(evStart)) {
 		t.Errorf("the events file was overwritten")
+	}
+}
+
+// TestCommandClash: the page is never written over the events it reads, however the two
+// names lead to one file: a symlink, a hard link, "..", stdin, or stdout that is the
+// events file. Each is refused with exit 1 and one error naming both, and the events are
+// left as they were.
+func TestCommandClash(t *testing.T) {
+	dir := t.TempDir()
+	events := filepath.Join(dir, "events.jsonl")
+	content := evStart + "\n" + evSummary + "\n"
+	os.WriteFile(events, []byte(content), 0o644)
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	os.Symlink(events, filepath.Join(dir, "link.html"))
+	os.Link(events, filepath.Join(dir, "hard.html"))
+	open := func(flag int) *os.File {
+		fh, err := os.OpenFile(events, flag, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fh.Close() })
+		return fh
+	}
+	tests := []struct {
+		name          string
+		args          []string
+		stdin, stdout bool // the events file is stdin, stdout
+		want          string
+	}{
+		{name: "-o a symlink", args: []string{events, "-o", filepath.Join(dir, "link.html")},
+			want: `-o .*/link.html is the events file \(EVENTS .*/events.jsonl\)`},
+		{name: "-o a hard link", args: []string{events, "-o", filepath.Join(dir, "hard.html")},
+			want: `-o .*/hard.html is the events file \(EVENTS .*/events.jsonl\)`},
+		{name: "-o through ..", args: []string{events, "-o", filepath.Join(dir, "sub") + "/../events.jsonl"},
+			want: `-o .*/sub/\.\./events.jsonl is the events file \(EVENTS .*/events.jsonl\)`},
+		{name: "EVENTS a symlink", args: []string{filepath.Join(dir, "link.html"), "-o", events},
+			want: `-o .*/events.jsonl is the events file \(EVENTS .*/link.html\)`},
+		{name: "stdin", args: []string{"-", "-o", filepath.Join(dir, "hard.html")}, stdin: true,
+			want: `-o .*/hard.html is the events file \(stdin\)`},
+		{name: "stdout", args: []string{filepath.Join(dir, "hard.html")}, stdout: true,
+			want: `stdout is the events file \(EVENTS .*/hard.html\)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdin io.Reader = strings.NewReader("")
+			var stdout io.Writer = new(bytes.Buffer)
+			if tt.stdin {
+				stdin = open(os.O_RDONLY)
+			}
+			if tt.stdout {
+				stdout = open(os.O_WRONLY | os.O_APPEND)
+			}
+			var stderr bytes.Buffer
+			if code := Main(tt.args, stdin, stdout, &stderr); code != 1 {
+				t.Errorf("exit %d, want 1; stderr %q", code, stderr.String())
+			}
+			re := `^prsync: error: ` + tt.want + `: it would be overwritten\nprsync: hint: [^\n]+\n$`
+			if !regexp.MustCompile(re).MatchString(stderr.String()) {
+				t.Errorf("stderr %q, want %q", stderr.String(), re)
+			}
+			if b, _ := os.ReadFile(events); string(b) != content {
+				t.Errorf("the events file is now %q", b)
+			}
+		})
+	}
+	// a device loses nothing: the page goes to /dev/null
+	var stderr bytes.Buffer
+	if code := Main([]string{events, "-o", os.DevNull}, nil, nil, &stderr); code != 0 {
+		t.Errorf("-o /dev/null: exit %d, stderr %q", code, stderr.String())
 	}
 }

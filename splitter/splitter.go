@@ -612,6 +612,12 @@ func (s *Splitter) examine(in []byte, l *look, c *cursors) {
 		l.err = errors.New(InsideDest)
 		return
 	}
+	if s.crlf(l.path, l.abs) {
+		// a line of a CRLF list, even with --sizes: not vanished, which it would be
+		// called here (or by rsync), nor sent to rsync
+		l.err = errors.New(CRLF)
+		return
+	}
 	if s.cfg.List != nil {
 		s.cfg.List.Warm(l.lands)
 	}
