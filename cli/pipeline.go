@@ -77,6 +77,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.throttle = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
 		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- e },
+		OnNotice: func(n throttle.Notice) { p.rep.in <- n },
 	}
 	if f.Delete {
 		p.dirs = &splitter.Dirs{}
@@ -92,7 +93,8 @@ func (r *runner) newPipeline() *pipeline {
 	}
 	p.rep.books.Failed = p.rep.pathFailed
 	// the printers of the books, in the order they print each snapshot
-	p.rep.printers = []books.Printer{p.rep.json, &books.Text{W: r.stderr, On: r.showProgress()}}
+	p.rep.tty = r.showProgress()
+	p.rep.printers = []books.Printer{p.rep.json, &books.Text{W: r.stderr, On: p.rep.tty}}
 	if r.metrics != nil {
 		p.rep.printers = append(p.rep.printers, r.metrics)
 	}

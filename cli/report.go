@@ -42,6 +42,9 @@ type reporter struct {
 	// destHint is the hint for paths inside a local DEST (splitter.InsideDest), given once
 	// and then cleared
 	destHint string
+	// tty says the progress line is drawn on stderr (books.Text): a line written there
+	// clears it first, and the next interval draws it again
+	tty bool
 
 	in chan any
 }
@@ -84,6 +87,8 @@ func (r *reporter) handle(m any) {
 		}
 	case throttle.Event:
 		r.json.Throttle(m)
+	case throttle.Notice:
+		r.throttleNotice(m)
 	case inputError:
 		r.enc.Emit(&event.Error{Error: m.err.Error()})
 	case statusRequest:
@@ -140,6 +145,25 @@ func (r *reporter) pathFailed(input []byte, status rsync.Status, reason string, 
 	}
 	p, b64 := event.PathFields(input)
 	r.enc.Emit(&event.PathFailed{Path: p, PathB64: b64, Status: string(status), Reason: reason, Chunk: chunk})
+}
+
+// throttleNotice writes the throttle's notice on stderr, terminal or not: every rsync has
+// been paused a while, why, and the flags that change it; or they run again.
+func (r *reporter) throttleNotice(n throttle.Notice) {
+	msg, warning := n.Message()
+	r.clearLine()
+	if warning {
+		cmdline.Warnf(r.stderr, "%s", msg)
+	} else {
+		cmdline.Printf(r.stderr, "%s", msg)
+	}
+}
+
+// clearLine clears the progress line, when one is drawn, before a line of stderr.
+func (r *reporter) clearLine() {
+	if r.tty {
+		io.WriteString(r.stderr, "\r\033[K")
+	}
 }
 
 // snapshot returns the books as they stand, with what the pool, the throttle, the

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -346,4 +347,64 @@ printf '%s\n' f2* f3*`
 		sameTree(t, src, dst)
 		return r
 	})
+}
+
+// waitStderr waits up to timeout for a line of p's stderr that re matches, and returns it;
+// the test fails when none came.
+func (p *proc) waitStderr(what string, re *regexp.Regexp, timeout time.Duration) string {
+	p.t.Helper()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
+		for _, l := range strings.Split(p.stderr.String(), "\n") {
+			if re.MatchString(l) {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no %s on stderr within %v; stderr:\n%s", what, timeout, p.stderr.String())
+		}
+	}
+}
+
+// TestThrottleHeldNotice: a copy the throttle holds whole says so on stderr, with no
+// terminal (stdout and stderr are pipes, as under cron): after 10 s of every rsync paused,
+// one warning line with the cause and its figure, the threshold and the flags that change
+// it; and one line when --max-suspend lets an rsync run again. The hogs fill every core,
+// and --suspend-threshold 30 is far below what they make, whatever else the machine runs.
+func TestThrottleHeldNotice(t *testing.T) {
+	needRsync(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	list := slowTree(t, src, 8, 300_000)
+	h := startHog(t)
+	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "2", "--root", src,
+		"--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "300ms", "--max-suspend", "15s",
+		dst, "--", "--bwlimit=200")
+	started := time.Now()
+	held := l.waitStderr("held notice", regexp.MustCompile(`^prsync: warning: every rsync has been paused for 1\ds: `), 40*time.Second)
+	t.Logf("after %v: %s", time.Since(started).Round(time.Millisecond), held)
+	for _, want := range []string{"the machine's CPU use is ", "above --suspend-threshold 30; ",
+		"raise --suspend-threshold", "--max-suspend (15s", "--no-throttle"} {
+		if !strings.Contains(held, want) {
+			t.Errorf("the held notice lacks %q: %s", want, held)
+		}
+	}
+	if cpu := regexp.MustCompile(`CPU use is (\d+)%`).FindStringSubmatch(held); cpu == nil {
+		t.Errorf("the held notice gives no CPU figure: %s", held)
+	} else if v, _ := strconv.Atoi(cpu[1]); v <= 30 {
+		t.Errorf("the held notice's CPU %d%% is not above the threshold 30: %s", v, held)
+	}
+	l.waitStderr("the notice that one runs again", regexp.MustCompile(`^prsync: the throttle lets one rsync run after 1\ds of all paused \(--max-suspend 15s\)`), 30*time.Second)
+	h.stop()
+	r := l.wait(2 * time.Minute)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	if n := strings.Count(r.Stderr, "every rsync has been paused"); n != 1 {
+		t.Errorf("%d held notices in a run held once for 15 s, want 1:\n%s", n, r.Stderr)
+	}
+	sameTree(t, src, dst)
+	checkIdentity(t, r.Summary(t), 8)
 }

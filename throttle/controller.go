@@ -70,6 +70,10 @@ type Controller struct {
 	OnEvent func(Event)
 	// OnSample, if set, is called with every sample, for progress reports.
 	OnSample func(Sample)
+	// OnNotice, if set, is called when every rsync has been held for HeldAfter, again at
+	// most every HeldEvery while they stay held, and once when they run again after such
+	// a notice (see Notice).
+	OnNotice func(Notice)
 
 	now func() time.Time // time.Now unless a test sets it
 
@@ -96,7 +100,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 
-	l := &loop{c: c, gate: true}
+	l := &loop{c: c, gate: true, held: heldWatch{after: HeldAfter, every: HeldEvery}}
 	defer l.stop()
 
 	ticker := time.NewTicker(c.Interval)
@@ -222,6 +226,7 @@ type loop struct {
 	// while some run); trickle is set after a starved resume, until the machine cools.
 	stalledSince time.Time
 	trickle      bool
+	held         heldWatch // when to give a Notice
 }
 
 func (l *loop) tick(ctx context.Context) error {
@@ -275,6 +280,7 @@ func (l *loop) tick(ctx context.Context) error {
 	if !d.GateOpen {
 		l.setGate(false)
 	}
+	nRun, nPaused := st.Running, st.Suspended // after the action
 	switch d.Action {
 	case Suspend:
 		p := slices.MaxFunc(running, func(a, b Proc) int {
@@ -287,7 +293,8 @@ func (l *loop) tick(ctx context.Context) error {
 		// list it; on another error the next interval decides again.
 		if err := c.Target.Pause(p.Chunk); err == nil {
 			c.markPaused(p, now)
-			l.emit(Suspend, p, d.Reason, st.Running-1, st.Suspended+1)
+			nRun, nPaused = nRun-1, nPaused+1
+			l.emit(Suspend, p, d.Reason, nRun, nPaused)
 		}
 	case Resume:
 		p := slices.MinFunc(paused, func(a, b Proc) int {
@@ -299,15 +306,30 @@ func (l *loop) tick(ctx context.Context) error {
 		err := c.Target.Resume(p.Chunk)
 		if err == nil || errors.Is(err, syscall.ESRCH) {
 			c.endPause(p.Chunk, now)
+			nPaused--
 		}
 		if err == nil {
-			l.emit(Resume, p, d.Reason, st.Running+1, st.Suspended-1)
+			nRun++
+			l.emit(Resume, p, d.Reason, nRun, nPaused)
 		}
 	}
 	if d.GateOpen {
 		l.setGate(true)
 	}
+	l.notice(now, d.Reason, s, nRun, nPaused, queued)
 	return nil
+}
+
+// notice gives the interval's Notice, if one is due: held says that, after the action,
+// nothing runs while something waits, paused or queued at the closed gate. That the
+// rsyncs run again is said only while one does (not when the paused ones ended).
+func (l *loop) notice(now time.Time, reason string, s Sample, running, suspended, queued int) {
+	held := running == 0 && (suspended > 0 || (!l.gate && queued > 0))
+	kind, d := l.held.observe(now, held)
+	if l.c.OnNotice == nil || kind == noNotice || kind == runningNotice && running == 0 {
+		return
+	}
+	l.c.OnNotice(Notice{Held: kind == heldNotice, For: d, Reason: reason, Sample: s, Policy: l.c.Policy})
 }
 
 // pausedAt returns when p was paused, by the Target's account or ours.
