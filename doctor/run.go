@@ -31,7 +31,8 @@ type Plan struct {
 }
 
 // Run checks the plan and returns every check, in this order: the rsyncs on both ends,
-// the far side's connection limit, the source, DEST, the throttle and the control socket.
+// the far side's connection limit, the source, DEST, the throttle (and how busy the machine
+// is now: a sample of NowSample) and the control socket.
 // It creates, writes and copies nothing; the far side's probes are bounded by
 // ProbeTimeout each.
 func Run(ctx context.Context, p Plan) *Report {
@@ -76,6 +77,7 @@ func Run(ctx context.Context, p Plan) *Report {
 	}
 
 	r.Add(Throttle(LookThrottle(p.Policy, p.NoThrottle))...)
+	r.Add(Now(LookNow(ctx, p.Policy, p.NoThrottle, NowSample)))
 	r.Add(Control(LookControl(p.NoControl, control.LookupDir)))
 	return r
 }

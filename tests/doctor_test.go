@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -103,7 +104,8 @@ func TestDoctorMisconfigured(t *testing.T) {
 	list := nul("a", "b", "plain", "holes")
 	wrapper := rsyncWrapper(t)
 
-	r := runDoctor(t, "", list, "-0", "-j", "8", "--rsync", wrapper, "-C", src, d.URL())
+	// --suspend-threshold 100 never pauses: a busy machine's throttle-now warning is not this test's
+	r := runDoctor(t, "", list, "-0", "-j", "8", "--rsync", wrapper, "-C", src, "--suspend-threshold", "100", d.URL())
 	t.Logf("prsync doctor:\n%s", r)
 	if r.code != 0 || r.stderr != "" {
 		t.Errorf("warnings only: want exit 0 and no stderr\n%s", r)
@@ -133,7 +135,7 @@ func TestDoctorMisconfigured(t *testing.T) {
 	}
 
 	// --json: one object with the same checks
-	j := runDoctor(t, "", list, "-0", "-j", "8", "--rsync", wrapper, "-C", src, "--json", d.URL())
+	j := runDoctor(t, "", list, "-0", "-j", "8", "--rsync", wrapper, "-C", src, "--suspend-threshold", "100", "--json", d.URL())
 	var obj struct {
 		OK       bool `json:"ok"`
 		Errors   int  `json:"errors"`
@@ -210,5 +212,39 @@ func TestDoctorFullDest(t *testing.T) {
 	r = runDoctor(t, "", []byte("2000000\tf\n"), "--sizes", "-C", src, filepath.Join(mnt, "backup"))
 	if r.code != 1 || !strings.Contains(r.byName["dest-space"], "the list holds 2.00 MB") {
 		t.Errorf("--sizes: want the list's own size\n%s", r)
+	}
+}
+
+// TestDoctorThrottleNow: doctor samples the machine as the run's throttle would, and says
+// whether the run would be paused at once. The hogs fill every core; a threshold of 30 is
+// far below what they make, whatever else the machine runs, and one of 100 can never be
+// crossed.
+func TestDoctorThrottleNow(t *testing.T) {
+	needRsync(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("own CPU is measured on Linux only")
+	}
+	h := startHog(t)
+	time.Sleep(200 * time.Millisecond) // the hogs are running
+	r := runDoctor(t, "", nil, "--suspend-threshold", "30", "--resume-threshold", "20", t.TempDir())
+	t.Logf("prsync doctor under the hogs:\n%s", r)
+	line := r.byName["throttle-now"]
+	if r.status("throttle-now") != "warning" || r.code != 0 {
+		t.Errorf("throttle-now under the hogs: want a warning (and exit 0), got exit %d: %q", r.code, line)
+	}
+	for _, want := range []string{"the machine now (a 1s sample): CPU ", "load ", "the throttle would pause the run's rsyncs at once: ",
+		"above --suspend-threshold 30", "; fix: to pause less, raise --suspend-threshold", "--no-throttle"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("throttle-now lacks %q: %q", want, line)
+		}
+	}
+	r = runDoctor(t, "", nil, "--suspend-threshold", "30", "--resume-threshold", "20", "--no-throttle", t.TempDir())
+	if line := r.byName["throttle-now"]; r.status("throttle-now") != "ok" || !strings.Contains(line, "--no-throttle: the run never pauses") {
+		t.Errorf("throttle-now with --no-throttle: %q", line)
+	}
+	h.stop()
+	r = runDoctor(t, "", nil, "--suspend-threshold", "100", t.TempDir())
+	if line := r.byName["throttle-now"]; r.status("throttle-now") != "ok" || !strings.Contains(line, "rsyncs would start") {
+		t.Errorf("throttle-now with --suspend-threshold 100: %q", line)
 	}
 }
