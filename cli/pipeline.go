@@ -168,6 +168,9 @@ func (p *pipeline) emitStart() {
 		QuickCheck: r.quick != nil, ListDest: r.list != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
 		Cgroup: cgroupEvent(p.sampler.Source()), MaxSuspend: f.MaxSuspend.Seconds(), ControlSocket: p.controlSocket,
 		BWLimit: p.bwShown(), Delete: f.Delete, Verify: f.Verify,
+		SuspendThreshold: r.policy.Suspend, ResumeThreshold: r.policy.Resume, MaxLoad: r.policy.MaxLoad,
+		MaxCPUPressure: r.policy.MaxCPUPressure, MaxIOPressure: r.policy.MaxIOPressure,
+		ThrottleInterval: f.ThrottleInterval.Seconds(), NoThrottle: f.NoThrottle,
 	})
 }
 

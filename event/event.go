@@ -72,6 +72,16 @@ type Start struct {
 	// verification pass: "off", "transferred" or "all".
 	Delete bool   `json:"delete"`
 	Verify string `json:"verify"`
+	// The throttle's limits: SuspendThreshold and ResumeThreshold in percent of CPU,
+	// MaxLoad, MaxCPUPressure and MaxIOPressure (0: off), ThrottleInterval in seconds;
+	// NoThrottle says --no-throttle: nothing is paused.
+	SuspendThreshold float64 `json:"suspend_threshold"`
+	ResumeThreshold  float64 `json:"resume_threshold"`
+	MaxLoad          float64 `json:"max_load"`
+	MaxCPUPressure   float64 `json:"max_cpu_pressure"`
+	MaxIOPressure    float64 `json:"max_io_pressure"`
+	ThrottleInterval float64 `json:"throttle_interval"`
+	NoThrottle       bool    `json:"no_throttle"`
 }
 
 // Cgroup describes the cgroup the throttle measures against.

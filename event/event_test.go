@@ -22,7 +22,8 @@ func TestGolden(t *testing.T) {
 	events := []Event{
 		&Start{Version: "v1.0.0", Schema: Schema, PID: 42, Jobs: 4, Dest: "backup/", Root: "/var/lib",
 			Rsync: "/usr/bin/rsync", RsyncVersion: "3.5.0", RsyncArgs: []string{"--archive"}, Null: true,
-			ChunkFiles: 2000, ChunkBytes: 1 << 30, Shard: 1, Shards: 4, Transport: "pipe"},
+			ChunkFiles: 2000, ChunkBytes: 1 << 30, Shard: 1, Shards: 4, Transport: "pipe",
+			SuspendThreshold: 80, ResumeThreshold: 60, MaxLoad: 8, ThrottleInterval: 1},
 		&ChunkStart{Chunk: 1, Attempt: 1, Files: 3, Bytes: 3000, PID: 1234},
 		&ChunkEnd{Chunk: 1, Attempt: 1, Files: 3, Bytes: 3000, FilesTransferred: 2, BytesTransferred: 2000,
 			FilesVanished: 1, Seconds: 0.5, ExitCode: 24, Status: "vanished", Error: "file has vanished: \"/var/lib/./x\"\n"},

@@ -26,6 +26,10 @@ type Chart struct {
 	XTicks, YTicks     []Tick
 	Lines              []Line
 	Empty              string // said instead of lines when there is no data
+	// Spans are shaded behind the lines (the throttle's pauses), with one legend entry
+	Spans               []Span
+	SpanName, SpanColor string
+	SpanLegendX         int
 }
 
 // Tick is a tick on an axis: its position and its label.
@@ -56,6 +60,7 @@ const (
 	unitRate                  // per second, decimal prefixes
 	unitBytes                 // bytes
 	unitBytesRate             // bytes per second
+	unitPercent               // percent
 )
 
 func (u unit) label(v float64) string {
@@ -66,6 +71,8 @@ func (u unit) label(v float64) string {
 		return bytesShort(v) + "/s"
 	case unitRate:
 		return short(v) + "/s"
+	case unitPercent:
+		return short(v) + "%"
 	}
 	return short(v)
 }
@@ -87,6 +94,9 @@ func newChart(id, title, caption, ylabel string, u unit, end float64, lines []li
 	}
 	if n == 0 {
 		c.Empty = empty
+	}
+	if u == unitPercent {
+		top = max(top, 100) // a percentage's axis runs to 100
 	}
 	if end <= 0 {
 		end = 1

@@ -58,6 +58,7 @@ type Report struct {
 	running, paused, jobs *series
 	chunkBytes, chunkFile *series
 	pausedBy              map[string]*series // paused rsync-seconds, by reason
+	cpu                   cpuSeries          // the CPU chart's
 
 	Chunks       chunkStats
 	Pauses       map[string]*pauseStats
@@ -141,6 +142,7 @@ func newReport() *Report {
 		bytes: newSeries(), files: newSeries(), running: newSeries(), paused: newSeries(), jobs: newSeries(),
 		chunkBytes: newSeries(), chunkFile: newSeries(),
 		pausedBy:    map[string]*series{},
+		cpu:         newCPUSeries(),
 		Chunks:      chunkStats{ByStatus: map[string]int64{}, ByExit: map[int]int64{}},
 		Pauses:      map[string]*pauseStats{},
 		open:        map[int]openPause{},
@@ -265,6 +267,7 @@ func (rep *Report) event(typ string, t time.Time, b []byte) error {
 		rep.running.add(sec, float64(e.Running))
 		rep.paused.add(sec, float64(e.Suspended))
 		rep.jobs.add(sec, float64(e.Jobs))
+		rep.cpu.progress(sec, e.CPU)
 	case "chunk_start":
 		var e event.ChunkStart
 		if err := decode(&e); err != nil {
@@ -415,6 +418,7 @@ func (rep *Report) closePause(p openPause, end float64, endedBy string, pid int)
 		rep.pausedBy[p.reason] = s
 	}
 	s.addSpan(p.t, end, 1)
+	rep.cpu.throttled.addSpan(p.t, end, 1)
 	pause := Pause{Start: p.t, Seconds: d, Reason: p.reason, EndedBy: endedBy, Chunk: p.ev.Chunk, PID: pid,
 		CPUPercent: p.ev.CPUPercent, Load: p.ev.Load, Open: endedBy == "open"}
 	switch {

@@ -313,6 +313,7 @@ func charts(rep *Report, end float64) []Chart {
 	}
 	out = append(out, newChart("paused-by", "Paused by the throttle, by reason", "The mean number of rsyncs the throttle held, by the reason it paused them.",
 		"rsyncs paused", unitCount, end, lines, "The throttle paused no rsync."))
+	out = append(out, cpuChart(rep, end))
 	return out
 }
 

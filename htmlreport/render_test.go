@@ -122,13 +122,13 @@ func checkPage(t *testing.T, page []byte) *node {
 	t.Helper()
 	root := parsePage(t, page)
 	for _, id := range []string{"summary", "charts", "throttle", "failures", "limits", "chunks", "errors", "file",
-		"rate-bytes", "rate-files", "rsyncs", "chunk-bytes", "chunk-files", "paused-by"} {
+		"rate-bytes", "rate-files", "rsyncs", "chunk-bytes", "chunk-files", "paused-by", "cpu"} {
 		if root.byID(id) == nil {
 			t.Errorf("no element with id %q", id)
 		}
 	}
-	if n := len(root.byName("svg")); n != 6 {
-		t.Errorf("%d charts, want 6", n)
+	if n := len(root.byName("svg")); n != 7 {
+		t.Errorf("%d charts, want 7", n)
 	}
 	for _, svg := range root.byName("svg") {
 		if len(svg.byName("text")) < 4 || len(svg.byName("line")) < 3 {

@@ -156,8 +156,8 @@ func wellFormed(t *testing.T, page []byte) {
 			}
 		}
 	}
-	if svgs != 6 {
-		t.Errorf("%d charts, want 6", svgs)
+	if svgs != 7 {
+		t.Errorf("%d charts, want 7", svgs)
 	}
 	if m := regexp.MustCompile(`(?i)(https?:|//[a-z0-9]|@import|url\()`).Find(page); m != nil {
 		t.Errorf("the page refers to something outside it: %q", m)
