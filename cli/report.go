@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -74,7 +75,9 @@ func (r *reporter) handle(m any) {
 		r.books.Started(m)
 		r.enc.Emit(&event.ChunkStart{Chunk: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes, PID: m.PID})
 	case exec.ChunkEnded:
-		r.chunkEnded(m, r.books.Ended(m))
+		t := r.books.Ended(m)
+		r.wouldTransfer(m)
+		r.chunkEnded(m, t)
 	case exec.ChunkDropped:
 		r.books.Dropped(m)
 	case exec.LimitChanged:
@@ -145,6 +148,28 @@ func (r *reporter) pathFailed(input []byte, status rsync.Status, reason string, 
 	}
 	p, b64 := event.PathFields(input)
 	r.enc.Emit(&event.PathFailed{Path: p, PathB64: b64, Status: string(status), Reason: reason, Chunk: chunk})
+}
+
+// wouldTransfer names, in a dry run, each path of a settled chunk that rsync would
+// transfer: a would_transfer event with rsync's itemized change, and, where the progress
+// line is shown, a line on stderr as rsync -n -i prints it (">f+++++++++ path", the name
+// escaped as rsync escapes it).
+func (r *reporter) wouldTransfer(m exec.ChunkEnded) {
+	if !r.dryRun {
+		return
+	}
+	for i, o := range m.Outcomes {
+		if o.Status != rsync.Transferred {
+			continue
+		}
+		in := m.Chunk.Inputs[i]
+		p, b64 := event.PathFields(in)
+		r.enc.Emit(&event.WouldTransfer{Path: p, PathB64: b64, Itemize: o.Change, Bytes: o.Bytes, Chunk: m.Chunk.ID})
+		if r.tty {
+			r.clearLine()
+			fmt.Fprintf(r.stderr, "%s %s\n", cmp.Or(o.Change, "?"), rsync.Escape(in))
+		}
+	}
 }
 
 // throttleNotice writes the throttle's notice on stderr, terminal or not: every rsync has

@@ -257,6 +257,18 @@ type PathFailed struct {
 	Chunk   int    `json:"chunk,omitempty"`
 }
 
+// WouldTransfer is written in a dry run (-n) for each input path that rsync would
+// transfer, with rsync's itemized change (%i, as rsync -n -i prints it) and, for a
+// regular file, its size.
+type WouldTransfer struct {
+	Header
+	Path    string `json:"path"`
+	PathB64 string `json:"path_b64,omitempty"`
+	Itemize string `json:"itemize"`
+	Bytes   int64  `json:"bytes"`
+	Chunk   int    `json:"chunk"`
+}
+
 // Deleted is written for each entry the deletion pass removed from DEST (or, in a dry
 // run, would remove). Path is relative to DEST; Kind is file, dir, link, special or, when
 // a remote DEST cannot tell, unknown.
@@ -394,6 +406,8 @@ func typeName(ev Event) string {
 		return "progress"
 	case *PathFailed:
 		return "path_failed"
+	case *WouldTransfer:
+		return "would_transfer"
 	case *Deleted:
 		return "deleted"
 	case *Error:

@@ -36,6 +36,8 @@ func TestGolden(t *testing.T) {
 		&PathFailed{Path: p, PathB64: b64, Status: "failed", Reason: "lstat: permission denied", Chunk: 0},
 		&PathFailed{Path: "<html>&", Status: "vanished", Reason: "x", Chunk: 3},
 		&Error{Error: "read input: input/output error"},
+		&WouldTransfer{Path: "dir/new file", Itemize: ">f+++++++++", Bytes: 3000, Chunk: 5},
+		&WouldTransfer{Path: p, PathB64: b64, Itemize: "cd+++++++++", Chunk: 5},
 		&ChunkEnd{Chunk: 4, Attempt: 1, Files: 2, Bytes: 20, FilesFailed: 1, Seconds: 0.3, Status: "partial",
 			VerifyPaths: 2, VerifyFailed: 1, VerifySeconds: 0.1},
 		&Progress{FilesDone: 13, InputDone: true, Running: 1, Elapsed: 3, Jobs: 8, Phase: "delete", FilesVerified: 12, FilesVerifyFailed: 1, DirsChecked: 40, FilesDeleted: 3},

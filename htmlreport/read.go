@@ -52,6 +52,8 @@ type Report struct {
 	OtherTypes  int64     // events of types this prsync does not know
 	NoStart     bool      // the first event is not a start event (the file's head is missing)
 	StatusCount int64
+	// WouldTransfer counts the would_transfer events of a dry run
+	WouldTransfer int64
 
 	// series over time, in seconds since T0
 	bytes, files          *series // running totals from progress events
@@ -353,6 +355,8 @@ func (rep *Report) event(typ string, t time.Time, b []byte) error {
 		rep.SummaryExtra = extraFields(b, e)
 	case "status":
 		rep.StatusCount++
+	case "would_transfer":
+		rep.WouldTransfer++
 	default:
 		rep.OtherTypes++
 	}

@@ -131,7 +131,7 @@ func build(rep *Report, source string) *view {
 		v.Notes = append(v.Notes, Note{Text: fmt.Sprintf("The events are of schema %d, newer than this prsync's %d: fields it does not know are left out, or listed as they are.", st.Schema, event.Schema)})
 	}
 	if st != nil && st.DryRun {
-		v.Notes = append(v.Notes, Note{Text: "A dry run (-n): nothing was copied."})
+		v.Notes = append(v.Notes, Note{Text: "A dry run (-n): nothing was copied." + wouldTransfer(rep)})
 	}
 
 	v.Run = runRows(rep)
@@ -499,4 +499,12 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// wouldTransfer says how many paths a dry run named as ones rsync would transfer.
+func wouldTransfer(rep *Report) string {
+	if rep.WouldTransfer == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" rsync would transfer %s of the paths (would_transfer events).", count(rep.WouldTransfer))
 }

@@ -23,6 +23,9 @@ type Outcome struct {
 	// Listed is the regular file as rsync's sender listed it when it transferred it: the
 	// source's size and mtime that DEST was given. Zero when no line said (up to date).
 	Listed Stamp
+	// Change is rsync's itemized change (%i) of a transferred path, such as ">f+++++++++",
+	// as its out-format line gave it; "" when no line named it.
+	Change string
 }
 
 // Stamp is a regular file's size and mtime as an out-format line gave them (%l and %M).
@@ -148,7 +151,7 @@ func join(a, b string) string {
 // proven is the outcome of a path that rsync's exit, or a confirmation, proved.
 func proven(ps PathState) Outcome {
 	if ps.Logged {
-		o := Outcome{Status: Transferred}
+		o := Outcome{Status: Transferred, Change: ps.Change}
 		if ps.File {
 			o.Bytes = ps.Size
 			o.Listed = ps.Stamp()

@@ -1,0 +1,210 @@
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prsync/prsync/rsync"
+)
+
+// relTree returns every file and symlink under dir, relative to it, NUL-separated, and
+// the names.
+func relTree(t testing.TB, dir string) ([]byte, []string) {
+	t.Helper()
+	abs, _ := listTree(t, dir)
+	var names []string
+	for _, p := range bytes.Split(bytes.TrimSuffix(abs, []byte{0}), []byte{0}) {
+		rel, err := filepath.Rel(dir, string(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, rel)
+	}
+	return nul(names...), names
+}
+
+// wantItemize is what rsync -n -i says of a new entry: a regular file or a symlink.
+func wantItemize(t testing.TB, src, name string) string {
+	t.Helper()
+	fi, err := os.Lstat(filepath.Join(src, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return "cL+++++++++"
+	}
+	return ">f+++++++++"
+}
+
+// TestDryRunLists: prsync -n names every path rsync would copy, as rsync -n -i does: a
+// would_transfer event for each (path, path_b64 for a name that is not UTF-8, rsync's
+// itemized change, the file's size, its chunk), and, on a terminal, a line
+// ">f+++++++++ NAME" with the name escaped as rsync escapes it. The names are the odd ones:
+// a newline, bytes that are not UTF-8, a leading dash, spaces, a literal "\#012". Nothing
+// is copied, and a path already in DEST is not named.
+func TestDryRunLists(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
+	needRsync(t)
+	w := t.TempDir()
+	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	makeOddTree(t, src)
+	list, names := relTree(t, src)
+	// one path is in DEST already, as the source has it: up to date, not named
+	if out, err := exec.Command("rsync", "-a", "--mkpath", filepath.Join(src, "plain.db"), dst+"/").CombinedOutput(); err != nil {
+		t.Fatalf("rsync: %v: %s", err, out)
+	}
+	fresh := "plain.db"
+
+	t.Run("events", func(t *testing.T) {
+		r := runPrsync(t, w, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", src, dst)
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		s := r.Summary(t)
+		checkIdentity(t, s, int64(len(names)))
+		got := map[string]map[string]any{}
+		for _, e := range r.OfType("would_transfer") {
+			p := eventPath(t, e)
+			if _, dup := got[p]; dup {
+				t.Errorf("%q named twice", p)
+			}
+			got[p] = e
+		}
+		if int64(len(got)) != num(s, "files_transferred") {
+			t.Errorf("%d would_transfer events, files_transferred %d", len(got), num(s, "files_transferred"))
+		}
+		for _, n := range names {
+			e, ok := got[n]
+			switch {
+			case n == fresh:
+				if ok {
+					t.Errorf("%q is up to date in DEST, yet named: %v", n, e)
+				}
+				continue
+			case !ok:
+				t.Errorf("%q not named", n)
+				continue
+			}
+			fi, _ := os.Lstat(filepath.Join(src, n))
+			wantBytes := int64(0)
+			if fi.Mode().IsRegular() {
+				wantBytes = fi.Size()
+			}
+			if e["itemize"] != wantItemize(t, src, n) || num(e, "bytes") != wantBytes || num(e, "chunk") < 1 {
+				t.Errorf("%q: %v; want itemize %s, bytes %d and a chunk", n, e, wantItemize(t, src, n), wantBytes)
+			}
+			if _, b64 := e["path_b64"]; b64 != strings.Contains(n, "\xff") {
+				t.Errorf("%q: path_b64 present %v", n, b64)
+			}
+		}
+		if ents, _ := os.ReadDir(dst); len(ents) != 1 {
+			t.Errorf("a dry run wrote into DEST: %v", ents)
+		}
+		if strings.Contains(r.Stderr, "+++++++++") {
+			t.Errorf("stderr is not a terminal, yet lists paths:\n%s", r.Stderr)
+		}
+	})
+
+	t.Run("terminal", func(t *testing.T) {
+		lines, r := runOnTerminal(t, w, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", src, dst)
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, strings.Join(lines, "\n"))
+		}
+		item := regexp.MustCompile(`^([<>ch.][fdLDS][ .+a-z]{9}) (.*)$`)
+		got := map[string]string{}
+		for _, l := range lines {
+			m := item.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			for _, c := range []byte(m[2]) {
+				if c < 0x20 || c == 0x7f {
+					t.Errorf("a raw control byte on the terminal: %q", l)
+				}
+			}
+			got[string(rsync.Unescape([]byte(m[2])))] = m[1]
+		}
+		for _, n := range names {
+			if n == fresh {
+				if _, ok := got[n]; ok {
+					t.Errorf("%q is up to date, yet listed", n)
+				}
+				continue
+			}
+			if got[n] != wantItemize(t, src, n) {
+				t.Errorf("%q: listed as %q, want %q; the terminal:\n%s", n, got[n], wantItemize(t, src, n), strings.Join(lines, "\n"))
+			}
+		}
+		if len(got) != len(names)-1 {
+			t.Errorf("%d paths listed, want %d", len(got), len(names)-1)
+		}
+		// the escapes are rsync's own: a newline as \#012, a byte that is not UTF-8 as \#377
+		all := strings.Join(lines, "\n")
+		for _, want := range []string{`>f+++++++++ new\#012line`, `>f+++++++++ bad\#377utf8`, `>f+++++++++ -e touch PWNED`,
+			`>f+++++++++  lead space`, `>f+++++++++ \#134#012literal`} {
+			if !strings.Contains(all, want) {
+				t.Errorf("the terminal lacks %q:\n%s", want, all)
+			}
+		}
+		if !strings.Contains(all, "prsync: ") {
+			t.Errorf("no summary line on the terminal:\n%s", all)
+		}
+		if got := len(r.OfType("would_transfer")); got != len(names)-1 {
+			t.Errorf("%d would_transfer events with a terminal, want %d", got, len(names)-1)
+		}
+	})
+}
+
+// runOnTerminal runs prsync with stderr on a pseudo-terminal and stdout in a pipe, and
+// returns the terminal's lines (without the progress line's redraws) and the run.
+func runOnTerminal(t *testing.T, dir string, stdin []byte, args ...string) ([]string, *Run) {
+	t.Helper()
+	master, slave, err := openPTY()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer master.Close()
+	cmd := exec.Command(bin(t), args...)
+	cmd.Dir, cmd.Stdin, cmd.Stderr, cmd.Env = dir, bytes.NewReader(stdin), slave, cleanEnv()
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	term := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(master) // EIO once prsync, the last writer, has gone
+		term <- b
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("prsync did not end within 5 minutes")
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	out := <-term
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSuffix(l, "\r")
+		if i := strings.LastIndex(l, "\r\x1b[K"); i >= 0 {
+			l = l[i+len("\r\x1b[K"):] // what the line holds once the progress line is cleared
+		}
+		lines = append(lines, l)
+	}
+	return lines, &Run{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Events: parseEvents(t, stdout.Bytes())}
+}
