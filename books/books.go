@@ -2,6 +2,7 @@
 package books
 
 import (
+	"errors"
 	"io"
 
 	"github.com/prsync/prsync/exec"
@@ -42,7 +43,8 @@ type Books struct {
 
 	c        Counts
 	list     *List
-	hint     string // advice for the first path failure that has one
+	paths    *PathLog // --paths-log, or nil
+	hint     string   // advice for the first path failure that has one
 	jobsMin  int
 	jobsMax  int
 	refusals int
@@ -60,6 +62,9 @@ func New(jobs int, failed io.WriteCloser, sep byte) *Books {
 	return b
 }
 
+// LogPaths records every path's outcome in l as it settles (--paths-log).
+func (b *Books) LogPaths(l *PathLog) { b.paths = l }
+
 // Input is what the splitter read since it last said: paths queued for rsync, paths it
 // found up to date (fresh), empty records, and paths it settled itself.
 type Input struct {
@@ -67,6 +72,8 @@ type Input struct {
 	Fresh, FreshBytes   int64
 	Empty               int64
 	Settled             []Settled
+	// FreshInputs are the fresh paths themselves, kept only for a --paths-log.
+	FreshInputs [][]byte
 }
 
 // Settled is a path the splitter settled without rsync.
@@ -84,10 +91,13 @@ func (b *Books) Read(in *Input) {
 	b.c.QueuedBytes += in.QueuedBytes
 	b.c.UpToDate += in.Fresh
 	b.c.Empty += in.Empty
-	for _, s := range in.Settled {
-		b.path(s.Input, s.Status, s.Reason, "", 0)
+	for _, f := range in.FreshInputs {
+		b.paths.Add(f, rsync.UpToDate, "", 0, 0, "")
 	}
-	b.list.Flush()
+	for _, s := range in.Settled {
+		b.path(s.Input, rsync.Outcome{Status: s.Status, Reason: s.Reason}, 0)
+	}
+	b.flush()
 }
 
 // Started counts an rsync that started on a chunk: at its first attempt the chunk's
@@ -139,13 +149,13 @@ func (b *Books) Ended(m exec.ChunkEnded) ChunkTally {
 		case rsync.Vanished:
 			t.Vanished++
 		}
-		b.path(m.Chunk.Inputs[i], o.Status, o.Reason, o.Hint, m.Chunk.ID)
+		b.path(m.Chunk.Inputs[i], o, m.Chunk.ID)
 		b.c.BytesTransferred += o.Bytes
 	}
 	if m.Unexplained != "" {
 		b.c.ChunkErrors++
 	}
-	b.list.Flush()
+	b.flush()
 	return t
 }
 
@@ -155,9 +165,15 @@ func (b *Books) Dropped(m exec.ChunkDropped) {
 		b.dequeue(m.Chunk.Len(), m.Chunk.Bytes)
 	}
 	for _, in := range m.Chunk.Inputs {
-		b.path(in, m.Status, m.Reason, "", m.Chunk.ID)
+		b.path(in, rsync.Outcome{Status: m.Status, Reason: m.Reason}, m.Chunk.ID)
 	}
+	b.flush()
+}
+
+// flush writes out what the --failed list and the --paths-log hold.
+func (b *Books) flush() {
 	b.list.Flush()
+	b.paths.Flush()
 }
 
 func (b *Books) dequeue(files int, bytes int64) {
@@ -185,12 +201,16 @@ func (b *Books) SetPhase(phase string, dirs int64) { b.phase, b.delDirs = phase,
 // Counts returns the tally so far.
 func (b *Books) Counts() Counts { return b.c }
 
-// CloseList flushes and closes the --failed list, and returns its first error.
-func (b *Books) CloseList() error { return b.list.Close() }
+// CloseList flushes and closes the --failed list and the --paths-log, and returns their
+// first errors.
+func (b *Books) CloseList() error { return errors.Join(b.list.Close(), b.paths.Close()) }
 
-// path records the outcome of one path: it counts it, and a path not done is listed
-// (--failed) and passed to Failed. hint is rsync's advice for a failed path, or "".
-func (b *Books) path(input []byte, status rsync.Status, reason, hint string, chunk int) {
+// path records the outcome o of one path of chunk (0: none): it counts it and records it
+// (--paths-log), and a path not done is listed (--failed) and passed to Failed. o.Hint is
+// rsync's advice for a failed path, or "".
+func (b *Books) path(input []byte, o rsync.Outcome, chunk int) {
+	b.paths.Add(input, o.Status, o.Reason, o.Bytes, chunk, o.Change)
+	status, reason := o.Status, o.Reason
 	switch status {
 	case rsync.Transferred:
 		b.c.Transferred++
@@ -203,7 +223,7 @@ func (b *Books) path(input []byte, status rsync.Status, reason, hint string, chu
 	case rsync.Failed:
 		b.c.Failed++
 		if b.hint == "" {
-			b.hint = hint
+			b.hint = o.Hint
 		}
 	case rsync.NotDone:
 		b.c.NotDone++

@@ -29,6 +29,7 @@ type Flags struct {
 	Compress     bool          `short:"z" help:"Pass --compress to rsync."`
 	DryRun       bool          `short:"n" help:"Plan and report; rsync runs with --dry-run."`
 	Failed       string        `placeholder:"FILE" help:"Write every path that failed, vanished or was not done to FILE, separated as the input was."`
+	PathsLog     string        `placeholder:"FILE" help:"Write one JSON line per input path to FILE as it settles: its status (transferred, up_to_date, vanished, failed, not_done), bytes, chunk, rsync's itemized change and, when not done, the reason."`
 	Shard        string        `placeholder:"K/N" help:"Take only the paths in shard K of N (xxhash64 of the path bytes mod N)."`
 	NoQuickCheck bool          `help:"Send every path to rsync, even when its local copy already matches."`
 

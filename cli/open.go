@@ -82,8 +82,8 @@ func (r *runner) check() error {
 }
 
 // create makes what the run writes, once check has passed: a missing local DEST, the
-// --failed file (emptied last, so that a step that fails leaves an old list as it was)
-// and the --metrics-file's first write. When a step fails (something changed since the
+// --failed file and the --paths-log (emptied last, so that a step that fails leaves an
+// old list as it was) and the --metrics-file's first write. When a step fails (something changed since the
 // check), it removes what it created before it returns the error.
 func (r *runner) create() (err error) {
 	f := &r.f
@@ -93,6 +93,10 @@ func (r *runner) create() (err error) {
 			if r.failed != nil {
 				r.failed.Close()
 				r.failed = nil
+			}
+			if r.pathsLog != nil {
+				r.pathsLog.Close()
+				r.pathsLog = nil
 			}
 			for _, p := range slices.Backward(made) {
 				os.Remove(p) // a directory only when empty: nothing was copied into it
@@ -131,10 +135,28 @@ func (r *runner) create() (err error) {
 			made = append(made, f.MetricsFile)
 		}
 	}
+	if f.PathsLog != "" {
+		_, statErr := os.Lstat(f.PathsLog)
+		fh, err := os.OpenFile(f.PathsLog, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return usage(fmt.Sprintf("--paths-log: %v", err), "")
+		}
+		if errors.Is(statErr, fs.ErrNotExist) {
+			made = append(made, f.PathsLog)
+		}
+		r.pathsLog = fh // the reporter closes it with its record
+	}
 	if r.failed != nil {
 		if fi, err := r.failed.Stat(); err == nil && fi.Mode().IsRegular() {
 			if err := r.failed.Truncate(0); err != nil {
 				return usage(fmt.Sprintf("--failed: %v", err), "")
+			}
+		}
+	}
+	if r.pathsLog != nil {
+		if fi, err := r.pathsLog.Stat(); err == nil && fi.Mode().IsRegular() {
+			if err := r.pathsLog.Truncate(0); err != nil {
+				return usage(fmt.Sprintf("--paths-log: %v", err), "")
 			}
 		}
 	}

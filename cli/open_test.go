@@ -84,6 +84,24 @@ func TestCreateUndo(t *testing.T) {
 			t.Errorf("the old --failed list is now %q", b)
 		}
 	})
+	t.Run("--paths-log", func(t *testing.T) {
+		dir := t.TempDir()
+		dest, out, old := filepath.Join(dir, "new", "dest"), filepath.Join(dir, "out"), filepath.Join(dir, "old")
+		os.Mkdir(out, 0o755)
+		os.WriteFile(old, []byte("a\n"), 0o644)
+		r := checked(t, "--no-control", "--failed", old, "--paths-log", filepath.Join(out, "paths.jsonl"), dest)
+		os.Remove(out)
+		if err := r.create(); err == nil || cmdline.Code(err, 0) != ExitUsage {
+			t.Fatalf("create: %v, want a usage error", err)
+		}
+		if r.failed != nil || r.pathsLog != nil {
+			t.Errorf("--failed or --paths-log left open")
+		}
+		gone(t, dest, filepath.Dir(dest))
+		if b, _ := os.ReadFile(old); string(b) != "a\n" {
+			t.Errorf("the old --failed list is now %q", b)
+		}
+	})
 	t.Run("DEST", func(t *testing.T) {
 		dir := t.TempDir()
 		dest := filepath.Join(dir, "a", "b", "dest")
@@ -96,16 +114,22 @@ func TestCreateUndo(t *testing.T) {
 	t.Run("all made", func(t *testing.T) {
 		dir := t.TempDir()
 		dest, failed, prom := filepath.Join(dir, "x", "dest"), filepath.Join(dir, "failed"), filepath.Join(dir, "m.prom")
-		r := checked(t, "--no-control", "--failed", failed, "--metrics-file", prom, dest)
+		paths := filepath.Join(dir, "paths.jsonl")
+		os.WriteFile(paths, []byte("an old record\n"), 0o644)
+		r := checked(t, "--no-control", "--failed", failed, "--metrics-file", prom, "--paths-log", paths, dest)
 		if err := r.create(); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range []string{dest, failed, prom} {
+		for _, p := range []string{dest, failed, prom, paths} {
 			if _, err := os.Stat(p); err != nil {
 				t.Error(err)
 			}
 		}
+		if b, _ := os.ReadFile(paths); len(b) != 0 {
+			t.Errorf("an old --paths-log was not emptied: %q", b)
+		}
 		r.failed.Close()
+		r.pathsLog.Close()
 	})
 }
 

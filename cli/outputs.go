@@ -30,6 +30,11 @@ func (r *runner) checkOutputs() error {
 			return usage(fmt.Sprintf("--failed: %v", err), "")
 		}
 	}
+	if f.PathsLog != "" {
+		if err := writable(f.PathsLog); err != nil {
+			return usage(fmt.Sprintf("--paths-log: %v", err), "")
+		}
+	}
 	if f.MetricsFile != "" {
 		if err := replaceable(f.MetricsFile); err != nil {
 			return usage(fmt.Sprintf("--metrics-file %s: %v", f.MetricsFile, err), "")
@@ -40,8 +45,8 @@ func (r *runner) checkOutputs() error {
 
 // files returns what the run reads and writes, the input first: the list (stdin or
 // --from), the control socket (it does not exist yet: its path), stdout when it is a file
-// (the events), --failed and --metrics-file. A list piped in through another program
-// cannot be told apart from any other pipe.
+// (the events), --failed, --metrics-file and --paths-log. A list piped in through another
+// program cannot be told apart from any other pipe.
 func (r *runner) files() []clash.File {
 	f := &r.f
 	const list = "the list prsync reads"
@@ -65,6 +70,9 @@ func (r *runner) files() []clash.File {
 	}
 	if f.MetricsFile != "" {
 		files = append(files, clash.File{Flag: "--metrics-file", Path: f.MetricsFile, Out: true})
+	}
+	if f.PathsLog != "" {
+		files = append(files, clash.File{Flag: "--paths-log", Path: f.PathsLog, Out: true})
 	}
 	return files
 }

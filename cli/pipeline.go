@@ -92,6 +92,9 @@ func (r *runner) newPipeline() *pipeline {
 		jobsAuto: r.tuner != nil, dryRun: f.DryRun, lines: p.sep == '\n', destHint: r.insideDestHint(), in: make(chan any, 16),
 	}
 	p.rep.books.Failed = p.rep.pathFailed
+	if r.pathsLog != nil {
+		p.rep.books.LogPaths(books.NewPathLog(r.pathsLog, nil))
+	}
 	// the printers of the books, in the order they print each snapshot
 	p.rep.tty = r.showProgress()
 	p.rep.printers = []books.Printer{p.rep.json, &books.Text{W: r.stderr, On: p.rep.tty}}
@@ -212,6 +215,8 @@ func (r *runner) rootShown() string {
 type splitHooks struct {
 	b   *books.Input
 	out chan<- any
+	// keepFresh passes the paths found up to date on, not only their count (--paths-log)
+	keepFresh bool
 }
 
 // hooks returns the splitter's hooks; examined, if not nil, is called once every path was
@@ -220,7 +225,7 @@ func (h *splitHooks) hooks(examined func()) splitter.Hooks {
 	h.b = &books.Input{}
 	return splitter.Hooks{
 		Examined: examined,
-		Fresh:    func(_ []byte, size int64) { h.b.Fresh++; h.b.FreshBytes += size },
+		Fresh:    h.fresh,
 		Accepted: func(size int64) { h.b.Queued++; h.b.QueuedBytes += size },
 		Empty:    func() { h.b.Empty++ },
 		Settled: func(in []byte, status, reason string) {
@@ -237,6 +242,18 @@ func (h *splitHooks) hooks(examined func()) splitter.Hooks {
 	}
 }
 
+// fresh counts a path the quick check found up to date, and keeps it for a --paths-log.
+func (h *splitHooks) fresh(in []byte, size int64) {
+	h.b.Fresh++
+	h.b.FreshBytes += size
+	if h.keepFresh {
+		h.b.FreshInputs = append(h.b.FreshInputs, bytes.Clone(in))
+		if len(h.b.FreshInputs) >= 256 {
+			h.flush() // bound what waits for the reporter
+		}
+	}
+}
+
 func (h *splitHooks) flush() {
 	b := h.b
 	if b.Queued+b.Fresh+b.Empty == 0 && len(b.Settled) == 0 {
@@ -250,7 +267,7 @@ func (h *splitHooks) flush() {
 // channel are closed when the input has ended (or ctx has).
 func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-chan struct{}) {
 	r, f := p.r, &p.r.f
-	h := &splitHooks{out: p.rep.in}
+	h := &splitHooks{out: p.rep.in, keepFresh: r.pathsLog != nil}
 	sp := splitter.New(splitter.Config{
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Dest: r.destPaths, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit, Opening: p.openingFunc(),

@@ -107,6 +107,7 @@ type runner struct {
 	destMissing  bool     // a local DEST that does not exist yet: create makes it
 	input        io.ReadCloser
 	failed       *os.File
+	pathsLog     *os.File // --paths-log
 	metrics      *metrics // --metrics-file, written once by Open
 	policy       throttle.Policy
 	quick        *splitter.QuickCheck
