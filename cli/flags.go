@@ -40,6 +40,8 @@ type Flags struct {
 	BWLimit     string `name:"bwlimit" placeholder:"RATE|TIMETABLE" help:"One bandwidth limit for all rsyncs together: a rate (20M, 512K; a bare number is KiB/s, as rsync's) or a timetable such as '08:00,20M 19:00,200M 23:00,off'. --bwlimit after -- is rsync's own, per rsync."`
 	NoControl   bool   `help:"Open no control socket (prsync ctl cannot reach this run)."`
 	MetricsFile string `placeholder:"PATH" help:"Keep a Prometheus text-format file of the run's figures up to date at PATH (for node_exporter's textfile collector)."`
+	// the labels of the metrics file's series (metricsLabels)
+	MetricsLabel []string `sep:"none" placeholder:"NAME=VALUE" help:"Give every series of --metrics-file this label (repeatable), instead of dest=DEST; two runs writing into one textfile directory must differ in their labels."`
 
 	Progress   bool `help:"Show human progress on stderr (default: when stderr is a terminal)." xor:"progress"`
 	NoProgress bool `help:"Never show human progress." xor:"progress"`

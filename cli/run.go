@@ -120,6 +120,7 @@ type runner struct {
 	transport    exec.Transport
 	helper       string // the -e value of the pipe transport
 	verify       exec.VerifyMode
+	mlabels      map[string]string // the labels of every series of the metrics file (metricsLabels)
 	argv         []string
 	examined     func() // called once the splitter examined every path (tuneRuntime); nil: none
 

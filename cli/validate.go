@@ -99,6 +99,14 @@ func (r *runner) Validate() error {
 	case "transferred":
 		r.verify = exec.VerifyTransferred
 	}
+	if len(f.MetricsLabel) > 0 && f.MetricsFile == "" {
+		return usage("--metrics-label without --metrics-file", "add --metrics-file PATH, or drop --metrics-label")
+	}
+	if f.MetricsFile != "" {
+		if r.mlabels, err = metricsLabels(f.MetricsLabel, f.Dest, f.shard, f.shards); err != nil {
+			return err
+		}
+	}
 	if f.DeleteAfterErrors && !f.Delete {
 		return usage("--delete-after-errors without --delete", "add --delete, or drop --delete-after-errors")
 	}
