@@ -107,6 +107,12 @@ func newMetrics(path string, labels prometheus.Labels, interval time.Duration, s
 		}
 		return -1
 	})
+	gauge("prsync_max_duration_reached", "1 once the --max-duration time window has ended: no rsync starts any more.", nil, func() float64 {
+		if s.MaxDurationReached || s.End != nil && s.End.MaxDurationReached {
+			return 1
+		}
+		return 0
+	})
 	gauge("prsync_last_update_timestamp_seconds", "When prsync last wrote this file, in seconds since the Unix epoch.", nil,
 		func() float64 { return float64(m.at.Unix()) + float64(m.at.Nanosecond())/1e9 })
 	gauge("prsync_update_interval_seconds", "How often prsync writes this file while it runs (--throttle-interval).", nil,

@@ -64,6 +64,9 @@ prsync_jobs_limit{dest="/mnt/backup"} 4
 # HELP prsync_last_update_timestamp_seconds When prsync last wrote this file, in seconds since the Unix epoch.
 # TYPE prsync_last_update_timestamp_seconds gauge
 prsync_last_update_timestamp_seconds{dest="/mnt/backup"} 1.79646824625e+09
+# HELP prsync_max_duration_reached 1 once the --max-duration time window has ended: no rsync starts any more.
+# TYPE prsync_max_duration_reached gauge
+prsync_max_duration_reached{dest="/mnt/backup"} 0
 # HELP prsync_rate_bytes_per_second File bytes transferred per second over the last interval.
 # TYPE prsync_rate_bytes_per_second gauge
 prsync_rate_bytes_per_second{dest="/mnt/backup"} 1500
@@ -86,11 +89,11 @@ prsync_update_interval_seconds{dest="/mnt/backup"} 0.5
 	}
 
 	s.Transferred, s.BytesTransferred, s.InFlight, s.Running, s.Suspended = 5, 4000, 0, 0, 0
-	s.Elapsed, s.InputDone, s.End = 4, true, &books.End{ExitCode: 23}
+	s.Elapsed, s.InputDone, s.End = 4, true, &books.End{ExitCode: 124, MaxDurationReached: true}
 	m.now = func() time.Time { return time.Unix(1796468248, 0) }
 	m.Finish(s)
 	got, _ := os.ReadFile(path)
-	for _, line := range []string{`prsync_up{dest="/mnt/backup"} 0`, `prsync_exit_code{dest="/mnt/backup"} 23`,
+	for _, line := range []string{`prsync_up{dest="/mnt/backup"} 0`, `prsync_exit_code{dest="/mnt/backup"} 124`, `prsync_max_duration_reached{dest="/mnt/backup"} 1`,
 		`prsync_input_done{dest="/mnt/backup"} 1`, `prsync_rate_bytes_per_second{dest="/mnt/backup"} 500`,
 		`prsync_files_total{dest="/mnt/backup",status="transferred"} 5`, `prsync_rsyncs{dest="/mnt/backup",state="running"} 0`,
 		`prsync_bytes_transferred_total{dest="/mnt/backup"} 4000`, `prsync_last_update_timestamp_seconds{dest="/mnt/backup"} 1.796468248e+09`} {

@@ -90,6 +90,12 @@ func (r *runner) Validate() error {
 	if _, err := bw.ParseSchedule(orOff(f.BWLimit)); err != nil {
 		return usage(err.Error(), `write a rate such as 20M (a bare number is KiB/s), or a timetable such as --bwlimit "08:00,20M 19:00,200M 23:00,off"`)
 	}
+	if f.MaxDuration < 0 {
+		return usage(fmt.Sprintf("--max-duration %v: want a positive duration, or 0 for no limit", f.MaxDuration), "for example --max-duration 6h, or 90m")
+	}
+	if f.MaxDurationGrace < 0 {
+		return usage(fmt.Sprintf("--max-duration-grace %v: want 0 or more", f.MaxDurationGrace), "")
+	}
 	if f.MaxSuspend < 0 {
 		return usage("--max-suspend must be 0 or positive", "")
 	}

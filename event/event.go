@@ -72,6 +72,10 @@ type Start struct {
 	// verification pass: "off", "transferred" or "all".
 	Delete bool   `json:"delete"`
 	Verify string `json:"verify"`
+	// MaxDuration is the time window (--max-duration) in seconds, and MaxDurationGrace
+	// its grace; both only with a window.
+	MaxDuration      float64  `json:"max_duration,omitempty"`
+	MaxDurationGrace *float64 `json:"max_duration_grace,omitempty"`
 }
 
 // Cgroup describes the cgroup the throttle measures against.
@@ -313,6 +317,9 @@ type Summary struct {
 	DeletePass    string  `json:"delete_pass"`
 	DeleteDirs    int64   `json:"delete_dirs"`
 	DeleteSeconds float64 `json:"delete_seconds"`
+	// MaxDurationReached: the --max-duration window ended before the run did (nothing
+	// started after it); only then.
+	MaxDurationReached bool `json:"max_duration_reached,omitempty"`
 }
 
 // PathFields returns the path as a JSON string and, when the name is not valid UTF-8
