@@ -35,6 +35,7 @@ func (j JSON) Finish(s Snapshot) {
 		JobsMin: s.JobsMin, JobsMax: s.JobsMax,
 		FilesVerified: s.Verified, FilesVerifyFailed: s.VerifyFailed, VerifySeconds: round3(s.VerifySeconds),
 		FilesDeleted: s.Deleted, DeletePass: e.DeletePass, DeleteDirs: s.DirsChecked, DeleteSeconds: round3(e.DeleteSeconds),
+		MaxDurationReached: e.MaxDurationReached,
 	})
 }
 

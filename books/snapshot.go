@@ -45,6 +45,8 @@ type Live struct {
 	// Suspensions and SecondsSuspended are the throttle's pauses so far.
 	Suspensions      int
 	SecondsSuspended float64
+	// MaxDurationReached: the --max-duration window has ended.
+	MaxDurationReached bool
 }
 
 // End is how a run ended, for the summary.
@@ -57,6 +59,8 @@ type End struct {
 	// CPUSeconds is prsync's own CPU time, RsyncCPUSeconds its rsyncs'.
 	CPUSeconds, RsyncCPUSeconds float64
 	Shard, Shards               int
+	// MaxDurationReached: the --max-duration window ended before the run did.
+	MaxDurationReached bool
 }
 
 // BytesDone returns the file bytes transferred, by rsyncs that ended or still run.

@@ -86,24 +86,28 @@ func TestExitStatus(t *testing.T) {
 	ab := &exec.AbortError{ExitCode: 10}
 	killed := &exec.AbortError{ExitCode: -1}
 	tests := []struct {
-		name        string
-		interrupted bool
-		inputErr    error
-		ab          *exec.AbortError
-		c           books.Counts
-		want        int
+		name                string
+		interrupted, timeUp bool
+		inputErr            error
+		ab                  *exec.AbortError
+		c                   books.Counts
+		want                int
 	}{
-		{"clean", false, nil, nil, books.Counts{Transferred: 3}, ExitOK},
-		{"vanished", false, nil, nil, books.Counts{Vanished: 1}, ExitVanished},
-		{"failed beats vanished", false, nil, nil, books.Counts{Vanished: 1, Failed: 1}, ExitPartial},
-		{"not done", false, nil, nil, books.Counts{NotDone: 1}, ExitPartial},
-		{"stopped early", false, nil, ab, books.Counts{Failed: 5}, 10},
-		{"stopped by a signal death", false, nil, killed, books.Counts{Failed: 5}, ExitPartial},
-		{"input", false, errors.New("x"), ab, books.Counts{}, ExitInput},
-		{"interrupt beats all", true, errors.New("x"), ab, books.Counts{Failed: 1}, ExitInterrupted},
+		{"clean", false, false, nil, nil, books.Counts{Transferred: 3}, ExitOK},
+		{"vanished", false, false, nil, nil, books.Counts{Vanished: 1}, ExitVanished},
+		{"failed beats vanished", false, false, nil, nil, books.Counts{Vanished: 1, Failed: 1}, ExitPartial},
+		{"not done", false, false, nil, nil, books.Counts{NotDone: 1}, ExitPartial},
+		{"stopped early", false, false, nil, ab, books.Counts{Failed: 5}, 10},
+		{"stopped by a signal death", false, false, nil, killed, books.Counts{Failed: 5}, ExitPartial},
+		{"input", false, false, errors.New("x"), ab, books.Counts{}, ExitInput},
+		{"interrupt beats all", true, true, errors.New("x"), ab, books.Counts{Failed: 1}, ExitInterrupted},
+		{"time up", false, true, nil, nil, books.Counts{NotDone: 1}, ExitMaxDuration},
+		{"time up beats failed", false, true, nil, nil, books.Counts{NotDone: 1, Failed: 1, Vanished: 1}, ExitMaxDuration},
+		{"stopped early beats time up", false, true, nil, ab, books.Counts{NotDone: 1}, 10},
+		{"input beats time up", false, true, errors.New("x"), nil, books.Counts{NotDone: 1}, ExitInput},
 	}
 	for _, tt := range tests {
-		if got := exitStatus(tt.interrupted, tt.inputErr, tt.ab, tt.c, nil); got != tt.want {
+		if got := exitStatus(tt.interrupted, tt.timeUp, tt.inputErr, tt.ab, tt.c, nil); got != tt.want {
 			t.Errorf("%s: exit %d, want %d", tt.name, got, tt.want)
 		}
 	}

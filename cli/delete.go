@@ -33,6 +33,7 @@ func (r *runner) probeDelete() error {
 type deletion struct {
 	state string // ran, not requested, skipped: …, failed: …, interrupted
 	stats exec.DeleteStats
+	cut   bool // an interrupt or the time window kept it from running or cut it short
 }
 
 // failed reports a pass that ran and did not complete.
@@ -56,7 +57,7 @@ func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
 		if hint != "" {
 			cmdline.Hintf(p.r.stderr, "%s", hint)
 		}
-		return deletion{state: "skipped: " + why}
+		return deletion{state: "skipped: " + why, cut: ctx.Err() != nil}
 	}
 	lists := p.dirs.Lists()
 	st := p.pool.Delete(ctx, kill, lists, exec.DeleteOptions{
@@ -65,7 +66,7 @@ func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
 	d := deletion{state: "ran", stats: st}
 	switch {
 	case st.Interrupted:
-		d.state = "interrupted"
+		d.state, d.cut = "interrupted", true
 	case st.Err != "":
 		d.state = "failed: " + st.Err
 	}
@@ -80,6 +81,9 @@ func (p *pipeline) deleteBlocked(ctx context.Context, c books.Counts) (why, hint
 	const again = "fix what failed and run again, or pass --delete-after-errors to delete anyway"
 	switch {
 	case ctx.Err() != nil:
+		if why := exec.Stopped(ctx); why != "interrupted" {
+			return why, "" // the time window
+		}
 		return "the run was interrupted", ""
 	case p.pool.Aborted() != nil:
 		return "the run stopped early: " + p.pool.Aborted().Error(), ""

@@ -15,6 +15,9 @@ const (
 	ExitInterrupted = 20
 	ExitPartial     = 23
 	ExitVanished    = 24
+	// ExitMaxDuration: the --max-duration window ended with paths not done or input not
+	// read. rsync has no such code; GNU timeout(1) exits 124 when its time is up.
+	ExitMaxDuration = 124
 	ExitNoRsync     = 127
 )
 

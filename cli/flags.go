@@ -41,6 +41,12 @@ type Flags struct {
 	BWLimit     string `name:"bwlimit" placeholder:"RATE|TIMETABLE" help:"One bandwidth limit for all rsyncs together: a rate (20M, 512K; a bare number is KiB/s, as rsync's) or a timetable such as '08:00,20M 19:00,200M 23:00,off'. --bwlimit after -- is rsync's own, per rsync."`
 	NoControl   bool   `help:"Open no control socket (prsync ctl cannot reach this run)."`
 	MetricsFile string `placeholder:"PATH" help:"Keep a Prometheus text-format file of the run's figures up to date at PATH (for node_exporter's textfile collector)."`
+	// the labels of the metrics file's series (metricsLabels)
+	MetricsLabel []string `sep:"none" placeholder:"NAME=VALUE" help:"Give every series of --metrics-file this label (repeatable), instead of dest=DEST; two runs writing into one textfile directory must differ in their labels."`
+
+	// the time window (window.go)
+	MaxDuration      time.Duration `placeholder:"DURATION" help:"A time window: start no rsync later than DURATION after prsync started; the rsyncs running then get --max-duration-grace to finish, then are stopped, and what is left is not done (in --failed; exit 124). 0: no limit."`
+	MaxDurationGrace time.Duration `default:"1m" placeholder:"DURATION" help:"How long the rsyncs running when --max-duration ends may go on before they are stopped (TERM, then CONT: rsync removes its temp file); 0: at once."`
 
 	Progress   bool `help:"Show human progress on stderr (default: when stderr is a terminal)." xor:"progress"`
 	NoProgress bool `help:"Never show human progress." xor:"progress"`

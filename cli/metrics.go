@@ -8,12 +8,19 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/prsync/prsync/books"
 	"github.com/prsync/prsync/internal/cmdline"
+	"github.com/prsync/prsync/rsync"
 )
 
 // metrics keeps a Prometheus text-format file (--metrics-file) up to date for
@@ -23,11 +30,18 @@ import (
 // keeps its last figures until a write succeeds, and the last write, if the temp file
 // cannot be made, writes the file in place, so that it says the run ended when it can. It
 // is a printer of the books: every value is read from the snapshot it was last given.
+//
+// Every series carries the run's labels (metricsLabels), so that the files of several
+// runs in one textfile directory never hold the same series, and the time of the write
+// (prsync_last_update_timestamp_seconds), so that a run that died without its last write
+// (SIGKILL) shows as one that stopped updating.
 type metrics struct {
 	path   string
 	reg    *prometheus.Registry
 	stderr io.Writer
-	failed bool // a write failed (said once)
+	failed bool             // a write failed (said once)
+	now    func() time.Time // the clock of prsync_last_update_timestamp_seconds
+	at     time.Time        // the time of the write under way
 
 	s         books.Snapshot
 	rate      float64 // bytes per second over the last interval
@@ -35,14 +49,26 @@ type metrics struct {
 	lastAt    float64 // elapsed seconds at the last write
 }
 
-func newMetrics(path string, stderr io.Writer) *metrics {
-	m := &metrics{path: path, reg: prometheus.NewRegistry(), stderr: stderr}
+// newMetrics returns the metrics file at path, whose series carry labels (metricsLabels)
+// and which is written every interval.
+func newMetrics(path string, labels prometheus.Labels, interval time.Duration, stderr io.Writer) *metrics {
+	m := &metrics{path: path, reg: prometheus.NewRegistry(), stderr: stderr, now: time.Now}
 	s := &m.s
-	counter := func(name, help string, labels prometheus.Labels, v func() float64) {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels}, v))
+	with := func(more prometheus.Labels) prometheus.Labels {
+		all := prometheus.Labels{}
+		for k, v := range labels {
+			all[k] = v
+		}
+		for k, v := range more {
+			all[k] = v
+		}
+		return all
 	}
-	gauge := func(name, help string, labels prometheus.Labels, v func() float64) {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels}, v))
+	counter := func(name, help string, more prometheus.Labels, v func() float64) {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: with(more)}, v))
+	}
+	gauge := func(name, help string, more prometheus.Labels, v func() float64) {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: with(more)}, v))
 	}
 	for status, v := range map[string]*int64{"transferred": &s.Transferred, "up_to_date": &s.UpToDate,
 		"failed": &s.Failed, "vanished": &s.Vanished, "not_done": &s.NotDone} {
@@ -81,6 +107,16 @@ func newMetrics(path string, stderr io.Writer) *metrics {
 		}
 		return -1
 	})
+	gauge("prsync_max_duration_reached", "1 once the --max-duration time window has ended: no rsync starts any more.", nil, func() float64 {
+		if s.MaxDurationReached || s.End != nil && s.End.MaxDurationReached {
+			return 1
+		}
+		return 0
+	})
+	gauge("prsync_last_update_timestamp_seconds", "When prsync last wrote this file, in seconds since the Unix epoch.", nil,
+		func() float64 { return float64(m.at.Unix()) + float64(m.at.Nanosecond())/1e9 })
+	gauge("prsync_update_interval_seconds", "How often prsync writes this file while it runs (--throttle-interval).", nil,
+		func() float64 { return interval.Seconds() })
 	return m
 }
 
@@ -114,6 +150,7 @@ func (m *metrics) write(s books.Snapshot, last bool) {
 // itself. Its errors name the step, not the temp file, which the user never named.
 func (m *metrics) writeFile(inPlace bool) error {
 	var buf bytes.Buffer
+	m.at = m.now()
 	mfs, err := m.reg.Gather()
 	if err != nil {
 		return err
@@ -166,4 +203,69 @@ func bare(err error) error {
 		return le.Err
 	}
 	return err
+}
+
+// The labels of the metrics file.
+//
+// node_exporter's textfile collector serves the series of every *.prom file of its
+// directory as one set, and of two series with the same name and labels it serves one and
+// logs an error for the other ("collected before with the same name and label values"): two
+// cron jobs writing their --metrics-file into one directory must give their series
+// different labels. Each series carries, besides the status or state label of its own:
+//
+//   - the --metrics-label NAME=VALUE pairs given, or, when none is given, dest: DEST (its
+//     absolute path when local, as given when remote). It stays the same from one run of a
+//     cron job to the next and differs between two jobs into two DESTs. A DEST that changes
+//     every run (a dated directory) would make new series every run: --metrics-label
+//     job=nightly replaces it.
+//   - shard: K/N, with --shard, also with --metrics-label: the instances of one array job
+//     run the same command line, and must not collide either.
+
+// labelName is a Prometheus label name as node_exporter 1.5 and the text format read it.
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// ownLabels are the labels prsync sets itself, which --metrics-label may not name.
+var ownLabels = []string{"status", "state", "shard"}
+
+// metricsLabels returns the labels of every series of the metrics file, from the
+// --metrics-label pairs given, DEST (local: its absolute path) and the shard (shards > 1).
+func metricsLabels(given []string, dest string, shard, shards int) (prometheus.Labels, error) {
+	labels := prometheus.Labels{}
+	const hint = "write --metrics-label NAME=VALUE, with a name of letters, digits and _ that does not start with a digit, for example --metrics-label job=nightly"
+	for _, kv := range given {
+		name, value, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok:
+			return nil, usage(fmt.Sprintf("--metrics-label %q: want NAME=VALUE", kv), hint)
+		case !labelName.MatchString(name):
+			return nil, usage(fmt.Sprintf("--metrics-label %q: %q is not a Prometheus label name", kv, name), hint)
+		case strings.HasPrefix(name, "__"):
+			return nil, usage(fmt.Sprintf("--metrics-label %q: names that start with __ are Prometheus' own", kv), hint)
+		case slices.Contains(ownLabels, name):
+			return nil, usage(fmt.Sprintf("--metrics-label %q: prsync sets the label %s itself", kv, name),
+				"pick another name; prsync's own labels are "+strings.Join(ownLabels, ", "))
+		case value == "":
+			return nil, usage(fmt.Sprintf("--metrics-label %q: want a value: to Prometheus an empty label is no label", kv), hint)
+		case !utf8.ValidString(value):
+			return nil, usage(fmt.Sprintf("--metrics-label %q: the value is not valid UTF-8", kv), "")
+		}
+		if _, dup := labels[name]; dup {
+			return nil, usage(fmt.Sprintf("--metrics-label %s is given twice", name), "give each label once")
+		}
+		labels[name] = value
+	}
+	if len(labels) == 0 {
+		if !rsync.IsRemote(dest) {
+			if abs, err := filepath.Abs(dest); err == nil {
+				dest = abs
+			}
+		} else {
+			dest = trimSlashes(dest)
+		}
+		labels["dest"] = strings.ToValidUTF8(dest, "\uFFFD")
+	}
+	if shards > 1 {
+		labels["shard"] = strconv.Itoa(shard) + "/" + strconv.Itoa(shards)
+	}
+	return labels, nil
 }

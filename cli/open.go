@@ -127,7 +127,7 @@ func (r *runner) create() (err error) {
 	}
 	if f.MetricsFile != "" {
 		_, statErr := os.Lstat(f.MetricsFile)
-		r.metrics = newMetrics(f.MetricsFile, r.stderr)
+		r.metrics = newMetrics(f.MetricsFile, r.mlabels, f.ThrottleInterval, r.stderr)
 		if err := r.metrics.open(); err != nil {
 			return usage(fmt.Sprintf("--metrics-file %s: %v", f.MetricsFile, err), "")
 		}

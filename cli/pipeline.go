@@ -48,6 +48,8 @@ type pipeline struct {
 
 	inputErr      error // set before the input goroutine ends
 	inputComplete bool  // the input was read to its end
+
+	windowEnded <-chan struct{} // closed when the --max-duration window ends; nil without one
 }
 
 func (r *runner) newPipeline() *pipeline {
@@ -90,6 +92,7 @@ func (r *runner) newPipeline() *pipeline {
 		books: books.New(r.jobs, failed, p.sep), json: books.JSON{Enc: p.enc}, enc: p.enc, stderr: r.stderr,
 		pool: p.pool, throttle: p.throttle, bw: p.bw, last: &p.last, t0: p.t0, every: f.ThrottleInterval,
 		jobsAuto: r.tuner != nil, dryRun: f.DryRun, lines: p.sep == '\n', destHint: r.insideDestHint(), in: make(chan any, 16),
+		windowCause: windowEnded{d: f.MaxDuration, grace: f.MaxDurationGrace}.Error(), grace: f.MaxDurationGrace,
 	}
 	p.rep.books.Failed = p.rep.pathFailed
 	if r.pathsLog != nil {
@@ -107,9 +110,17 @@ func (r *runner) newPipeline() *pipeline {
 // Run copies, reports and returns the exit code, once Open has passed. It calls Close
 // once the rsyncs are done, before the reporter stops.
 func (r *runner) Run() int {
-	ctx, kill := r.sig.contexts()
+	sig, kill := r.sig.contexts()
 	p := r.p
 	p.emitStart()
+
+	// ctx is what SIGINT ends, and --max-duration when its time window ends (window.go):
+	// then nothing starts, and the rsyncs running are cancelled when drain ends
+	ctx, drain, windowEnded, stopWindow := p.window(sig)
+	defer stopWindow()
+	p.windowEnded = windowEnded
+	p.pool.Drain = drain
+	p.rep.windowEnded = windowEnded
 
 	chunks, inputEnded := p.startInput(ctx)
 	p.rep.inDone = func() bool { return isClosed(inputEnded) }
@@ -141,7 +152,7 @@ func (r *runner) Run() int {
 	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
 	// and once the input has ended, a chunk waiting while slots are free is cut for them
 	ordered := splitter.BiggestFirstTail(ctx, chunks, r.jobs, func(c *splitter.Chunk) {
-		p.rep.in <- exec.ChunkDropped{Chunk: c, Status: rsync.NotDone, Reason: "interrupted before rsync started"}
+		p.rep.in <- exec.ChunkDropped{Chunk: c, Status: rsync.NotDone, Reason: exec.Stopped(ctx) + " before rsync started"}
 	}, p.tail(p.sp))
 	p.pool.Run(ctx, kill, ordered)
 	<-inputEnded
@@ -158,7 +169,7 @@ func (r *runner) Run() int {
 			cmdline.Printf(r.stderr, "removed %d rsync temp file(s) left by killed rsyncs", n)
 		}
 	}
-	return p.finish(ctx.Err() != nil, del)
+	return p.finish(sig.Err() != nil, del)
 }
 
 func (p *pipeline) emitStart() {
@@ -174,6 +185,7 @@ func (p *pipeline) emitStart() {
 		SuspendThreshold: r.policy.Suspend, ResumeThreshold: r.policy.Resume, MaxLoad: r.policy.MaxLoad,
 		MaxCPUPressure: r.policy.MaxCPUPressure, MaxIOPressure: r.policy.MaxIOPressure,
 		ThrottleInterval: f.ThrottleInterval.Seconds(), NoThrottle: f.NoThrottle,
+		MaxDuration: f.MaxDuration.Seconds(), MaxDurationGrace: maxDurationGrace(f),
 	})
 }
 
@@ -213,8 +225,9 @@ func (r *runner) rootShown() string {
 // splitHooks batch what the splitter settles and pass it to the reporter once per block
 // and before each chunk, so that the per-path hot path costs no channel send.
 type splitHooks struct {
-	b   *books.Input
-	out chan<- any
+	b    *books.Input
+	out  chan<- any
+	stop context.Context // the input's context, whose end leaves paths unsent
 	// keepFresh passes the paths found up to date on, not only their count (--paths-log)
 	keepFresh bool
 }
@@ -236,7 +249,7 @@ func (h *splitHooks) hooks(examined func()) splitter.Hooks {
 		},
 		Unsent: func(inputs [][]byte) {
 			h.flush()
-			h.out <- exec.ChunkDropped{Chunk: &splitter.Chunk{Inputs: inputs}, Status: rsync.NotDone, Reason: "interrupted before rsync started"}
+			h.out <- exec.ChunkDropped{Chunk: &splitter.Chunk{Inputs: inputs}, Status: rsync.NotDone, Reason: exec.Stopped(h.stop) + " before rsync started"}
 		},
 		Flush: h.flush,
 	}
@@ -267,7 +280,7 @@ func (h *splitHooks) flush() {
 // channel are closed when the input has ended (or ctx has).
 func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-chan struct{}) {
 	r, f := p.r, &p.r.f
-	h := &splitHooks{out: p.rep.in, keepFresh: r.pathsLog != nil}
+	h := &splitHooks{out: p.rep.in, stop: ctx, keepFresh: r.pathsLog != nil}
 	sp := splitter.New(splitter.Config{
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Dest: r.destPaths, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit, Opening: p.openingFunc(),
@@ -397,9 +410,11 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	if del.missed() {
 		delErr = errors.New("the deletion pass " + del.state)
 	}
-	code := exitStatus(interrupted, p.inputErr, ab, c, errors.Join(ferr, delErr))
+	reached := isClosed(p.windowEnded)
+	timeUp := reached && (c.NotDone > 0 || !p.inputComplete || del.cut) // the window left work undone
+	code := exitStatus(interrupted, timeUp, p.inputErr, ab, c, errors.Join(ferr, delErr))
 	s := p.rep.finish(books.End{
-		ExitCode: code, InputComplete: p.inputComplete, DeletePass: del.state, DeleteSeconds: del.stats.Seconds,
+		ExitCode: code, InputComplete: p.inputComplete, DeletePass: del.state, DeleteSeconds: del.stats.Seconds, MaxDurationReached: reached,
 		CPUSeconds: cpuSeconds(syscall.RUSAGE_SELF), RsyncCPUSeconds: cpuSeconds(syscall.RUSAGE_CHILDREN),
 		Shard: f.shard, Shards: f.shards,
 	})
@@ -413,6 +428,12 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 		cmdline.Errorf(r.stderr, "%v", ab)
 		if ab.Hint != "" {
 			cmdline.Hintf(r.stderr, "%s", ab.Hint)
+		}
+	case code == ExitMaxDuration:
+		cmdline.Errorf(r.stderr, "%s: %d not done, %d failed, %d vanished of %d paths%s",
+			p.rep.windowCause, c.NotDone, c.Failed, c.Vanished, c.Files, failedListNote(f.Failed))
+		if p.inputComplete && f.Failed != "" {
+			cmdline.Hintf(r.stderr, "the next run can take them from the list: prsync --from %s … (or run the same command again: the quick check skips what is done)", f.Failed)
 		}
 	case (code == ExitPartial || code == ExitVanished) && c.Failed+c.Vanished+c.NotDone+c.ChunkErrors > 0:
 		cmdline.Errorf(r.stderr, "%d failed, %d vanished, %d not done of %d paths%s",
@@ -455,9 +476,10 @@ func failedListNote(path string) string {
 }
 
 // exitStatus picks the exit code of a run that started: an interrupt first, then an
-// unreadable input, then a run stopped early (rsync's own code), then failed paths (or an
-// error no path carries), then vanished ones.
-func exitStatus(interrupted bool, inputErr error, ab *exec.AbortError, c books.Counts, ferr error) int {
+// unreadable input, then a run stopped early (rsync's own code), then a time window that
+// left work undone (timeUp), then failed paths (or an error no path carries), then
+// vanished ones.
+func exitStatus(interrupted, timeUp bool, inputErr error, ab *exec.AbortError, c books.Counts, ferr error) int {
 	switch {
 	case interrupted:
 		return ExitInterrupted
@@ -465,6 +487,8 @@ func exitStatus(interrupted bool, inputErr error, ab *exec.AbortError, c books.C
 		return ExitInput
 	case ab != nil && ab.ExitCode > 0:
 		return ab.ExitCode
+	case timeUp:
+		return ExitMaxDuration
 	case ab != nil || c.Failed > 0 || c.NotDone > 0 || c.ChunkErrors > 0 || ferr != nil:
 		return ExitPartial
 	case c.Vanished > 0:

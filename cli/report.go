@@ -46,6 +46,11 @@ type reporter struct {
 	// tty says the progress line is drawn on stderr (books.Text): a line written there
 	// clears it first, and the next interval draws it again
 	tty bool
+	// windowEnded is closed when the --max-duration window ends (nil without one):
+	// windowNote says so, with windowCause, and what the rsyncs running get (grace)
+	windowEnded <-chan struct{}
+	windowCause string
+	grace       time.Duration
 
 	in chan any
 }
@@ -54,6 +59,7 @@ type reporter struct {
 func (r *reporter) loop() {
 	tick := time.NewTicker(r.every)
 	defer tick.Stop()
+	windowEnded := r.windowEnded
 	for {
 		select {
 		case m, ok := <-r.in:
@@ -63,6 +69,9 @@ func (r *reporter) loop() {
 			r.handle(m)
 		case <-tick.C:
 			r.progress()
+		case <-windowEnded:
+			windowEnded = nil // said once
+			r.windowNote()
 		}
 	}
 }
@@ -200,6 +209,7 @@ func (r *reporter) snapshot() books.Snapshot {
 		PID: os.Getpid(), Elapsed: time.Since(r.t0).Seconds(), InFlight: r.pool.InFlight(),
 		Running: running, Suspended: paused, Jobs: r.pool.Limit(), MaxJobs: r.pool.MaxJobs, JobsAuto: r.jobsAuto,
 		Paused: r.pool.PausedAll(), InputDone: r.inDone(), BWLimit: "off", BWLimitNow: "off", Sample: sample,
+		MaxDurationReached: isClosed(r.windowEnded),
 	}
 	if r.bw != nil {
 		l.BWLimit, l.BWLimitNow = r.bw.describe()

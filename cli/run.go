@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mattn/go-isatty"
 
@@ -62,6 +63,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // run is one life of prsync: parse the command line, Validate it, tune the process (if
 // tune is not nil), Open what the run needs, Run it, and Close.
 func run(sig *signals, tune func(stats bool) (examined func()), args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	started := time.Now() // --max-duration counts from here
 	var f Flags
 	parser, err := newParser(&f, stdout, stderr, cmdline.Exit)
 	if err != nil {
@@ -77,7 +79,7 @@ func run(sig *signals, tune func(stats bool) (examined func()), args []string, s
 		}
 		return fail(stderr, usage(err.Error(), "see prsync --help"))
 	}
-	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr, sig: sig, argv: args}
+	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr, sig: sig, argv: args, started: started}
 	if err := r.Validate(); err != nil {
 		return fail(stderr, err)
 	}
@@ -97,7 +99,8 @@ type runner struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	sig *signals
+	sig     *signals
+	started time.Time // when prsync started: --max-duration counts from then
 
 	rsync        string
 	rsyncVersion rsync.Version
@@ -121,6 +124,7 @@ type runner struct {
 	transport    exec.Transport
 	helper       string // the -e value of the pipe transport
 	verify       exec.VerifyMode
+	mlabels      map[string]string // the labels of every series of the metrics file (metricsLabels)
 	argv         []string
 	examined     func() // called once the splitter examined every path (tuneRuntime); nil: none
 

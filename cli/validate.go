@@ -90,6 +90,12 @@ func (r *runner) Validate() error {
 	if _, err := bw.ParseSchedule(orOff(f.BWLimit)); err != nil {
 		return usage(err.Error(), `write a rate such as 20M (a bare number is KiB/s), or a timetable such as --bwlimit "08:00,20M 19:00,200M 23:00,off"`)
 	}
+	if f.MaxDuration < 0 {
+		return usage(fmt.Sprintf("--max-duration %v: want a positive duration, or 0 for no limit", f.MaxDuration), "for example --max-duration 6h, or 90m")
+	}
+	if f.MaxDurationGrace < 0 {
+		return usage(fmt.Sprintf("--max-duration-grace %v: want 0 or more", f.MaxDurationGrace), "")
+	}
 	if f.MaxSuspend < 0 {
 		return usage("--max-suspend must be 0 or positive", "")
 	}
@@ -98,6 +104,14 @@ func (r *runner) Validate() error {
 		r.verify = exec.VerifyAll
 	case "transferred":
 		r.verify = exec.VerifyTransferred
+	}
+	if len(f.MetricsLabel) > 0 && f.MetricsFile == "" {
+		return usage("--metrics-label without --metrics-file", "add --metrics-file PATH, or drop --metrics-label")
+	}
+	if f.MetricsFile != "" {
+		if r.mlabels, err = metricsLabels(f.MetricsLabel, f.Dest, f.shard, f.shards); err != nil {
+			return err
+		}
 	}
 	if f.DeleteAfterErrors && !f.Delete {
 		return usage("--delete-after-errors without --delete", "add --delete, or drop --delete-after-errors")

@@ -82,6 +82,10 @@ type Start struct {
 	MaxIOPressure    float64 `json:"max_io_pressure"`
 	ThrottleInterval float64 `json:"throttle_interval"`
 	NoThrottle       bool    `json:"no_throttle"`
+	// MaxDuration is the time window (--max-duration) in seconds, and MaxDurationGrace
+	// its grace; both only with a window.
+	MaxDuration      float64  `json:"max_duration,omitempty"`
+	MaxDurationGrace *float64 `json:"max_duration_grace,omitempty"`
 }
 
 // Cgroup describes the cgroup the throttle measures against.
@@ -335,6 +339,9 @@ type Summary struct {
 	DeletePass    string  `json:"delete_pass"`
 	DeleteDirs    int64   `json:"delete_dirs"`
 	DeleteSeconds float64 `json:"delete_seconds"`
+	// MaxDurationReached: the --max-duration window ended before the run did (nothing
+	// started after it); only then.
+	MaxDurationReached bool `json:"max_duration_reached,omitempty"`
 }
 
 // PathFields returns the path as a JSON string and, when the name is not valid UTF-8

@@ -138,7 +138,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	}
 	args := append(append(append(append(pre, p.Args...), extra...), tr...),
 		"--files-from=-", "--from0", "--out-format="+rsync.OutFormat, "--", from, dest)
-	cmd := osexec.CommandContext(ctx, p.Rsync, args...)
+	cmd := osexec.CommandContext(p.procCtx(ctx), p.Rsync, args...)
 	cmd.Stdin = &entryReader{entries: entries}
 	cmd.Env = env
 	localDest := p.localDest

@@ -44,6 +44,11 @@ type ran struct {
 }
 
 func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
+	if ctx.Err() != nil { // ended while the chunk took its slot: it does not start
+		p.release()
+		p.drop(ctx, c, false)
+		return
+	}
 	st := &chunkState{c: c, logged: make([]rsync.PathState, c.Len()), out: make([]rsync.Outcome, c.Len()), budget: isolationBudget(c.Len())}
 	all := make([]int, c.Len())
 	for i := range all {
@@ -85,7 +90,7 @@ func (p *Pool) runOnce(ctx context.Context, st *chunkState, set []int, rerun boo
 			if !p.wait(ctx, class, delay) {
 				if rerun {
 					// the chunk's last chunk_end, with every outcome, is this attempt's
-					p.notRun(ctx, st, set, "interrupted while waiting to retry")
+					p.notRun(ctx, st, set, " while waiting to retry")
 					if ctx.Err() != nil {
 						class = rsync.Cancelled
 					}
@@ -123,7 +128,7 @@ func (p *Pool) follow(ctx context.Context, st *chunkState, rn *ran, depth int) b
 		a, b := halves(rn.unfinished)
 		ra, held := p.rerun(ctx, st, a)
 		if !held {
-			p.notRun(ctx, st, b, "interrupted while waiting to retry")
+			p.notRun(ctx, st, b, " while waiting to retry")
 			return false
 		}
 		rb, held := p.rerun(ctx, st, b)
@@ -137,7 +142,7 @@ func (p *Pool) follow(ctx context.Context, st *chunkState, rn *ran, depth int) b
 		}
 		if !p.follow(ctx, st, ra, depth+1) {
 			if rb != nil {
-				p.notRun(ctx, st, rb.unfinished, "interrupted while waiting to retry")
+				p.notRun(ctx, st, rb.unfinished, " while waiting to retry")
 			}
 			return false
 		}
@@ -150,16 +155,17 @@ func (p *Pool) follow(ctx context.Context, st *chunkState, rn *ran, depth int) b
 // stopped by another chunk): then set is settled as not run and the result is nil.
 func (p *Pool) rerun(ctx context.Context, st *chunkState, set []int) (*ran, bool) {
 	if ctx.Err() != nil || p.Aborted() != nil {
-		p.notRun(ctx, st, set, "interrupted before its re-run")
+		p.notRun(ctx, st, set, " before its re-run")
 		return nil, true
 	}
 	return p.runOnce(ctx, st, set, true)
 }
 
-// notRun settles paths whose re-run will not happen: not done after an interrupt, failed
-// when the run stopped early. They were not proven by the run before.
-func (p *Pool) notRun(ctx context.Context, st *chunkState, set []int, interrupted string) {
-	o := rsync.Outcome{Status: rsync.NotDone, Reason: interrupted}
+// notRun settles paths whose re-run will not happen: not done after an interrupt (their
+// reason why ctx ended, then when), failed when the run stopped early. They were not
+// proven by the run before.
+func (p *Pool) notRun(ctx context.Context, st *chunkState, set []int, when string) {
+	o := rsync.Outcome{Status: rsync.NotDone, Reason: Stopped(ctx) + when}
 	if ab := p.Aborted(); ab != nil && ctx.Err() == nil {
 		o = rsync.Outcome{Status: rsync.Failed, Reason: "not retried: " + ab.Error(), Hint: ab.Hint}
 	}
@@ -257,6 +263,7 @@ func (p *Pool) settleRun(ctx context.Context, st *chunkState, rn *ran, rerun boo
 	}
 	p.proveVanished(ctx, rn.sub, r, class) // see vanished.go; r.Paths follow rn.sub, the run's paths
 	s := rsync.Settle(r, res.code, class == rsync.Cancelled, p.LeftOut != "")
+	s.Interrupted = Stopped(p.procCtx(ctx))
 	var vs []rsync.Verdict
 	landed := 0
 	if len(s.Unproven) > 0 {
@@ -317,7 +324,8 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, held bool) bool {
 	st.pending = nil
 	outcomes := st.out
 	var ver *Verification
-	if held && p.Verify != VerifyOff && p.Confirm != ConfirmNothing && last.class != rsync.Cancelled && !st.fatal && ctx.Err() == nil {
+	// a chunk that ended in --max-duration's grace is still verified (procCtx)
+	if held && p.Verify != VerifyOff && p.Confirm != ConfirmNothing && last.class != rsync.Cancelled && !st.fatal && p.procCtx(ctx).Err() == nil {
 		ver, held = p.verify(ctx, st.c, outcomes)
 	}
 	status := chunkStatus(last.class, outcomes, st.unexplained)

@@ -44,10 +44,11 @@ func (p *Pool) confirmLanded(ctx context.Context, c *splitter.Chunk, idx []int, 
 			vs[k] = dest.landed(c.Src, c.Entries[i], res.r.Paths[i])
 		}
 		return vs, "lstat"
-	case class == rsync.Cancelled || ctx.Err() != nil || rsync.NoTransfer(res.code, res.r):
+	case class == rsync.Cancelled || p.procCtx(ctx).Err() != nil || rsync.NoTransfer(res.code, res.r):
+		// a chunk that ended in --max-duration's grace is still confirmed (procCtx)
 		reason := "not confirmed: the rsync session failed"
-		if class == rsync.Cancelled || ctx.Err() != nil {
-			reason = "interrupted"
+		if class == rsync.Cancelled || p.procCtx(ctx).Err() != nil {
+			reason = Stopped(p.procCtx(ctx))
 		}
 		for k := range vs {
 			vs[k] = rsync.Verdict{Reason: reason}
@@ -65,7 +66,7 @@ func (p *Pool) confirmLanded(ctx context.Context, c *splitter.Chunk, idx []int, 
 	pass := p.attempt(ctx, c, entries, 0, extra)
 	if pass.cancelled {
 		for k := range vs {
-			vs[k] = rsync.Verdict{Reason: "interrupted"}
+			vs[k] = rsync.Verdict{Reason: Stopped(p.procCtx(ctx))}
 		}
 		return vs, "dry-run"
 	}
@@ -86,7 +87,7 @@ func (p *Pool) sourceGone(ctx context.Context, c *splitter.Chunk, idx []int, r, 
 			gone = append(gone, k)
 		}
 	}
-	if len(gone) == 0 || ctx.Err() != nil {
+	if len(gone) == 0 || p.procCtx(ctx).Err() != nil {
 		return
 	}
 	if p.localDest != "" {

@@ -3,6 +3,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -76,6 +77,12 @@ type Pool struct {
 	// Reports receives what happens, in order per chunk, from the pool's goroutines. It
 	// may block (it hands the report to the one goroutine that owns the books).
 	Reports func(Report)
+	// Drain, when set, is what cancels the rsyncs that Run's ctx leaves running: once ctx
+	// has ended no chunk starts, nor a retry or an isolating re-run; the rsyncs running, and
+	// the passes that settle their chunks (confirming, verifying), go on until Drain ends
+	// too (--max-duration and its grace). It must end whenever ctx ends for another reason
+	// (prsync derives both from its signals' context).
+	Drain context.Context
 
 	once      sync.Once
 	localDest string // absolute local DEST, or "" when it is remote
@@ -183,8 +190,9 @@ func (p *Pool) report(r Report) {
 
 // Run starts an rsync for each chunk from chunks, up to the limit at once, until chunks
 // is closed and every rsync has ended. When ctx ends, running rsyncs are cancelled (TERM,
-// then CONT, to the group), and the chunks not started are dropped as not done. When
-// kill ends, running rsyncs get KILL at once.
+// then CONT, to the group; with Drain, once it ends too), and the chunks not started are
+// dropped as not done, their reason saying why ctx ended (Stopped). When kill ends,
+// running rsyncs get KILL at once.
 func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) error {
 	p.init()
 	defer p.watch(ctx, kill)()
@@ -264,16 +272,34 @@ func (p *Pool) drop(ctx context.Context, c *splitter.Chunk, started bool) {
 	p.mu.Lock()
 	ab := p.abort
 	p.mu.Unlock()
-	status, reason := rsync.NotDone, "interrupted before rsync started"
+	status, reason := rsync.NotDone, Stopped(ctx)+" before rsync started"
 	switch {
 	case ab != nil && ctx.Err() == nil && started:
 		status, reason = rsync.Failed, "not retried: "+ab.Error()
 	case ab != nil && ctx.Err() == nil:
 		status, reason = rsync.Failed, "not attempted: "+ab.Error()
 	case started:
-		reason = "interrupted while waiting to retry"
+		reason = Stopped(ctx) + " while waiting to retry"
 	}
 	p.report(ChunkDropped{Chunk: c, Status: status, Reason: reason, Started: started})
+}
+
+// Stopped says why ctx ended, as the reason of the paths it leaves not done: the text of
+// the cause it was ended with (context.WithCancelCause), such as prsync's time window, or
+// "interrupted" (a signal).
+func Stopped(ctx context.Context) string {
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err.Error()
+	}
+	return "interrupted"
+}
+
+// procCtx is the context that cancels an rsync started under ctx: Drain, when set.
+func (p *Pool) procCtx(ctx context.Context) context.Context {
+	if p.Drain != nil {
+		return p.Drain
+	}
+	return ctx
 }
 
 // Procs returns the running rsync groups, for the throttle.

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -507,5 +508,96 @@ func TestRunningLines(t *testing.T) {
 	}
 	if _, _, _, ok := p.Running(1); ok {
 		t.Error("Running reports the chunk after the run")
+	}
+}
+
+// TestDrain: once Run's ctx has ended (here with a cause, as --max-duration ends it), the
+// chunk waiting for a slot is dropped as not done with the cause as its reason, and the
+// rsync running goes on until Drain ends too; then it is cancelled, and its paths are not
+// done with Drain's cause as their reason. The "rsync" is a shell that reads its list and
+// sleeps for a minute.
+func TestDrain(t *testing.T) {
+	ctx, end := context.WithCancelCause(context.Background())
+	drain, endDrain := context.WithCancelCause(context.Background())
+	defer end(nil)
+	defer endDrain(nil)
+	var mu sync.Mutex
+	var dropped, ended []Report
+	started := make(chan struct{}, 1)
+	p := &Pool{
+		Rsync: "/bin/sh", Args: []string{"-c", "cat >/dev/null; sleep 60", "sh"},
+		Dest: "host:/dest", Jobs: 1, Grace: time.Second, Confirm: ConfirmDryRun, Drain: drain,
+		Reports: func(r Report) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch r.(type) {
+			case ChunkStarted:
+				started <- struct{}{}
+			case ChunkDropped:
+				dropped = append(dropped, r)
+			case ChunkEnded:
+				ended = append(ended, r)
+			}
+		},
+	}
+	chunks := make(chan *splitter.Chunk, 2)
+	for i := 1; i <= 2; i++ {
+		chunks <- &splitter.Chunk{ID: i, Src: "/", Inputs: [][]byte{[]byte(fmt.Sprint(i))}, Entries: [][]byte{[]byte(fmt.Sprint(i))}}
+	}
+	close(chunks)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, context.Background(), chunks) }()
+	<-started
+	end(errors.New("the window ended"))
+	select {
+	case err := <-done:
+		t.Fatalf("Run ended (%v) when ctx did, not when Drain did", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if running, _ := p.Counts(); running != 1 {
+		t.Errorf("%d rsyncs running after ctx ended, want the one that had started", running)
+	}
+	endDrain(errors.New("the grace ended"))
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not end once Drain had")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dropped) != 1 || dropped[0].(ChunkDropped).Reason != "the window ended before rsync started" {
+		t.Errorf("dropped %+v, want chunk 2 with the reason \"the window ended before rsync started\"", dropped)
+	}
+	if len(ended) != 1 {
+		t.Fatalf("chunk ends %+v, want one", ended)
+	}
+	e := ended[0].(ChunkEnded)
+	if e.Status != "cancelled" || len(e.Outcomes) != 1 || e.Outcomes[0].Status != rsync.NotDone || e.Outcomes[0].Reason != "the grace ended" {
+		t.Errorf("chunk %d ended %s with %+v, want cancelled and not done for \"the grace ended\"", e.Chunk.ID, e.Status, e.Outcomes)
+	}
+}
+
+// TestStopped: the reason of the paths a context's end leaves not done.
+func TestStopped(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	caused, end := context.WithCancelCause(context.Background())
+	end(errors.New("the time window ended (--max-duration 1h)"))
+	child, stop := context.WithCancel(caused)
+	defer stop()
+	expired, stop2 := context.WithTimeout(context.Background(), 0)
+	defer stop2()
+	for _, tt := range []struct {
+		ctx  context.Context
+		want string
+	}{
+		{cancelled, "interrupted"},
+		{caused, "the time window ended (--max-duration 1h)"},
+		{child, "the time window ended (--max-duration 1h)"},
+		{expired, "interrupted"},
+	} {
+		if got := Stopped(tt.ctx); got != tt.want {
+			t.Errorf("Stopped = %q, want %q", got, tt.want)
+		}
 	}
 }

@@ -54,6 +54,13 @@ func (p *Pool) verify(ctx context.Context, c *splitter.Chunk, outcomes []rsync.O
 	res, held := p.runRetried(ctx, c, entries, pass{extra: verifyArgs})
 	v := &Verification{Paths: len(idx)}
 	cs := rsync.Checks(res.r, res.code, res.cancelled, res.stderr, listed)
+	if res.cancelled {
+		for k := range cs {
+			if cs[k].Status == rsync.NotDone {
+				cs[k].Reason = "verify: " + Stopped(p.procCtx(ctx))
+			}
+		}
+	}
 	if res.lost != nil {
 		p.abortLost(c.ID, res.lost)
 	}

@@ -1,6 +1,7 @@
 package rsync
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -61,6 +62,9 @@ func (ps PathState) Stamp() Stamp {
 type Settlement struct {
 	// Unproven are the indexes of the paths that need a verdict, in order.
 	Unproven []int
+	// Interrupted is the reason of a path that a cancel left not done: why it was
+	// cancelled; "interrupted" when empty.
+	Interrupted string
 
 	out       []Outcome
 	r         *Result
@@ -119,7 +123,7 @@ func (s *Settlement) Fold(vs []Verdict) ([]Outcome, string) {
 		case v.Landed:
 			out[i] = proven(r.Paths[i])
 		case cancelled:
-			out[i] = Outcome{Status: NotDone, Reason: "interrupted"}
+			out[i] = Outcome{Status: NotDone, Reason: cmp.Or(s.Interrupted, "interrupted")}
 		case v.Gone:
 			out[i] = Outcome{Status: Vanished, Reason: v.Reason}
 		default:

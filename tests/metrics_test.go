@@ -72,7 +72,7 @@ func TestMetricsFileMidRun(t *testing.T) {
 			defer pw.Close()
 			pw.Write(nul(names[:20]...))
 			p.mustWaitFor("chunk_end", time.Minute, func(e map[string]any) bool { return e["type"] == "chunk_end" })
-			if b, err := os.ReadFile(mf); err != nil || !strings.Contains(string(b), "\nprsync_up 1\n") {
+			if b, err := os.ReadFile(mf); err != nil || !strings.Contains(string(b), fmt.Sprintf("\nprsync_up{dest=%q} 1\n", dst)) {
 				t.Fatalf("the metrics file mid-run: %v\n%s", err, b)
 			}
 			breakDir()
@@ -104,7 +104,8 @@ func TestMetricsFileMidRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, line := range []string{"prsync_up 0", "prsync_exit_code 0", `prsync_files_total{status="transferred"} 40`} {
+			l := fmt.Sprintf("dest=%q", dst)
+			for _, line := range []string{"prsync_up{" + l + "} 0", "prsync_exit_code{" + l + "} 0", `prsync_files_total{` + l + `,status="transferred"} 40`} {
 				if !strings.Contains(string(b), "\n"+line+"\n") {
 					t.Errorf("no line %q in the metrics file:\n%s", line, b)
 				}
