@@ -167,13 +167,21 @@ func Man(w io.Writer, s *Source) error {
 		p.code(ex.Lines)
 	}
 
+	licence, err := section(s.Readme, "Licence")
+	if err != nil {
+		return err
+	}
+	p.macro("SH", "COPYRIGHT")
+	renderBlocks(p, parseBlocks(licence))
+
 	p.macro("SH", "SEE ALSO")
 	p.macro("BR", "rsync", "(1),")
 	p.macro("BR", "rsyncd.conf", "(5),")
 	p.macro("BR", "find", "(1),")
 	p.macro("BR", "jq", "(1)")
 	p.macro("PP")
-	p.line(`README.md of prsync, at \fBhttps://github.com/prsync/prsync\fR: where paths land, throttling, the quick check, scale-out and performance.`)
+	// no URL: prsync has no public home page yet (README, Licence)
+	p.line(`README.md of prsync, installed as \fB/usr/share/doc/prsync/README.md\fR by the .deb and .rpm packages and in the release archives: where paths land, throttling, the quick check, scale-out and performance.`)
 
 	_, err = io.WriteString(w, p.String())
 	return err
