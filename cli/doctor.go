@@ -137,5 +137,5 @@ var doctorExamples = []Example{
 
 // printDoctorHelp is prsync doctor --help: its synopsis, the flags, and its examples.
 func printDoctorHelp(options kong.HelpOptions, ctx *kong.Context) error {
-	return helpWith(doctorExamples, "\nThe checks and their fixes: README.md, prsync doctor; man prsync.\n")(options, ctx)
+	return helpWith(doctorExamples, nil, "\nThe checks and their fixes: README.md, prsync doctor; man prsync.\n")(options, ctx)
 }

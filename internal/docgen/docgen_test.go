@@ -126,7 +126,8 @@ func TestManPage(t *testing.T) {
 	s := load(t)
 	man := manPage(t, s)
 	at := 0
-	for _, sh := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "EVENTS", "ENVIRONMENT", "EXAMPLES", "COPYRIGHT", "SEE ALSO"} {
+	for _, sh := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "DOCTOR", "PROGRESS", "SIGNALS", "METRICS",
+		"LIVE CONTROL", "PRSYNC REPORT", "EXIT STATUS", "EVENTS", "ENVIRONMENT", "EXAMPLES", "COPYRIGHT", "SEE ALSO"} {
 		i := strings.Index(man, "\n.SH "+quoteArg(sh)+"\n")
 		if i < at {
 			t.Errorf("section %s missing or out of order", sh)
