@@ -40,7 +40,7 @@ func Doctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		panic(err)
 	}
-	args = verifyArgs(args)
+	args = negativeJobs(verifyArgs(args))
 	if _, err := cmdline.Parse(parser, args); err != nil {
 		if code, ok := cmdline.Exited(err); ok {
 			return code
@@ -48,7 +48,7 @@ func Doctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if errors.Is(err, syscall.EPIPE) {
 			return 0
 		}
-		return fail(stderr, usage(err.Error(), "see prsync doctor --help"))
+		return fail(stderr, parseError(err, args, "see prsync doctor --help"))
 	}
 	if f.Sample < 1 {
 		return fail(stderr, usage(fmt.Sprintf("--sample %d: want at least 1", f.Sample), ""))
