@@ -275,18 +275,28 @@ func mkdirAllable(dir string) error {
 }
 
 // insideDestHint is the hint for a list that holds a local DEST's own files: leave DEST out
-// of the list, with the find test that does it, named as find prints DEST's path when DEST
-// lies below the working directory.
+// of the list, with the find test that does it, separated as the list is (-print0 for -0,
+// else -print). DEST is named as find prints it: ./rel when it lies below the working
+// directory (find .), else its absolute path, under SRC (--root, or the directory listed)
+// given absolute.
 func (r *runner) insideDestHint() string {
 	if len(r.destPaths) == 0 {
 		return ""
 	}
+	print := "-print"
+	if r.f.Null {
+		print = "-print0"
+	}
 	d := r.destPaths[0]
+	const what = "the list holds DEST %s and what is in it, and those paths failed; leave DEST out of the list: "
 	if rel, err := filepath.Rel(r.cwd, d); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
 		d = "./" + rel
-		return fmt.Sprintf("the list holds DEST %s and what is in it, and those paths failed; leave DEST out of the list: find . -path %s -prune -o -print0", d, shellQuote(d))
+		return fmt.Sprintf(what+"find . -path %s -prune -o %s", d, shellQuote(d), print)
 	}
-	return fmt.Sprintf("the list holds DEST %s and what is in it, and those paths failed; leave DEST out of the list with find's -path DEST -prune, DEST as find prints it", d)
+	if r.root != "" && strings.HasPrefix(d, r.root+"/") {
+		return fmt.Sprintf(what+"find %s -path %s -prune -o %s", d, shellQuote(r.root), shellQuote(d), print)
+	}
+	return fmt.Sprintf(what+"find SRC -path %s -prune -o %s, SRC being the directory you listed, written absolute", d, shellQuote(d), print)
 }
 
 // shellQuote quotes s for a POSIX shell, when it needs it.
