@@ -69,6 +69,10 @@ func (r *runner) check() error {
 			return &cmdline.Error{Code: ExitInput, Msg: fmt.Sprintf("--from: %v", err)}
 		}
 		r.input = fh
+	} else if fh, ok := r.stdin.(*os.File); ok && isTerminal(fh) {
+		// as GNU parallel does: a run that waits for a list no one types looks hung
+		cmdline.Warnf(r.stderr, "reading paths from the terminal (stdin); end with Ctrl-D, or pipe a list in: find . -print0 | prsync -0 %s", shellQuote(f.Dest))
+		r.input = io.NopCloser(ttyInput{f: fh})
 	}
 	if err := r.checkOutputs(); err != nil {
 		return err
