@@ -196,7 +196,9 @@ func (r *runner) Close() {
 }
 
 // probeRsync runs rsync with the options and --version: rsync rejects options it does not
-// know, and says its version.
+// know, and says what it is, which rsync.Judge judges as prsync doctor does: a fatal
+// problem (openrsync, a known-bad release whose bug the options meet) refuses the run, a
+// warning that applies to it (older than 3.1) is said.
 func (r *runner) probeRsync() (rsync.Version, error) {
 	out, err := osexec.Command(r.rsync, append(append([]string(nil), r.args...), "--version")...).CombinedOutput()
 	if err != nil {
@@ -206,15 +208,28 @@ func (r *runner) probeRsync() (rsync.Version, error) {
 		}
 		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("run %s --version: %v: %s", r.rsync, err, firstLine(out))}
 	}
-	ver, ok := rsync.ParseVersion(out)
+	b, ok := rsync.ParseBanner(out)
 	if !ok {
 		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("%s does not look like rsync: %s", r.rsync, firstLine(out))}
 	}
-	r.rsyncVersion = ver
-	if !ver.AtLeast(3, 1, 0) {
-		cmdline.Warnf(r.stderr, "rsync %s is older than 3.1; upgrade if copies fail", ver)
+	var fatal, fixes []string
+	for _, p := range rsync.Judge(b, r.args) {
+		switch {
+		case p.Fatal:
+			fatal = append(fatal, p.What)
+			if !slices.Contains(fixes, p.Fix) {
+				fixes = append(fixes, p.Fix)
+			}
+		case p.Applies:
+			cmdline.Warnf(r.stderr, "%s is %s: %s; %s", r.rsync, b, p.What, p.Fix)
+		}
 	}
-	return ver, nil
+	if len(fatal) > 0 {
+		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("%s is %s: %s", r.rsync, b, strings.Join(fatal, "; ")),
+			Hint: strings.Join(fixes, "; ") + " (prsync doctor checks the same)"}
+	}
+	r.rsyncVersion = b.Version
+	return b.Version, nil
 }
 
 // checkDest fails fast on a local DEST that cannot work: a file, one that is not

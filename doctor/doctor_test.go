@@ -67,7 +67,7 @@ func TestLocalRsync(t *testing.T) {
 		{"3.4.3 without", "rsync  version 3.4.3  protocol version 32\n", nil, []string{"--archive"}, false, Warning, "do not use"},
 		{"3.4.0 with -H", "rsync  version 3.4.0  protocol version 32\n", nil, []string{"--archive", "-H"}, false, Error, "issues/702"},
 		{"openrsync", "openrsync: protocol version 29\nrsync version 2.6.9 compatible\n", nil, []string{"--archive"}, false, Error, "brew install rsync"},
-		{"too old", "rsync  version 3.0.9  protocol version 30\n", nil, nil, false, Error, "needs rsync 3.1.0"},
+		{"too old", "rsync  version 3.0.9  protocol version 30\n", nil, nil, false, Warning, "older than 3.1.0, which prsync is built for"},
 		{"no mkpath", "rsync  version 3.1.3  protocol version 31\n", nil, nil, true, Warning, "--mkpath"},
 		{"mkpath local", "rsync  version 3.1.3  protocol version 31\n", nil, nil, false, OK, ""},
 		{"not rsync", "hello\n", nil, nil, false, Error, "does not look like rsync"},

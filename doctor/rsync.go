@@ -12,7 +12,7 @@ import (
 // minRsync is the oldest rsync prsync works with (cli.MinRsync), and minMkpath the oldest
 // that creates a missing remote DEST (cli.MinRsyncMkpath).
 var (
-	minRsync  = rsync.Version{Major: 3, Minor: 1}
+	minRsync  = rsync.MinVersion
 	minMkpath = rsync.Version{Major: 3, Minor: 2, Patch: 3}
 )
 
@@ -54,19 +54,10 @@ func RemoteRsync(host, cmd string, out []byte, runErr error, args []string, mkpa
 	return banner(NameRemoteRsync, fmt.Sprintf("%s runs %s", host, describe(b)), b, args, mkpath)
 }
 
-func describe(b rsync.Banner) string {
-	name := "GNU rsync " + b.Version.String()
-	if b.OpenRsync {
-		name = "openrsync (\"rsync " + b.Version.String() + " compatible\")"
-	}
-	if b.Protocol > 0 {
-		name += fmt.Sprintf(" (protocol %d)", b.Protocol)
-	}
-	return name
-}
+func describe(b rsync.Banner) string { return b.String() }
 
-// banner judges one end's rsync: the known-bad table, the oldest version prsync takes,
-// and --mkpath for a remote DEST.
+// banner judges one end's rsync by the run's own rule (rsync.Judge: a fatal problem is an
+// error, another a warning), and --mkpath for a remote DEST.
 func banner(name, what string, b rsync.Banner, args []string, mkpath bool) Check {
 	c := ok(name, "%s", what)
 	var msgs, fixes []string
@@ -78,16 +69,15 @@ func banner(name, what string, b rsync.Banner, args []string, mkpath bool) Check
 			fixes = append(fixes, fix)
 		}
 	}
-	for _, k := range rsync.KnownBadFor(b) {
-		if k.Triggered(args) {
-			add(Error, fmt.Sprintf("%s (%s)", k.What, k.Source), k.Fix)
+	for _, p := range rsync.Judge(b, args) {
+		if p.Fatal {
+			add(Error, p.What, p.Fix)
 		} else {
-			add(Warning, fmt.Sprintf("%s, which this run's options do not use (%s)", k.What, k.Source), k.Fix)
+			add(Warning, p.What, p.Fix)
 		}
 	}
-	if !b.OpenRsync && !b.Version.AtLeast(minRsync.Major, minRsync.Minor, minRsync.Patch) {
-		add(Error, "prsync needs rsync "+minRsync.String()+" or newer", "install rsync 3.1 or newer")
-	} else if mkpath && !b.OpenRsync && !b.Version.AtLeast(minMkpath.Major, minMkpath.Minor, minMkpath.Patch) {
+	if mkpath && !b.OpenRsync && b.Version.AtLeast(minRsync.Major, minRsync.Minor, minRsync.Patch) &&
+		!b.Version.AtLeast(minMkpath.Major, minMkpath.Minor, minMkpath.Patch) {
 		add(Warning, "older than "+minMkpath.String()+": a missing remote DEST is not created (no --mkpath)", "create DEST on the far side first, or use rsync "+minMkpath.String()+" or newer")
 	}
 	if worst == OK {
