@@ -91,7 +91,7 @@ func (r *runner) doctorPlan(sample int) (doctor.Plan, error) {
 	f := &r.f
 	p := doctor.Plan{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Root: r.srcRemote,
-		Jobs:   r.jobs,
+		Jobs: r.jobs, Env: r.env,
 		Policy: r.policy, NoThrottle: f.NoThrottle, NoControl: f.NoControl,
 		Source: doctor.SourceConfig{Sep: '\n', Sizes: f.Sizes, Base: r.root, Remote: r.srcRemote != "", Sample: sample},
 	}
