@@ -106,23 +106,37 @@ func TestLine(t *testing.T) {
 		s    Snapshot
 		want string
 	}{
+		// files 506 of 1000 done (100 up to date: a percentage of the paths), 12 s in
 		{"everything", sample(),
-			"prsync: 506/1000 files  21.00 MB  1.70 MB/s  running 4  queued 300  verified 390 (10 differ)  paused 2 (cpu 91%)  failed 5  0:12  ETA 0:18"},
-		{"a plain copy, input still coming", mod(func(s *Snapshot) {
+			"prsync: 506/1000 files  50%  21.00 MB  1.70 MB/s  running 4  queued 300  verified 390 (10 differ)  paused 2 (cpu 91%)  failed 5  0:12  ETA 0:12"},
+		{"a plain copy, input still coming: no percentage, no ETA", mod(func(s *Snapshot) {
 			s.Verified, s.VerifyFailed, s.Suspended, s.Failed, s.Vanished, s.InputDone = 0, 0, 0, 0, 0, false
 		}), "prsync: 501/1000 files  21.00 MB  1.70 MB/s  running 4  queued 300  0:12"},
 		{"verified, none differ; not-done paths are not failed ones", mod(func(s *Snapshot) {
 			s.VerifyFailed, s.Suspended, s.Failed, s.Vanished = 0, 0, 0, 0
-		}), "prsync: 501/1000 files  21.00 MB  1.70 MB/s  running 4  queued 300  verified 390  0:12  ETA 0:18"},
-		{"no rate yet: no ETA", mod(func(s *Snapshot) { s.Elapsed, s.Verified, s.VerifyFailed, s.Suspended = 0, 0, 0, 0 }),
-			"prsync: 506/1000 files  21.00 MB  0 B/s  running 4  queued 300  failed 5  0:00"},
-		{"more transferred than read: ETA 0", mod(func(s *Snapshot) { s.Bytes, s.Verified, s.VerifyFailed = 1, 0, 0 }),
-			"prsync: 506/1000 files  21.00 MB  1.70 MB/s  running 4  queued 300  paused 2 (cpu 91%)  failed 5  0:12  ETA 0:00"},
-		{"deleting", deleting(), "prsync: deleting: 40/90 dirs checked  3 deleted  running 1  0:03  ETA 0:01"},
+		}), "prsync: 501/1000 files  50%  21.00 MB  1.70 MB/s  running 4  queued 300  verified 390  0:12  ETA 0:12"},
+		{"no time yet: no ETA", mod(func(s *Snapshot) { s.Elapsed, s.Verified, s.VerifyFailed, s.Suspended = 0, 0, 0, 0 }),
+			"prsync: 506/1000 files  50%  21.00 MB  0 B/s  running 4  queued 300  failed 5  0:00"},
+		// a fresh copy (nothing up to date): the part of the bytes, 21 of 50 MB
+		{"a fresh copy: of the bytes", mod(func(s *Snapshot) {
+			s.UpToDate, s.Transferred, s.Verified, s.VerifyFailed, s.Suspended, s.Failed, s.Vanished, s.NotDone = 0, 506, 0, 0, 0, 0, 0, 0
+		}), "prsync: 506/1000 files  42%  21.00 MB  1.70 MB/s  running 4  queued 300  0:12  ETA 0:17"},
+		{"more transferred than read: 100%, ETA 0", mod(func(s *Snapshot) {
+			s.UpToDate, s.Transferred, s.Bytes, s.Verified, s.VerifyFailed = 0, 500, 1, 0, 0
+		}), "prsync: 506/1000 files  100%  21.00 MB  1.70 MB/s  running 4  queued 300  paused 2 (cpu 91%)  failed 5  0:12  ETA 0:00"},
+		// the estimate from the first seconds of a long copy said 59:25 for a minute's work
+		{"4 s in: no ETA yet", mod(func(s *Snapshot) {
+			s.Elapsed, s.Verified, s.VerifyFailed, s.Suspended, s.Failed, s.Vanished = 4, 0, 0, 0, 0, 0
+		}), "prsync: 501/1000 files  50%  21.00 MB  5.25 MB/s  running 4  queued 300  0:04"},
+		{"1% done: no ETA yet", mod(func(s *Snapshot) {
+			s.UpToDate, s.Transferred, s.Failed, s.Vanished, s.NotDone, s.Verified, s.VerifyFailed, s.Suspended = 0, 10, 0, 0, 0, 0, 0, 0
+			s.BytesTransferred, s.InFlight = 400e3, 0
+		}), "prsync: 10/1000 files  0%  400.00 kB  32.40 kB/s  running 4  queued 300  0:12"},
+		{"deleting: its directories, no ETA", deleting(), "prsync: deleting: 40/90 dirs checked  3 deleted  running 1  0:03"},
 		{"an hour in", mod(func(s *Snapshot) {
 			s.Elapsed, s.Verified, s.VerifyFailed, s.Suspended, s.Failed, s.Vanished = 3725.4, 0, 0, 0, 0, 0
 		}),
-			"prsync: 501/1000 files  21.00 MB  5.64 kB/s  running 4  queued 300  1:02:05  ETA 1:28:42"},
+			"prsync: 501/1000 files  50%  21.00 MB  5.64 kB/s  running 4  queued 300  1:02:05  ETA 1:01:51"},
 	}
 	for _, tt := range tests {
 		if got := Line(tt.s); got != tt.want {
@@ -139,10 +153,10 @@ func TestSummaryLine(t *testing.T) {
 		s    Snapshot
 		want string
 	}{
-		{"everything", sample(), "prsync: 1000 files, 20.00 MB, 13.0 Mbps, 12.3 s, 390 verified (3 failed, 2 vanished, 1 not done)"},
-		{"deleted", deleting(), "prsync: 13 files, 3.00 kB, 8 kbps, 3.0 s, 3 deleted in 40 dirs"},
-		{"clean", clean, "prsync: 13 files, 3.00 kB, 8 kbps, 3.0 s"},
-		{"fast", Snapshot{Counts: Counts{Files: 1, BytesTransferred: 5e9}, Live: Live{Elapsed: 10}}, "prsync: 1 files, 5.00 GB, 4.00 Gbps, 10.0 s"},
+		{"everything", sample(), "prsync: 1000 files, 20.00 MB, 1.62 MB/s, 12.3 s, 390 verified (3 failed, 2 vanished, 1 not done)"},
+		{"deleted", deleting(), "prsync: 13 files, 3.00 kB, 1.00 kB/s, 3.0 s, 3 deleted in 40 dirs"},
+		{"clean", clean, "prsync: 13 files, 3.00 kB, 1.00 kB/s, 3.0 s"},
+		{"fast", Snapshot{Counts: Counts{Files: 1, BytesTransferred: 5e9}, Live: Live{Elapsed: 10}}, "prsync: 1 files, 5.00 GB, 500.00 MB/s, 10.0 s"},
 	}
 	for _, tt := range tests {
 		if got := SummaryLine(tt.s); got != tt.want {

@@ -36,13 +36,18 @@ func (t *Text) Finish(s Snapshot) {
 	fmt.Fprintln(t.W, SummaryLine(s))
 }
 
-// Line is the status line of a run: its files, bytes and rate, or during the deletion
-// pass its directories, then what is paused and failed, the time, and once the input
-// has ended the time left.
+// Line is the status line of a run: its files (and once the input has ended, the
+// percentage done), bytes and rate, or during the deletion pass its directories, then
+// what is paused and failed, the time, and the time left once it means something
+// (showETA).
 func Line(s Snapshot) string {
 	rate := s.Rate()
-	line := fmt.Sprintf("prsync: %d/%d files  %s  %s/s  running %d  queued %d",
-		s.Done(), s.Files, human.Bytes(s.BytesDone()), human.Bytes(int64(rate/8)), s.Running, s.Queued)
+	files := fmt.Sprintf("%d/%d files", s.Done(), s.Files)
+	if f, ok := s.Fraction(); ok {
+		files += fmt.Sprintf("  %d%%", int(f*100)) // rounded down: 100% once done, not before
+	}
+	line := fmt.Sprintf("prsync: %s  %s  %s/s  running %d  queued %d",
+		files, human.Bytes(s.BytesDone()), human.Bytes(int64(rate/8)), s.Running, s.Queued)
 	if s.Phase == "delete" {
 		line = fmt.Sprintf("prsync: deleting: %d/%d dirs checked  %d deleted  running %d", s.DirsChecked, s.DeleteDirs, s.Deleted, s.Running)
 	} else if s.Verified+s.VerifyFailed > 0 {
@@ -58,20 +63,46 @@ func Line(s Snapshot) string {
 		line += fmt.Sprintf("  failed %d", f)
 	}
 	line += "  " + human.Clock(round3(s.Elapsed))
-	if s.InputDone && rate > 0 {
-		left := float64(s.Bytes-s.BytesTransferred) * 8 / rate
-		if left < 0 {
-			left = 0
-		}
-		line += "  ETA " + human.Clock(left)
+	if f, ok := s.Fraction(); ok && showETA(s.Elapsed, f) {
+		line += "  ETA " + human.Clock(s.Elapsed*(1-f)/f)
 	}
 	return line
 }
 
-// SummaryLine is the one line that sums up a run that has ended.
+// The time left is shown once this many seconds have passed and this part of the copy is
+// done: before, the rsyncs are still starting, and an estimate from the first second of a
+// long copy said 59:25 for a minute's work.
+const (
+	etaMinSeconds  = 5
+	etaMinFraction = 0.02
+)
+
+// showETA reports whether the time left, estimated from elapsed seconds and the fraction
+// done, is worth showing.
+func showETA(elapsed, f float64) bool {
+	return elapsed >= etaMinSeconds && f >= etaMinFraction && f > 0
+}
+
+// Fraction returns the part of the copy done, once the input has ended (before, the
+// total is not known) and until the deletion pass: of the bytes while every path settled
+// so far was copied (a fresh copy, where the bytes tell the time better than the paths),
+// else of the paths (a path found up to date is done with bytes no rsync moved).
+func (s Snapshot) Fraction() (float64, bool) {
+	if !s.InputDone || s.Phase == "delete" || s.Files == 0 {
+		return 0, false
+	}
+	f := float64(s.Done()) / float64(s.Files)
+	if s.UpToDate == 0 && s.Bytes > 0 {
+		f = float64(s.BytesDone()) / float64(s.Bytes)
+	}
+	return min(max(f, 0), 1), true
+}
+
+// SummaryLine is the one line that sums up a run that has ended: its rate in bytes per
+// second, as the status line gives it.
 func SummaryLine(s Snapshot) string {
-	line := fmt.Sprintf("prsync: %d files, %s, %s, %.1f s", s.Files, human.Bytes(s.BytesTransferred),
-		humanBits(s.AverageRate()), s.Elapsed)
+	line := fmt.Sprintf("prsync: %d files, %s, %s/s, %.1f s", s.Files, human.Bytes(s.BytesTransferred),
+		human.Bytes(int64(s.AverageRate()/8)), s.Elapsed)
 	if s.Verified+s.VerifyFailed > 0 {
 		line += fmt.Sprintf(", %d verified", s.Verified)
 	}
@@ -89,14 +120,4 @@ func StatusLine(s Snapshot) string {
 	return fmt.Sprintf("prsync: status: %d files done (%d not ok), %s, %s/s, running %d, paused %d, queued %d, jobs %d, bwlimit %s, %s",
 		s.Done(), s.NotOK(), human.Bytes(s.BytesDone()), human.Bytes(int64(s.Rate()/8)), s.Running, s.Suspended,
 		s.Queued, s.Jobs, s.BWLimitNow, human.Clock(round3(s.Elapsed)))
-}
-
-func humanBits(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return fmt.Sprintf("%.2f Gbps", bps/1e9)
-	case bps >= 1e6:
-		return fmt.Sprintf("%.1f Mbps", bps/1e6)
-	}
-	return fmt.Sprintf("%.0f kbps", bps/1e3)
 }

@@ -40,7 +40,7 @@ func Doctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		panic(err)
 	}
-	args = verifyArgs(args)
+	args = negativeJobs(verifyArgs(args))
 	if _, err := cmdline.Parse(parser, args); err != nil {
 		if code, ok := cmdline.Exited(err); ok {
 			return code
@@ -48,7 +48,7 @@ func Doctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if errors.Is(err, syscall.EPIPE) {
 			return 0
 		}
-		return fail(stderr, usage(err.Error(), "see prsync doctor --help"))
+		return fail(stderr, parseError(err, args, "see prsync doctor --help"))
 	}
 	if f.Sample < 1 {
 		return fail(stderr, usage(fmt.Sprintf("--sample %d: want at least 1", f.Sample), ""))
@@ -91,7 +91,7 @@ func (r *runner) doctorPlan(sample int) (doctor.Plan, error) {
 	f := &r.f
 	p := doctor.Plan{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Root: r.srcRemote,
-		Jobs:   r.jobs,
+		Jobs: r.jobs, Env: r.env,
 		Policy: r.policy, NoThrottle: f.NoThrottle, NoControl: f.NoControl,
 		Source: doctor.SourceConfig{Sep: '\n', Sizes: f.Sizes, Base: r.root, Remote: r.srcRemote != "", Sample: sample},
 	}
@@ -137,5 +137,5 @@ var doctorExamples = []Example{
 
 // printDoctorHelp is prsync doctor --help: its synopsis, the flags, and its examples.
 func printDoctorHelp(options kong.HelpOptions, ctx *kong.Context) error {
-	return helpWith(doctorExamples, "\nThe checks and their fixes: README.md, prsync doctor; man prsync.\n")(options, ctx)
+	return helpWith(doctorExamples, nil, "\nThe checks and their fixes: README.md, prsync doctor; man prsync.\n")(options, ctx)
 }

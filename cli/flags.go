@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -92,7 +94,7 @@ type Jobs struct {
 	Auto bool
 }
 
-// UnmarshalText reads N or "auto".
+// UnmarshalText reads N, 0 (the default: defaultJobs) or "auto".
 func (j *Jobs) UnmarshalText(b []byte) error {
 	s := strings.TrimSpace(string(b))
 	if strings.EqualFold(s, "auto") {
@@ -101,10 +103,84 @@ func (j *Jobs) UnmarshalText(b []byte) error {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
-		return fmt.Errorf("bad -j %q: want a number of rsyncs at least 1, or auto", s)
+		return &JobsError{Value: s}
 	}
 	*j = Jobs{N: n}
 	return nil
+}
+
+// JobsError is a -j value that is neither a number of rsyncs nor auto.
+type JobsError struct {
+	Value string
+	Env   string // the environment variable it came from, or ""
+}
+
+func (e *JobsError) Error() string {
+	what := "-j " + e.Value
+	if e.Env != "" {
+		what = e.Env + "=" + e.Value
+	}
+	return what + ": want a number of rsyncs at least 1, or auto (0: the default)"
+}
+
+// jobsHint is the hint of a JobsError.
+const jobsHint = "as in -j 8 or -j auto; without -j (or with -j 0) prsync runs as many rsyncs as CPUs, at least 8"
+
+// negativeJobs rewrites "-j -3" (and --jobs, --max-procs) as --jobs=-3, so that the value
+// reaches Jobs.UnmarshalText, which refuses it: kong takes a lone -3 for a short flag.
+func negativeJobs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if (a == "-j" || a == "--jobs" || a == "--max-procs") && i+1 < len(args) && isNegative(args[i+1]) {
+			out = append(out, "--jobs="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func isNegative(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil && strings.HasPrefix(s, "-")
+}
+
+// jobsGiven reports whether args (before --) set -j.
+func jobsGiven(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "-j", a == "--jobs", a == "--max-procs",
+			strings.HasPrefix(a, "--jobs="), strings.HasPrefix(a, "--max-procs="),
+			strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsRune(a, 'j'):
+			return true
+		}
+	}
+	return false
+}
+
+// parseError is the usage error of a command line kong could not parse: a bad -j in
+// words of its own, else kong's message.
+func parseError(err error, args []string, hint string) error {
+	var je *JobsError
+	if errors.As(err, &je) {
+		return usage(je.Error(), jobsHint)
+	}
+	// kong does not wrap the error of a value from the environment
+	if v, ok := os.LookupEnv("PRSYNC_JOBS"); ok && !jobsGiven(args) && strings.Contains(err.Error(), "PRSYNC_JOBS") {
+		var j Jobs
+		if errors.As(j.UnmarshalText([]byte(v)), &je) {
+			je.Env = "PRSYNC_JOBS"
+			return usage(je.Error(), jobsHint)
+		}
+	}
+	return usage(err.Error(), hint)
 }
 
 // defaultMaxJobs is the default --max-jobs: 4 × CPUs, at least 32.

@@ -69,6 +69,10 @@ func (r *runner) check() error {
 			return &cmdline.Error{Code: ExitInput, Msg: fmt.Sprintf("--from: %v", err)}
 		}
 		r.input = fh
+	} else if fh, ok := r.stdin.(*os.File); ok && isTerminal(fh) {
+		// as GNU parallel does: a run that waits for a list no one types looks hung
+		cmdline.Warnf(r.stderr, "reading paths from the terminal (stdin); end with Ctrl-D, or pipe a list in: find . -print0 | prsync -0 %s", shellQuote(f.Dest))
+		r.input = io.NopCloser(ttyInput{f: fh})
 	}
 	if err := r.checkOutputs(); err != nil {
 		return err
@@ -214,7 +218,9 @@ func (r *runner) Close() {
 }
 
 // probeRsync runs rsync with the options and --version: rsync rejects options it does not
-// know, and says its version.
+// know, and says what it is, which rsync.Judge judges as prsync doctor does: a fatal
+// problem (openrsync, a known-bad release whose bug the options meet) refuses the run, a
+// warning that applies to it (older than 3.1) is said.
 func (r *runner) probeRsync() (rsync.Version, error) {
 	out, err := osexec.Command(r.rsync, append(append([]string(nil), r.args...), "--version")...).CombinedOutput()
 	if err != nil {
@@ -224,15 +230,28 @@ func (r *runner) probeRsync() (rsync.Version, error) {
 		}
 		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("run %s --version: %v: %s", r.rsync, err, firstLine(out))}
 	}
-	ver, ok := rsync.ParseVersion(out)
+	b, ok := rsync.ParseBanner(out)
 	if !ok {
 		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("%s does not look like rsync: %s", r.rsync, firstLine(out))}
 	}
-	r.rsyncVersion = ver
-	if !ver.AtLeast(3, 1, 0) {
-		cmdline.Warnf(r.stderr, "rsync %s is older than 3.1; upgrade if copies fail", ver)
+	var fatal, fixes []string
+	for _, p := range rsync.Judge(b, r.args) {
+		switch {
+		case p.Fatal:
+			fatal = append(fatal, p.What)
+			if !slices.Contains(fixes, p.Fix) {
+				fixes = append(fixes, p.Fix)
+			}
+		case p.Applies:
+			cmdline.Warnf(r.stderr, "%s is %s: %s; %s", r.rsync, b, p.What, p.Fix)
+		}
 	}
-	return ver, nil
+	if len(fatal) > 0 {
+		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("%s is %s: %s", r.rsync, b, strings.Join(fatal, "; ")),
+			Hint: strings.Join(fixes, "; ") + " (prsync doctor checks the same)"}
+	}
+	r.rsyncVersion = b.Version
+	return b.Version, nil
 }
 
 // checkDest fails fast on a local DEST that cannot work: a file, one that is not
@@ -297,18 +316,28 @@ func mkdirAllable(dir string) error {
 }
 
 // insideDestHint is the hint for a list that holds a local DEST's own files: leave DEST out
-// of the list, with the find test that does it, named as find prints DEST's path when DEST
-// lies below the working directory.
+// of the list, with the find test that does it, separated as the list is (-print0 for -0,
+// else -print). DEST is named as find prints it: ./rel when it lies below the working
+// directory (find .), else its absolute path, under SRC (--root, or the directory listed)
+// given absolute.
 func (r *runner) insideDestHint() string {
 	if len(r.destPaths) == 0 {
 		return ""
 	}
+	print := "-print"
+	if r.f.Null {
+		print = "-print0"
+	}
 	d := r.destPaths[0]
+	const what = "the list holds DEST %s and what is in it, and those paths failed; leave DEST out of the list: "
 	if rel, err := filepath.Rel(r.cwd, d); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
 		d = "./" + rel
-		return fmt.Sprintf("the list holds DEST %s and what is in it, and those paths failed; leave DEST out of the list: find . -path %s -prune -o -print0", d, shellQuote(d))
+		return fmt.Sprintf(what+"find . -path %s -prune -o %s", d, shellQuote(d), print)
 	}
-	return fmt.Sprintf("the list holds DEST %s and what is in it, and those paths failed; leave DEST out of the list with find's -path DEST -prune, DEST as find prints it", d)
+	if r.root != "" && strings.HasPrefix(d, r.root+"/") {
+		return fmt.Sprintf(what+"find %s -path %s -prune -o %s", d, shellQuote(r.root), shellQuote(d), print)
+	}
+	return fmt.Sprintf(what+"find SRC -path %s -prune -o %s, SRC being the directory you listed, written absolute", d, shellQuote(d), print)
 }
 
 // shellQuote quotes s for a POSIX shell, when it needs it.

@@ -8,6 +8,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -202,5 +203,35 @@ func TestWritable(t *testing.T) {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s was created", p)
 		}
+	}
+}
+
+// The inside-DEST hint gives the find test that leaves DEST out, separated as the list is,
+// and with DEST as find prints it.
+func TestInsideDestHint(t *testing.T) {
+	tests := []struct {
+		name, cwd, root, dest string
+		null                  bool
+		want                  string
+	}{
+		{"below the working directory, -0", "/data", "", "/data/backup", true, "find . -path ./backup -prune -o -print0"},
+		{"below the working directory, lines", "/data", "", "/data/backup", false, "find . -path ./backup -prune -o -print"},
+		{"below --root", "/home/u", "/data", "/data/backup", false, "find /data -path /data/backup -prune -o -print"},
+		{"elsewhere", "/home/u", "", "/data/backup", true, "find SRC -path /data/backup -prune -o -print0, SRC being the directory you listed, written absolute"},
+		{"a name to quote", "/home/u", "", "/data/my backup", false, "find SRC -path '/data/my backup' -prune -o -print,"},
+	}
+	for _, tt := range tests {
+		r := &runner{cwd: tt.cwd, root: tt.root, destPaths: []string{tt.dest}}
+		r.f.Null = tt.null
+		got := r.insideDestHint()
+		if !strings.HasPrefix(got, "the list holds DEST ") || !strings.Contains(got, "; leave DEST out of the list: "+tt.want) {
+			t.Errorf("%s: %q, want it to end with %q", tt.name, got, tt.want)
+		}
+		if !tt.null && strings.Contains(got, "-print0") {
+			t.Errorf("%s: -print0 for a newline-separated list: %q", tt.name, got)
+		}
+	}
+	if got := (&runner{}).insideDestHint(); got != "" {
+		t.Errorf("no local DEST: %q", got)
 	}
 }

@@ -133,21 +133,42 @@ func Default(v *kong.Value) string {
 	return v.Default
 }
 
-// printHelp is --help: the synopsis, kong's own listing of arguments and flags, then the
-// examples.
-func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
-	return helpWith(examples, "\nCheck a run before it starts, read-only: the same command with doctor in front\n"+
-		"(prsync doctor [flags] DEST [-- RSYNC_OPTION ...]; see prsync doctor --help).\n"+
-		"\nExit codes, events and the rest: man prsync, or README.md.\n")(options, ctx)
+// CommandSynopses are the command lines of prsync's commands beside the run, as --help
+// lists them under its own usage line.
+var CommandSynopses = []string{
+	"prsync doctor [flags] DEST [-- RSYNC_OPTION ...]",
+	"prsync ctl [flags] status|jobs N|bwlimit RATE|pause|resume",
+	"prsync report [-o FILE] EVENTS",
 }
 
-// helpWith is a --help printer: the synopsis, kong's own listing of arguments and flags,
-// the examples, then the closing text.
-func helpWith(exs []Example, closing string) kong.HelpPrinter {
+// commandsHelp is the end of --help: what each command beside the run does.
+const commandsHelp = `
+Commands (each has its own --help):
+  doctor   check a planned run, read-only: its command with doctor in front
+  ctl      change a running prsync: status, jobs N, bwlimit RATE, pause, resume
+  report   turn a run's JSON events into an HTML page: charts, pauses, failures
+
+Exit codes, events, progress, signals and metrics: man prsync, or README.md.
+`
+
+// printHelp is --help: the synopsis and those of the commands beside the run, kong's own
+// listing of arguments and flags, the examples, then the commands.
+func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
+	return helpWith(examples, CommandSynopses, commandsHelp)(options, ctx)
+}
+
+// helpWith is a --help printer: the synopsis (and more usage lines), kong's own listing of
+// arguments and flags, the examples, then the closing text.
+func helpWith(exs []Example, more []string, closing string) kong.HelpPrinter {
 	return func(options kong.HelpOptions, ctx *kong.Context) error {
 		w := ctx.Stdout
 		if _, err := fmt.Fprintf(w, "Usage: %s\n", Synopsis(ctx.Model)); err != nil {
 			return err
+		}
+		for _, l := range more {
+			if _, err := fmt.Fprintf(w, "       %s\n", l); err != nil {
+				return err
+			}
 		}
 		options.NoAppSummary = true
 		if err := kong.DefaultHelpPrinter(options, ctx); err != nil {

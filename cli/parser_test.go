@@ -54,7 +54,10 @@ func TestHelp(t *testing.T) {
 		"(default: 1s, $PRSYNC_CHUNK_WAIT)",
 		"Input paths are NUL-separated (find -print0, fd -0, git ls-files -z) ($PRSYNC_NULL).",
 		"Examples:",
-		"Exit codes, events and the rest: man prsync",
+		"Exit codes, events, progress, signals and metrics: man prsync",
+		"Commands (each has its own --help): doctor check a planned run",
+		"ctl change a running prsync: status, jobs N, bwlimit RATE, pause, resume",
+		"report turn a run's JSON events into an HTML page",
 	} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("--help lacks %q:\n%s", want, out)
@@ -68,6 +71,11 @@ func TestHelp(t *testing.T) {
 			if !strings.Contains(out, "  "+l+"\n") {
 				t.Errorf("--help lacks the example line %q", l)
 			}
+		}
+	}
+	for _, l := range CommandSynopses {
+		if !strings.Contains(out, "\n       "+l+"\n") {
+			t.Errorf("--help's usage lacks %q", l)
 		}
 	}
 	if i, j := strings.Index(out, "Flags:"), strings.Index(out, "Examples:"); i < 0 || j < i {

@@ -69,7 +69,7 @@ func run(sig *signals, tune func(stats bool) (examined func()), args []string, s
 	if err != nil {
 		panic(err)
 	}
-	args = verifyArgs(args)
+	args = negativeJobs(verifyArgs(args))
 	if _, err := cmdline.Parse(parser, args); err != nil {
 		if code, ok := cmdline.Exited(err); ok {
 			return code // after --help or --version
@@ -77,7 +77,7 @@ func run(sig *signals, tune func(stats bool) (examined func()), args []string, s
 		if errors.Is(err, syscall.EPIPE) {
 			return 0 // prsync --help | head: the reader had what it wanted
 		}
-		return fail(stderr, usage(err.Error(), "see prsync --help"))
+		return fail(stderr, parseError(err, args, "see prsync --help"))
 	}
 	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr, sig: sig, argv: args, started: started}
 	if err := r.Validate(); err != nil {

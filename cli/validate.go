@@ -26,6 +26,9 @@ import (
 func (r *runner) Validate() error {
 	f := &r.f
 	if len(f.RsyncArgs) > 0 && !containsDashDash(r.argv) {
+		if err := rsyncHabit(append([]string{f.Dest}, f.RsyncArgs...)); err != nil {
+			return err // prsync SRC/ DEST/, as for rsync
+		}
 		return usage(fmt.Sprintf("unexpected argument %q", f.RsyncArgs[0]), "put rsync options after --, as in: prsync DEST -- --bwlimit=10m")
 	}
 	if f.Shard == "" && emptyShardGiven(r.argv) {

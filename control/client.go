@@ -91,14 +91,25 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return c.main(args)
 }
 
-func (c client) main(args []string) int {
+// Parser returns the parser of prsync ctl's command line, for the generators of the man page
+// and the shell completions; it writes nothing, and never exits.
+func Parser() (*kong.Kong, error) {
 	var f ctlFlags
-	parser, err := kong.New(&f,
+	return newParser(&f, io.Discard, func(int) {})
+}
+
+func newParser(f *ctlFlags, stderr io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(f,
 		kong.Name("prsync ctl"),
 		kong.Description(ctlDescription),
-		kong.Writers(c.stderr, c.stderr),
-		kong.Exit(cmdline.Exit),
+		kong.Writers(stderr, stderr),
+		kong.Exit(exit),
 	)
+}
+
+func (c client) main(args []string) int {
+	var f ctlFlags
+	parser, err := newParser(&f, c.stderr, cmdline.Exit)
 	if err != nil {
 		panic(err)
 	}

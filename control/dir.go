@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -117,4 +118,22 @@ func checkPrivate(dir string, fi fs.FileInfo, uid int) error {
 func ownedBy(fi fs.FileInfo, uid int) bool {
 	owner, ok := fileOwner(fi)
 	return ok && owner == uid
+}
+
+// Running returns, in order, the process IDs of the prsyncs with a socket in dir whose
+// process lives; none when dir is missing. It only reads: unlike prsync ctl, it removes no
+// stale socket (prsync doctor, which writes nothing).
+func Running(dir string) []int {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		if pid, ok := socketPID(e.Name()); ok && e.Type() == fs.ModeSocket && !processGone(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
 }

@@ -67,7 +67,7 @@ func TestLocalRsync(t *testing.T) {
 		{"3.4.3 without", "rsync  version 3.4.3  protocol version 32\n", nil, []string{"--archive"}, false, Warning, "do not use"},
 		{"3.4.0 with -H", "rsync  version 3.4.0  protocol version 32\n", nil, []string{"--archive", "-H"}, false, Error, "issues/702"},
 		{"openrsync", "openrsync: protocol version 29\nrsync version 2.6.9 compatible\n", nil, []string{"--archive"}, false, Error, "brew install rsync"},
-		{"too old", "rsync  version 3.0.9  protocol version 30\n", nil, nil, false, Error, "needs rsync 3.1.0"},
+		{"too old", "rsync  version 3.0.9  protocol version 30\n", nil, nil, false, Warning, "older than 3.1.0, which prsync is built for"},
 		{"no mkpath", "rsync  version 3.1.3  protocol version 31\n", nil, nil, true, Warning, "--mkpath"},
 		{"mkpath local", "rsync  version 3.1.3  protocol version 31\n", nil, nil, false, OK, ""},
 		{"not rsync", "hello\n", nil, nil, false, Error, "does not look like rsync"},
@@ -120,11 +120,20 @@ func TestConnections(t *testing.T) {
 		{"module", 8, ConnProbe{Tried: 8, Other: "@ERROR: Unknown module 'x'"}, Error, "Unknown module"},
 		{"down", 8, ConnProbe{Tried: 8, Err: errors.New("refused")}, Error, "could not open"},
 		{"some failed", 8, ConnProbe{Tried: 8, Admitted: 3, Err: errors.New("reset")}, Warning, "3 of 8"},
+		{"login", 8, ConnProbe{Tried: 8, Other: "@ERROR: auth failed on module mod"}, Error, "RSYNC_PASSWORD, or --password-file"},
+		// every slot held: -j 1 would not help
+		{"none free", 2, ConnProbe{Tried: 2, Refused: 2, Limit: 2}, Warning, "run doctor again when the module's other clients are done"},
+		// a run of the user's own may hold them
+		{"own run", 2, ConnProbe{Tried: 2, Refused: 2, Limit: 2, Runs: []int{4242}}, Warning, "if prsync 4242 copies to or from this module (prsync ctl --pid 4242 status), the slots are its own"},
+		{"own run, some free", 8, ConnProbe{Tried: 8, Admitted: 2, Refused: 6, Limit: 4, Runs: []int{4242, 4343}}, Warning, "prsync 4242, 4343 of yours is running now"},
 	}
 	for _, tt := range tests {
 		c := Connections("h:873", "mod", tt.jobs, tt.p)
-		if c.Status != tt.want || !strings.Contains(c.Message+c.Fix, tt.has) {
+		if c.Status != tt.want || !strings.Contains(c.Message+"; fix: "+c.Fix, tt.has) {
 			t.Errorf("%s: Connections = %+v; want %v with %q", tt.name, c, tt.want, tt.has)
+		}
+		if tt.p.Admitted == 0 && strings.Contains(c.Fix, "-j") {
+			t.Errorf("%s: with no slot free, the fix names -j: %q", tt.name, c.Fix)
 		}
 	}
 	if c := SSHConnections("h", 16); c.Status != Warning {
@@ -420,22 +429,107 @@ func fakeDaemon(t *testing.T, limit int) (addr string, open func() int) {
 	return l.Addr().String(), func() int { n := <-live; live <- n; return n }
 }
 
+// realDaemon starts an rsync daemon on 127.0.0.1 whose module mod (dir, writable) admits
+// limit sessions at once, and returns its address and its log file. The test stops it
+// by its process group.
+func realDaemon(t *testing.T, limit int) (addr, log string) {
+	t.Helper()
+	if _, err := exec.LookPath("rsync"); err != nil {
+		t.Skip("rsync is not installed")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	d := t.TempDir()
+	os.Mkdir(filepath.Join(d, "mod"), 0o755)
+	log = filepath.Join(d, "log")
+	conf := fmt.Sprintf("pid file = %[1]s/pid\nlog file = %[1]s/log\nlock file = %[1]s/lock\nuse chroot = no\n[mod]\npath = %[1]s/mod\nread only = no\nmax connections = %[2]d\n", d, limit)
+	if os.Geteuid() == 0 {
+		conf += "uid = root\ngid = root\n"
+	}
+	os.WriteFile(filepath.Join(d, "rsyncd.conf"), []byte(conf), 0o644)
+	cmd := exec.Command("rsync", "--daemon", "--no-detach", "--config="+filepath.Join(d, "rsyncd.conf"), "--address=127.0.0.1", fmt.Sprintf("--port=%d", port))
+	cmd.SysProcAttr = &unix.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+		cmd.Wait()
+	})
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	for i := 0; i < 200; i++ {
+		// as Greeting: a hang-up before the greeting is read resets the connection, and
+		// the daemon logs a protocol error
+		if _, err := Greeting(t.Context(), addr); err == nil {
+			return addr, log
+		}
+		unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
+	}
+	t.Fatalf("rsync daemon did not listen on %s", addr)
+	return
+}
+
+// ProbeConnections counts the module's admitted and refused sessions as the run's rsyncs
+// meet them, and ends each admitted session as any rsync does: the daemon's log holds
+// normal sessions only, no protocol error (the probe used to hang up mid-handshake, and
+// every admitted session logged "connection unexpectedly closed" and "error in rsync
+// protocol data stream (code 12)"), and the slots are free once it returns.
 func TestProbeConnections(t *testing.T) {
-	addr, open := fakeDaemon(t, 2)
-	p := ProbeConnections(t.Context(), addr, "mod", 5)
-	if p.Tried != 5 || p.Admitted != 2 || p.Refused != 3 || p.Limit != 2 || p.Err != nil {
-		t.Errorf("ProbeConnections = %+v", p)
+	addr, log := realDaemon(t, 2)
+	rsyncPath, _ := exec.LookPath("rsync")
+	for _, push := range []bool{true, false} {
+		spec := ProbeSpec{Rsync: rsyncPath, Addr: addr, Module: "mod", Push: push, Args: []string{"--archive"}, TmpDir: t.TempDir()}
+		p := ProbeConnections(t.Context(), spec, 5)
+		if p.Tried != 5 || p.Admitted != 2 || p.Refused != 3 || p.Limit != 2 || p.Err != nil || p.Other != "" {
+			t.Errorf("push %v: ProbeConnections = %+v", push, p)
+		}
+		if c := Connections(addr, "mod", 5, p); c.Status != Warning || !strings.Contains(c.Fix, "use -j 2") {
+			t.Errorf("push %v: Connections = %+v", push, c)
+		}
+		// the slots were given back: all of 2 are admitted now
+		if p := ProbeConnections(t.Context(), spec, 2); p.Admitted != 2 || p.Refused != 0 {
+			t.Errorf("push %v: a second probe of 2 = %+v", push, p)
+		}
+		if ents, _ := os.ReadDir(spec.TmpDir); len(ents) != 0 {
+			t.Errorf("push %v: the probe created %v", push, ents)
+		}
 	}
-	if c := Connections(addr, "mod", 5, p); c.Status != Warning {
-		t.Errorf("Connections = %+v", c)
-	}
-	p = ProbeConnections(t.Context(), addr, "nope", 2)
-	if !strings.Contains(p.Other, "Unknown module") {
+	spec := ProbeSpec{Rsync: rsyncPath, Addr: addr, Module: "nope", Push: true}
+	if p := ProbeConnections(t.Context(), spec, 2); !strings.Contains(p.Other, "Unknown module") {
 		t.Errorf("ProbeConnections(unknown module) = %+v", p)
 	}
-	if p := ProbeConnections(t.Context(), addr, "mod", 100); p.Tried != MaxConnProbes {
+	if p := ProbeConnections(t.Context(), ProbeSpec{Rsync: rsyncPath, Addr: addr, Module: "mod", Push: true}, 100); p.Tried != MaxConnProbes {
 		t.Errorf("ProbeConnections(100) tried %d, want %d", p.Tried, MaxConnProbes)
 	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		// what a real client's session and a refused one log; nothing else
+		_, msg, _ := strings.Cut(l, "] ")
+		switch {
+		case strings.HasPrefix(msg, "rsyncd version "), strings.HasPrefix(msg, "connect from "),
+			strings.HasPrefix(msg, "rsync allowed access on module mod "), strings.HasPrefix(msg, "rsync to mod/ from "),
+			strings.HasPrefix(msg, "rsync on mod/ from "), msg == "receiving file list", msg == "building file list",
+			strings.HasPrefix(msg, "sent "), msg == "max connections (2) reached",
+			strings.HasPrefix(msg, "unknown module 'nope' tried from "):
+		default:
+			t.Errorf("the daemon logged %q", l)
+		}
+	}
+	if !strings.Contains(string(b), "] sent ") {
+		t.Errorf("no session ended normally:\n%s", b)
+	}
+}
+
+// Greeting reads a daemon's protocol and leaves no connection open.
+func TestGreeting(t *testing.T) {
+	addr, open := fakeDaemon(t, 2)
 	proto, err := Greeting(t.Context(), addr)
 	if proto != 32 || err != nil {
 		t.Errorf("Greeting = %d, %v", proto, err)

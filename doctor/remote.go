@@ -2,8 +2,8 @@ package doctor
 
 import (
 	"bufio"
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -201,104 +201,305 @@ func Greeting(ctx context.Context, addr string) (int, error) {
 	return readGreeting(bufio.NewReader(c))
 }
 
-// ProbeConnections opens n connections to the module of the daemon at addr at once and
-// asks each for the module, as rsync does: every admitted one holds a slot of the
-// module's "max connections" until all have their answer. Then it closes them all. n is
-// bounded by MaxConnProbes, and the whole probe by ProbeTimeout.
-func ProbeConnections(ctx context.Context, addr, module string, n int) ConnProbe {
+// ProbeSpec is how doctor reaches a daemon's module as the run's rsyncs do.
+type ProbeSpec struct {
+	Rsync  string // the local rsync
+	Addr   string // the daemon, HOST:PORT
+	User   string // the login, USER of rsync://USER@HOST/, or ""
+	Module string
+	Push   bool     // the run copies into the module (a DEST), else out of it (a --root)
+	Args   []string // the run's rsync options: those that shape the connection are passed on
+	Env    []string // the rsyncs' environment (an empty RSYNC_PASSWORD); nil: doctor's own
+	TmpDir string   // where a pull's DEST is named, never created; "": os.TempDir()
+}
+
+// ProbeConnections runs n rsyncs at once (at most MaxConnProbes) against the module, as
+// the run's rsyncs connect: each a dry run of a --files-from list that stays open, in the
+// run's direction. Every rsync the daemon admits holds a slot of the module's "max
+// connections" until all have their answer, which the probe reads from each rsync's
+// output: "building file list" or "receiving file list" once admitted, else the daemon's
+// @ERROR line (max connections, an unknown module, a failed login). Then every list is
+// closed empty, and each admitted rsync ends its session as any rsync does: the daemon
+// logs a normal session, no protocol error, and gives the slot back before the probe
+// returns. The whole probe is bounded by ProbeTimeout.
+func ProbeConnections(ctx context.Context, spec ProbeSpec, n int) ConnProbe {
 	n = min(max(n, 1), MaxConnProbes)
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
-	type answer struct {
-		conn  net.Conn
-		reply string
-		err   error
+	// the rsyncs connect through a relay, which sees each daemon session close its socket
+	// as it exits, its slot given back: an rsync itself may exit a moment before
+	rl, err := newRelay(ctx, spec.Addr, optionValue(spec.Args, "--address"))
+	if err != nil {
+		return ConnProbe{Tried: n, Err: err}
 	}
-	answers := make([]answer, n)
+	defer rl.close()
+	clients := make([]*probeClient, n)
 	var wg sync.WaitGroup
-	for i := range answers {
+	for i := range clients {
+		clients[i] = startProbe(ctx, spec, rl.addr())
 		wg.Add(1)
-		go func(a *answer) {
+		go func(c *probeClient) {
 			defer wg.Done()
-			a.conn, a.reply, a.err = askModule(ctx, addr, module)
-		}(&answers[i])
-	}
-	wg.Wait() // every admitted connection holds its slot until all have answered
-	for _, a := range answers {
-		if a.conn != nil {
-			wg.Add(1)
-			go func(c net.Conn) {
-				defer wg.Done()
-				hangUp(c)
-			}(a.conn)
-		}
+			select { // every admitted rsync holds its slot until all have answered
+			case <-c.admitted:
+			case <-c.exited:
+			case <-ctx.Done():
+			}
+		}(clients[i])
 	}
 	wg.Wait()
+	for _, c := range clients {
+		c.endList()
+	}
 	p := ConnProbe{Tried: n}
-	for _, a := range answers {
+	for _, c := range clients {
+		select {
+		case <-c.exited:
+		case <-ctx.Done():
+			<-c.exited // CommandContext kills it, and Wait returns
+		}
+		out, admitted := c.result()
 		switch {
-		case a.err != nil:
-			if p.Err == nil {
-				p.Err = a.err
-			}
-		case strings.HasPrefix(a.reply, "@RSYNCD: OK"), strings.HasPrefix(a.reply, "@RSYNCD: AUTHREQD"):
+		case admitted:
 			p.Admitted++
-		case rsync.StatedLimit(a.reply) > 0:
+		case c.startErr != nil:
+			p.Err = cmp.Or(p.Err, c.startErr)
+		case rsync.StatedLimit(out) > 0:
 			p.Refused++
-			p.Limit = rsync.StatedLimit(a.reply) // the module's setting, the same in each
+			p.Limit = rsync.StatedLimit(out) // the module's setting, the same in each
+		case errorLine(out) != "":
+			p.Other = cmp.Or(p.Other, errorLine(out))
+		case ctx.Err() != nil:
+			p.Err = cmp.Or(p.Err, fmt.Errorf("no answer: %w after %v", errTimeout, ProbeTimeout))
 		default:
-			if p.Other == "" {
-				p.Other = a.reply
-			}
+			p.Err = cmp.Or(p.Err, fmt.Errorf("rsync ended without an answer: %v: %s", c.waitErr, strings.TrimSpace(firstLineOf([]byte(out)))))
 		}
 	}
+	rl.close() // waits, at most hangUpWait, until the daemon has ended every session
 	return p
 }
 
-// askModule opens one connection, exchanges greetings, asks for module, and returns the
-// open connection with the daemon's answer: "@RSYNCD: OK", "@RSYNCD: AUTHREQD …" or an
-// "@ERROR: …" line (the message of the day before it is skipped).
-func askModule(ctx context.Context, addr, module string) (net.Conn, string, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+// probeClient is one rsync of ProbeConnections.
+type probeClient struct {
+	cmd      *osexec.Cmd
+	stdin    io.WriteCloser
+	admitted chan struct{} // closed once its output says the daemon admitted it
+	exited   chan struct{} // closed once it has exited (or could not start)
+	startErr error
+	waitErr  error
+
+	mu   sync.Mutex
+	out  []byte
+	seen bool
+}
+
+// connOptions are the rsync options that shape how the run's rsyncs connect to a daemon,
+// passed on to the probe's; those that take a value take it after = or as the next word.
+var connOptions = map[string]bool{"--password-file": true, "--address": true, "--sockopts": true,
+	"--contimeout": true, "--ipv4": false, "--ipv6": false, "-4": false, "-6": false}
+
+// probeArgs is the probe's rsync command line: a dry run, verbose (for its "file list"
+// line), of a NUL-separated --files-from list on stdin, with the run's connection options,
+// pushing / into the module or pulling the module into a DEST that is never created, the
+// daemon reached at via (the relay).
+func probeArgs(spec ProbeSpec, via string) []string {
+	args := []string{"--dry-run", "--verbose", "--files-from=-", "--from0", "--contimeout=" + strconv.Itoa(int(ProbeTimeout/time.Second))}
+	for i := 0; i < len(spec.Args); i++ {
+		a := spec.Args[i]
+		if a == "--" {
+			break
+		}
+		name, _, hasValue := strings.Cut(a, "=")
+		takes, ok := connOptions[name]
+		if !ok {
+			continue
+		}
+		args = append(args, a)
+		if takes && !hasValue && i+1 < len(spec.Args) {
+			args = append(args, spec.Args[i+1])
+			i++
+		}
+	}
+	url := "rsync://" + via + "/" + spec.Module + "/"
+	if spec.User != "" {
+		url = "rsync://" + spec.User + "@" + via + "/" + spec.Module + "/"
+	}
+	if spec.Push {
+		return append(args, "/", url)
+	}
+	tmp := cmp.Or(spec.TmpDir, os.TempDir())
+	return append(args, url, filepath.Join(tmp, fmt.Sprintf("prsync-doctor-%d-not-created", os.Getpid()))+"/")
+}
+
+func startProbe(ctx context.Context, spec ProbeSpec, via string) *probeClient {
+	c := &probeClient{admitted: make(chan struct{}), exited: make(chan struct{})}
+	c.cmd = osexec.CommandContext(ctx, spec.Rsync, probeArgs(spec, via)...)
+	c.cmd.Env = spec.Env
+	c.cmd.WaitDelay = time.Second
+	c.cmd.Stdout = probeWriter{c}
+	c.cmd.Stderr = probeWriter{c}
+	var err error
+	if c.stdin, err = c.cmd.StdinPipe(); err == nil {
+		err = c.cmd.Start()
+	}
 	if err != nil {
-		return nil, "", err
+		c.startErr = err
+		close(c.exited)
+		return c
 	}
-	dl, _ := ctx.Deadline()
-	c.SetDeadline(dl)
-	r := bufio.NewReader(c)
-	if _, err := readGreeting(r); err != nil {
-		return c, "", err
+	go func() {
+		c.waitErr = c.cmd.Wait()
+		close(c.exited)
+	}()
+	return c
+}
+
+// probeWriter takes an rsync's output, and closes admitted at its "file list" line.
+type probeWriter struct{ c *probeClient }
+
+func (w probeWriter) Write(b []byte) (int, error) {
+	c := w.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.out) < 64<<10 {
+		c.out = append(c.out, b...)
 	}
-	// protocol 30 needs no checksum negotiation; the daemon takes the lower of the two
-	if _, err := fmt.Fprintf(c, "@RSYNCD: 30.0\n%s\n", module); err != nil {
-		return c, "", err
+	if !c.seen && strings.Contains(string(c.out), "file list") {
+		c.seen = true
+		close(c.admitted)
 	}
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				err = fmt.Errorf("no answer: %w after %v", errTimeout, ProbeTimeout)
-			}
-			return c, "", err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if strings.HasPrefix(line, "@RSYNCD: ") || strings.HasPrefix(line, "@ERROR") {
-			return c, line, nil
-		}
+	return len(b), nil
+}
+
+// endList ends the rsync's list, empty: an admitted rsync then ends its session.
+func (c *probeClient) endList() {
+	if c.stdin != nil {
+		c.stdin.Close()
 	}
 }
 
-// hangUp ends a connection to a daemon so that its slot is free when hangUp returns: it
-// closes the sending side, waits (at most hangUpWait) for the daemon to close its own,
-// which it does as it exits and gives its "max connections" slot back, then closes.
-func hangUp(c net.Conn) {
-	defer c.Close()
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.CloseWrite()
+// result returns the rsync's output, and whether the daemon admitted it.
+func (c *probeClient) result() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return string(c.out), c.seen
+}
+
+// errorLine returns the first line of out that is an error of the daemon's (@ERROR: …) or
+// of rsync's (ERROR: …), or "".
+func errorLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "@ERROR") || strings.HasPrefix(l, "ERROR:") {
+			return l
+		}
 	}
-	c.SetReadDeadline(time.Now().Add(hangUpWait))
-	io.Copy(io.Discard, c)
+	return ""
+}
+
+// optionValue returns the value of the long option name in args (--name=V or --name V),
+// or "".
+func optionValue(args []string, name string) string {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return ""
+		case strings.HasPrefix(a, name+"="):
+			return a[len(name)+1:]
+		case a == name && i+1 < len(args):
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// relay joins the probe's rsyncs, which connect to it on 127.0.0.1, to the daemon, and
+// tells when the daemon has closed each session's socket.
+type relay struct {
+	l      net.Listener
+	daemon string
+	dialer net.Dialer
+	served chan struct{} // closed once the accept loop has returned
+
+	mu    sync.Mutex
+	ended []chan struct{} // one per connection, closed once the daemon closed its side
+	once  sync.Once
+}
+
+// newRelay listens on 127.0.0.1 for connections to the daemon at addr, dialled from local
+// (rsync's --address) when it is not "". The relay ends with ctx.
+func newRelay(ctx context.Context, addr, local string) (*relay, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &relay{l: l, daemon: addr, served: make(chan struct{})}
+	if local != "" {
+		r.dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(local)}
+	}
+	go r.serve(ctx)
+	return r, nil
+}
+
+func (r *relay) addr() string { return r.l.Addr().String() }
+
+func (r *relay) serve(ctx context.Context) {
+	defer close(r.served)
+	for {
+		c, err := r.l.Accept()
+		if err != nil {
+			return
+		}
+		ended := make(chan struct{})
+		r.mu.Lock()
+		r.ended = append(r.ended, ended)
+		r.mu.Unlock()
+		go r.join(ctx, c, ended)
+	}
+}
+
+// join relays one rsync's connection c to the daemon, until the daemon closes its side.
+func (r *relay) join(ctx context.Context, c net.Conn, ended chan struct{}) {
+	defer close(ended)
+	defer c.Close()
+	d, err := r.dialer.DialContext(ctx, "tcp", r.daemon)
+	if err != nil {
+		return // the rsync sees its connection closed, and says so
+	}
+	defer d.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close(); d.Close() })
+	defer stop()
+	go func() {
+		io.Copy(d, c)
+		if tc, ok := d.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+	}()
+	// until the daemon's session ends: it closes its socket as it exits. What it sends
+	// once the rsync has gone is read and dropped: closing with it unread would reset the
+	// connection under the daemon's last reads, which it logs as a protocol error.
+	if _, err := io.Copy(c, d); err != nil {
+		io.Copy(io.Discard, d)
+	}
+}
+
+// close stops the relay, and waits (at most hangUpWait) until the daemon has closed every
+// connection it relayed. Later calls do nothing.
+func (r *relay) close() {
+	r.once.Do(func() {
+		r.l.Close()
+		<-r.served
+		timeout := time.After(hangUpWait)
+		r.mu.Lock()
+		ended := r.ended
+		r.mu.Unlock()
+		for _, e := range ended {
+			select {
+			case <-e:
+			case <-timeout:
+				return
+			}
+		}
+	})
 }
 
 // hangUpWait bounds the wait for a daemon to close a probe's connection.

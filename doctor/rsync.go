@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/prsync/prsync/rsync"
@@ -12,7 +13,7 @@ import (
 // minRsync is the oldest rsync prsync works with (cli.MinRsync), and minMkpath the oldest
 // that creates a missing remote DEST (cli.MinRsyncMkpath).
 var (
-	minRsync  = rsync.Version{Major: 3, Minor: 1}
+	minRsync  = rsync.MinVersion
 	minMkpath = rsync.Version{Major: 3, Minor: 2, Patch: 3}
 )
 
@@ -54,19 +55,10 @@ func RemoteRsync(host, cmd string, out []byte, runErr error, args []string, mkpa
 	return banner(NameRemoteRsync, fmt.Sprintf("%s runs %s", host, describe(b)), b, args, mkpath)
 }
 
-func describe(b rsync.Banner) string {
-	name := "GNU rsync " + b.Version.String()
-	if b.OpenRsync {
-		name = "openrsync (\"rsync " + b.Version.String() + " compatible\")"
-	}
-	if b.Protocol > 0 {
-		name += fmt.Sprintf(" (protocol %d)", b.Protocol)
-	}
-	return name
-}
+func describe(b rsync.Banner) string { return b.String() }
 
-// banner judges one end's rsync: the known-bad table, the oldest version prsync takes,
-// and --mkpath for a remote DEST.
+// banner judges one end's rsync by the run's own rule (rsync.Judge: a fatal problem is an
+// error, another a warning), and --mkpath for a remote DEST.
 func banner(name, what string, b rsync.Banner, args []string, mkpath bool) Check {
 	c := ok(name, "%s", what)
 	var msgs, fixes []string
@@ -78,16 +70,15 @@ func banner(name, what string, b rsync.Banner, args []string, mkpath bool) Check
 			fixes = append(fixes, fix)
 		}
 	}
-	for _, k := range rsync.KnownBadFor(b) {
-		if k.Triggered(args) {
-			add(Error, fmt.Sprintf("%s (%s)", k.What, k.Source), k.Fix)
+	for _, p := range rsync.Judge(b, args) {
+		if p.Fatal {
+			add(Error, p.What, p.Fix)
 		} else {
-			add(Warning, fmt.Sprintf("%s, which this run's options do not use (%s)", k.What, k.Source), k.Fix)
+			add(Warning, p.What, p.Fix)
 		}
 	}
-	if !b.OpenRsync && !b.Version.AtLeast(minRsync.Major, minRsync.Minor, minRsync.Patch) {
-		add(Error, "prsync needs rsync "+minRsync.String()+" or newer", "install rsync 3.1 or newer")
-	} else if mkpath && !b.OpenRsync && !b.Version.AtLeast(minMkpath.Major, minMkpath.Minor, minMkpath.Patch) {
+	if mkpath && !b.OpenRsync && b.Version.AtLeast(minRsync.Major, minRsync.Minor, minRsync.Patch) &&
+		!b.Version.AtLeast(minMkpath.Major, minMkpath.Minor, minMkpath.Patch) {
 		add(Warning, "older than "+minMkpath.String()+": a missing remote DEST is not created (no --mkpath)", "create DEST on the far side first, or use rsync "+minMkpath.String()+" or newer")
 	}
 	if worst == OK {
@@ -147,11 +138,14 @@ func RemoteDaemon(addr string, proto int, err error, args []string) Check {
 // ConnProbe is what a few concurrent connections to a daemon's module found.
 type ConnProbe struct {
 	Tried    int // connections opened at once
-	Admitted int // got @RSYNCD: OK or AUTHREQD: a slot each
+	Admitted int // admitted by the daemon: a slot each
 	Refused  int // got @ERROR: max connections (N) reached
 	Limit    int // N of that message; 0 when none came
 	Other    string
 	Err      error // the first connection or read error
+	// Runs are the process IDs of the user's prsyncs running now (their control
+	// sockets), looked up when a connection was refused: their rsyncs may hold slots.
+	Runs []int
 }
 
 // Connections checks a daemon module's connection limit against the rsyncs the run
@@ -159,16 +153,34 @@ type ConnProbe struct {
 func Connections(addr, module string, jobs int, p ConnProbe) Check {
 	switch {
 	case p.Other != "":
-		return fail(NameConnections, "check the module name: rsync rsync://"+addr+"/ lists the modules",
-			"the daemon at %s refused module %q: %s", addr, module, p.Other)
+		fix := "check the module name: rsync rsync://" + addr + "/ lists the modules"
+		if strings.Contains(p.Other, "auth failed") {
+			fix = "give the module's password as the run will: RSYNC_PASSWORD, or --password-file after --"
+		}
+		return fail(NameConnections, fix, "the daemon at %s refused module %q: %s", addr, module, p.Other)
 	case p.Refused > 0:
 		limit := p.Limit
 		if limit == 0 {
 			limit = p.Admitted
 		}
-		return warn(NameConnections, fmt.Sprintf("use -j %d, or raise \"max connections\" of [%s] in rsyncd.conf on the daemon's host", max(p.Admitted, 1), module),
-			"module %s at %s admitted %d of %d connections at once (max connections = %d, other clients' included), below -j %d: prsync retries the refused rsyncs with fewer at once, and the copy runs at %d",
+		raise := fmt.Sprintf("raise \"max connections\" of [%s] in rsyncd.conf on the daemon's host", module)
+		msg := fmt.Sprintf("module %s at %s admitted %d of %d connections at once (max connections = %d, other clients' included), below -j %d: prsync retries the refused rsyncs with fewer at once, and the copy runs at %d",
 			module, addr, p.Admitted, p.Tried, limit, jobs, max(p.Admitted, 1))
+		fix := fmt.Sprintf("use -j %d, or %s", p.Admitted, raise)
+		if p.Admitted == 0 {
+			// -j 1 would not help: every slot is taken, by someone
+			msg = fmt.Sprintf("module %s at %s admitted none of %d connections at once: its max connections = %d are all held now, by other clients' rsyncs", module, addr, p.Tried, limit)
+			fix = "run doctor again when the module's other clients are done, or " + raise
+		}
+		if len(p.Runs) > 0 {
+			pids := make([]string, len(p.Runs))
+			for i, pid := range p.Runs {
+				pids[i] = strconv.Itoa(pid)
+			}
+			msg += fmt.Sprintf("; prsync %s of yours is running now, and if it copies to or from this module its rsyncs hold some of the slots", strings.Join(pids, ", "))
+			fix = fmt.Sprintf("if prsync %s copies to or from this module (prsync ctl --pid %d status), the slots are its own: run doctor again once it has ended; else %s", pids[0], p.Runs[0], fix)
+		}
+		return warn(NameConnections, fix, "%s", msg)
 	case p.Err != nil && p.Admitted == 0:
 		return fail(NameConnections, "check that the daemon runs and is reachable", "could not open a connection to module %s at %s: %v", module, addr, p.Err)
 	case p.Err != nil:

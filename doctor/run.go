@@ -18,8 +18,9 @@ type Plan struct {
 	RsyncErr error    // why it was not found
 	Args     []string // every rsync's options: prsync's own (--archive …) and those after --
 	Dest     string
-	Root     string // a remote --root (a pull), or ""
-	Jobs     int    // rsyncs at once: -j, or the most -j auto may reach
+	Root     string   // a remote --root (a pull), or ""
+	Jobs     int      // rsyncs at once: -j, or the most -j auto may reach
+	Env      []string // the rsyncs' environment (an empty RSYNC_PASSWORD for a daemon); nil: prsync's
 
 	List       io.Reader // the list; nil when there is none to read (stdin is a terminal)
 	ListSource string    // where the list comes from, for messages: "stdin" or the file
@@ -55,7 +56,7 @@ func Run(ctx context.Context, p Plan) *Report {
 	if far == "" {
 		r.Add(ok(NameRemoteRsync, "no far side: DEST and the source are local"))
 	} else {
-		r.Add(farSide(ctx, far, p.Args, p.Jobs, remoteDest)...)
+		r.Add(farSide(ctx, p, far, remoteDest)...)
 	}
 
 	var src SourceFacts
@@ -100,8 +101,9 @@ func localRsync(ctx context.Context, path string, args []string, remoteDest bool
 }
 
 // farSide checks the rsync on the far side of a remote DEST or --root (far), and its
-// connection limit.
-func farSide(ctx context.Context, far string, args []string, jobs int, push bool) []Check {
+// connection limit; push says the run copies into far.
+func farSide(ctx context.Context, p Plan, far string, push bool) []Check {
+	args, jobs := p.Args, p.Jobs
 	e := ParseEndpoint(far, args)
 	if !e.Daemon {
 		cmd, out, err := SSHVersion(ctx, e, args)
@@ -115,5 +117,15 @@ func farSide(ctx context.Context, far string, args []string, jobs int, push bool
 	if err != nil {
 		return out
 	}
-	return append(out, Connections(e.Addr(), e.Module, jobs, ProbeConnections(ctx, e.Addr(), e.Module, jobs)))
+	if p.Rsync == "" {
+		return append(out, warn(NameConnections, "install rsync, then run doctor again", "module %s at %s: not probed without a local rsync", e.Module, e.Addr()))
+	}
+	probe := ProbeConnections(ctx, ProbeSpec{Rsync: p.Rsync, Addr: e.Addr(), User: e.User, Module: e.Module, Push: push, Args: args, Env: p.Env}, jobs)
+	if probe.Refused > 0 {
+		// the user's own runs hold slots too: the fix must not blame -j alone
+		if dir, err := control.LookupDir(); err == nil {
+			probe.Runs = control.Running(dir)
+		}
+	}
+	return append(out, Connections(e.Addr(), e.Module, jobs, probe))
 }

@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -114,30 +115,67 @@ func newChart(id, title, caption, ylabel string, u unit, end float64, lines []li
 	}
 	for i, l := range lines {
 		ln := Line{Name: l.name, Color: l.color, Dash: l.dash, LegendX: padL + plotW - (len(lines)-i)*legendStep}
-		var d strings.Builder
-		for j, p := range l.points {
-			if j == 0 {
-				d.WriteString("M")
-			} else {
-				d.WriteString(" L")
+		var d, b strings.Builder
+		for _, seg := range segments(l.points) {
+			// a subpath per stretch of samples: a gap breaks the line, and the band
+			for j, p := range seg {
+				if j == 0 {
+					fmt.Fprintf(&d, " M%s %s", num(x(p.t)), num(y(p.v)))
+				} else {
+					fmt.Fprintf(&d, " L%s %s", num(x(p.t)), num(y(p.v)))
+				}
 			}
-			fmt.Fprintf(&d, "%s %s", num(x(p.t)), num(y(p.v)))
+			if len(seg) == 1 {
+				d.WriteString(" h0") // a lone sample: a dot (round caps)
+			}
+			if l.band && hasSpread(seg) {
+				for j, p := range seg {
+					fmt.Fprintf(&b, " %s%s %s", map[bool]string{true: "M", false: "L"}[j == 0], num(x(p.t)), num(y(p.hi)))
+				}
+				for j := len(seg) - 1; j >= 0; j-- {
+					fmt.Fprintf(&b, " L%s %s", num(x(seg[j].t)), num(y(seg[j].lo)))
+				}
+				b.WriteString(" Z")
+			}
 		}
-		ln.D = d.String()
-		if l.band && hasSpread(l.points) {
-			var b strings.Builder
-			for _, p := range l.points {
-				fmt.Fprintf(&b, "%s,%s ", num(x(p.t)), num(y(p.hi)))
-			}
-			for j := len(l.points) - 1; j >= 0; j-- {
-				p := l.points[j]
-				fmt.Fprintf(&b, "%s,%s ", num(x(p.t)), num(y(p.lo)))
-			}
-			ln.Band = strings.TrimSpace(b.String())
-		}
+		ln.D = strings.TrimSpace(d.String())
+		ln.Band = strings.TrimSpace(b.String())
 		c.Lines = append(c.Lines, ln)
 	}
 	return c
+}
+
+// gapFactor is how much wider than a line's usual spacing of points a stretch with no
+// point must be to break the line: samples are missing there (prsync was stopped, the
+// machine slept, the file holds two runs' tails), and joining across would draw values
+// no one measured.
+const gapFactor = 3
+
+// segments splits points where the time to the next point is more than gapFactor times
+// the median spacing of the points.
+func segments(ps []point) [][]point {
+	if len(ps) < 3 {
+		if len(ps) == 0 {
+			return nil
+		}
+		return [][]point{ps}
+	}
+	gaps := make([]float64, len(ps)-1)
+	for i := range gaps {
+		gaps[i] = ps[i+1].t - ps[i].t
+	}
+	sorted := slices.Clone(gaps)
+	slices.Sort(sorted)
+	usual := sorted[(len(sorted)-1)/2]
+	var out [][]point
+	start := 0
+	for i, g := range gaps {
+		if usual > 0 && g > gapFactor*usual {
+			out = append(out, ps[start:i+1])
+			start = i + 1
+		}
+	}
+	return append(out, ps[start:])
 }
 
 func hasSpread(ps []point) bool {

@@ -46,6 +46,15 @@ func show(s string) string { return printable([]byte(s), true) }
 func showLine(s string) string { return printable([]byte(s), false) }
 
 // count formats n with thousands separators: 1,234,567.
+// counted is n, as count writes it, and the words that follow it: one for 1, else many
+// ("1 reason", "2 reasons").
+func counted[T int | int64](n T, one, many string) string {
+	if n == 1 {
+		return count(n) + " " + one
+	}
+	return count(n) + " " + many
+}
+
 func count[T int | int64](n T) string {
 	s := strconv.FormatInt(int64(n), 10)
 	neg := strings.HasPrefix(s, "-")

@@ -107,8 +107,8 @@ func build(rep *Report, source string) *view {
 	case sum.ExitCode == 0:
 		v.Outcome, v.Class = "exit 0: every path done", "ok"
 	default:
-		v.Outcome, v.Class = fmt.Sprintf("exit %d: %s paths failed, %s vanished, %s not done",
-			sum.ExitCode, count(sum.FilesFailed), count(sum.FilesVanished), count(sum.FilesNotDone)), "failed"
+		v.Outcome, v.Class = fmt.Sprintf("exit %d: %s failed, %s vanished, %s not done",
+			sum.ExitCode, counted(sum.FilesFailed, "path", "paths"), count(sum.FilesVanished), count(sum.FilesNotDone)), "failed"
 	}
 	if rep.Truncated {
 		v.Notes = append(v.Notes, Note{Strong: true, Text: "The file's last line was cut short (prsync was writing it, or was killed while it did); the report leaves it out."})
@@ -384,7 +384,7 @@ func throttleRows(rep *Report, v *view) {
 		})
 	}
 	if n > 0 {
-		v.Throttle.Total = fmt.Sprintf("%s pauses, %s of rsync time paused in all.", count(n), duration(total))
+		v.Throttle.Total = fmt.Sprintf("%s, %s of rsync time paused in all.", counted(n, "pause", "pauses"), duration(total))
 	}
 	longest := append(pauseHeap(nil), rep.Longest...)
 	sort.Slice(longest, func(i, j int) bool {
@@ -422,7 +422,9 @@ func failureRows(rep *Report, v *view) {
 		v.Failures = append(v.Failures, row)
 	}
 	if rep.FailureCount > 0 {
-		v.FailureTotal = fmt.Sprintf("%s paths failed, vanished or were not done, for %d reasons.", count(rep.FailureCount), len(groups))
+		v.FailureTotal = fmt.Sprintf("%s, for %s.",
+			counted(rep.FailureCount, "path failed, vanished or was not done", "paths failed, vanished or were not done"),
+			counted(len(groups), "reason", "reasons"))
 	}
 }
 

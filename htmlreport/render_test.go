@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -249,6 +250,9 @@ func TestRenderLong(t *testing.T) {
 	page := render(t, b.String())
 	root := checkPage(t, page)
 	for _, p := range root.byName("path") {
+		if p.attrs["fill"] != "none" {
+			continue // a band: a line's least and most, there and back
+		}
 		if n := strings.Count(p.attrs["d"], "L"); n >= maxBuckets {
 			t.Errorf("a line of %d points", n+1)
 		}
@@ -399,3 +403,88 @@ func TestCommandClash(t *testing.T) {
 		t.Errorf("-o /dev/null: exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// A line breaks where samples are missing, instead of joining across the gap: progress
+// each second from 1 s to 10 s, none until 40 s, then each second again.
+func TestRenderGap(t *testing.T) {
+	evs := []string{evStart}
+	for _, sec := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 40, 41, 42, 43, 44, 45} {
+		evs = append(evs, ev(float64(sec), "progress", fmt.Sprintf(`"files_done":%d,"bytes_done":%d,"running":2,"suspended":0,"jobs":4`, sec*10, sec*1000)))
+	}
+	root := checkPage(t, render(t, lines(evs...)))
+	for _, id := range []string{"rate-bytes", "rate-files", "rsyncs"} {
+		fig := root.byID(id)
+		if fig == nil {
+			t.Fatalf("no chart %s", id)
+		}
+		for _, p := range fig.byName("path") {
+			if p.attrs["fill"] != "none" {
+				continue
+			}
+			if n := strings.Count(p.attrs["d"], "M"); n != 2 {
+				t.Errorf("%s: a line in %d pieces, want 2 (broken at the gap): %s", id, n, p.attrs["d"])
+			}
+		}
+	}
+}
+
+func TestSegments(t *testing.T) {
+	pts := func(ts ...float64) []point {
+		var out []point
+		for _, t := range ts {
+			out = append(out, point{t: t})
+		}
+		return out
+	}
+	lens := func(segs [][]point) []int {
+		var out []int
+		for _, s := range segs {
+			out = append(out, len(s))
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		in   []point
+		want []int
+	}{
+		{"none", nil, nil},
+		{"one", pts(1), []int{1}},
+		{"steady", pts(1, 2, 3, 4, 5), []int{5}},
+		{"jitter", pts(1, 2.2, 2.9, 4.5, 5), []int{5}},
+		{"a gap", pts(1, 2, 3, 10, 11, 12), []int{3, 3}},
+		{"a lone sample between gaps", pts(1, 2, 3, 20, 40, 41, 42), []int{3, 1, 3}},
+	}
+	for _, tt := range tests {
+		if got := lens(segments(tt.in)); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: segments of %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Counts agree with their nouns: "1 reason", not "1 reasons".
+func TestRenderPlurals(t *testing.T) {
+	one := lines(evStart,
+		ev(1, "throttle", `"action":"suspend","reason":"load","pid":7`),
+		ev(2, "throttle", `"action":"resume","reason":"","pid":7`),
+		ev(3, "path_failed", `"path":"a","status":"failed","reason":"rsync: gone"`),
+		evSummary)
+	text := checkPage(t, render(t, one)).text.String()
+	for _, want := range []string{"1 path failed, vanished or was not done, for 1 reason.", "1 pause, 1 s of rsync time paused in all."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "1 reasons") || strings.Contains(text, "1 pauses") || strings.Contains(text, "1 paths") {
+		t.Errorf("a plural after 1")
+	}
+	two := lines(evStart,
+		ev(3, "path_failed", `"path":"a","status":"failed","reason":"rsync: gone"`),
+		ev(4, "path_failed", `"path":"b","status":"failed","reason":"rsync: denied"`),
+		evSummary)
+	if text := checkPage(t, render(t, two)).text.String(); !strings.Contains(text, "2 paths failed, vanished or were not done, for 2 reasons.") {
+		t.Errorf("two failures: %q", text)
+	}
+}
+
+func lines(ls ...string) string { return strings.Join(ls, "\n") + "\n" }

@@ -33,6 +33,19 @@ func ParseBanner(out []byte) (Banner, bool) {
 	return b, true
 }
 
+// String names the rsync as its banner does: GNU rsync 3.4.3 (protocol 32), or openrsync
+// ("rsync 2.6.9 compatible") (protocol 29).
+func (b Banner) String() string {
+	name := "GNU rsync " + b.Version.String()
+	if b.OpenRsync {
+		name = "openrsync (\"rsync " + b.Version.String() + " compatible\")"
+	}
+	if b.Protocol > 0 {
+		name += " (protocol " + strconv.Itoa(b.Protocol) + ")"
+	}
+	return name
+}
+
 // KnownBad is a release of rsync (a range of versions, or openrsync) with a bug or a gap
 // that breaks prsync's runs, or some of them.
 type KnownBad struct {
@@ -157,4 +170,40 @@ func HasLong(args []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// MinVersion is the oldest GNU rsync prsync is built for; an older one runs, warned, in
+// the direct transport.
+var MinVersion = Version{Major: 3, Minor: 1}
+
+// Problem is what is wrong with an rsync for a run. A fatal one refuses the run, and is
+// an error of prsync doctor; another is a warning of both when Applies (the run's options
+// meet it), and of prsync doctor alone when not (a known-bad release's bug that the
+// options do not bring out).
+type Problem struct {
+	Fatal, Applies bool
+	// What is wrong, with its source; Fix what to do.
+	What, Fix string
+}
+
+// Judge is the one rule that the run and prsync doctor apply to an rsync, from its banner
+// and the run's options args: each entry of the known-bad table it matches, fatal when the
+// options meet its trigger (openrsync, which every run meets, is fatal whatever the
+// options), else a warning that does not apply; then a GNU rsync older than MinVersion, a
+// warning that applies.
+func Judge(b Banner, args []string) []Problem {
+	var out []Problem
+	for _, k := range KnownBadFor(b) {
+		if k.Triggered(args) {
+			out = append(out, Problem{Fatal: true, Applies: true, What: k.What + " (" + k.Source + ")", Fix: k.Fix})
+		} else {
+			out = append(out, Problem{What: k.What + ", which this run's options do not use (" + k.Source + ")", Fix: k.Fix})
+		}
+	}
+	if !b.OpenRsync && !b.Version.AtLeast(MinVersion.Major, MinVersion.Minor, MinVersion.Patch) {
+		out = append(out, Problem{Applies: true,
+			What: "older than " + MinVersion.String() + ", which prsync is built for: it runs in the direct transport, and a copy may fail",
+			Fix:  "install rsync " + MinVersion.String() + " or newer"})
+	}
+	return out
 }

@@ -131,3 +131,35 @@ func TestPreserves(t *testing.T) {
 		}
 	}
 }
+
+// Judge is the one rule of the run and of prsync doctor: openrsync and a known-bad release
+// whose bug the options meet are fatal, one they do not meet is a warning that does not
+// apply, an rsync older than 3.1 a warning that does.
+func TestJudge(t *testing.T) {
+	type verdict struct{ fatal, applies bool }
+	tests := []struct {
+		name   string
+		banner Banner
+		args   []string
+		want   []verdict
+	}{
+		{"3.5.0", Banner{Version: Version{3, 5, 0}}, []string{"--archive"}, nil},
+		{"openrsync", Banner{Version: Version{2, 6, 9}, OpenRsync: true}, []string{"--archive"}, []verdict{{true, true}}},
+		{"3.4.3, --link-dest", Banner{Version: Version{3, 4, 3}}, []string{"--archive", "--link-dest=../old"}, []verdict{{false, false}, {true, true}}},
+		{"3.4.3, plain", Banner{Version: Version{3, 4, 3}}, []string{"--archive"}, []verdict{{false, false}, {false, false}}},
+		{"3.0.9", Banner{Version: Version{3, 0, 9}}, []string{"--archive"}, []verdict{{false, true}}},
+		{"3.1.0", Banner{Version: Version{3, 1, 0}}, []string{"--archive"}, nil},
+	}
+	for _, tt := range tests {
+		var got []verdict
+		for _, p := range Judge(tt.banner, tt.args) {
+			got = append(got, verdict{p.Fatal, p.Applies})
+			if p.What == "" || p.Fix == "" {
+				t.Errorf("%s: a problem without a what or a fix: %+v", tt.name, p)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Judge = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}

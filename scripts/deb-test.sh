@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The .deb check: builds a static prsync, its man page and completions, packs them into a
 # .deb with nfpm (nfpm.yaml), installs it with dpkg, checks /usr/bin/prsync --version, the
-# man page (rendered with no warnings) and the completions, then removes the package. As
+# man page (rendered with no warnings), the completions and the licence (Debian's
+# machine-readable copyright file, Apache-2.0; the maintainer, and no homepage that does not
+# exist), then removes the package. As
 # root on Debian/Ubuntu (make deb-test). It leaves the machine as it found it: the package is removed
 # however the script ends, the Debian packages it had to install for the test (rsync,
 # man-db) are purged again, and dist/nfpm is deleted. It refuses to run over a prsync that
@@ -33,7 +35,7 @@ marker=/var/lib/prsync-deb-test.installed
 if [ -n "$deb" ]; then pkgver=$(dpkg-deb -f "$deb" Version); fi
 files=(/usr/bin/prsync /usr/share/man/man1/prsync.1.gz /usr/share/bash-completion/completions/prsync
   /usr/share/zsh/vendor-completions/_prsync /usr/share/fish/vendor_completions.d/prsync.fish
-  /usr/share/doc/prsync/README.md)
+  /usr/share/doc/prsync/README.md /usr/share/doc/prsync/copyright)
 
 installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]; }
 
@@ -119,6 +121,32 @@ fi
 for f in "${files[@]}"; do
   [ -f "$f" ] || die "the package did not install $f"
 done
+
+# the licence: /usr/share/doc/prsync/copyright in Debian's machine-readable format
+# (copyright-format 1.0), every file Apache-2.0, the full text of which Debian ships; read
+# with python3-debian's strict parser when it is installed (CI installs it)
+copyright=/usr/share/doc/prsync/copyright
+[ "$(sed -n 1p $copyright)" = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" ] ||
+  die "$copyright does not start with the copyright-format 1.0 Format line"
+grep -qx 'Files: \*' $copyright && grep -qx 'License: Apache-2.0' $copyright ||
+  die "$copyright does not give every file the Apache-2.0 licence"
+if /usr/bin/python3 -c 'import debian.copyright' 2>/dev/null; then
+  got=$(/usr/bin/python3 -c '
+import sys
+from debian.copyright import Copyright
+with open(sys.argv[1]) as f:
+    c = Copyright(f, strict=True)
+print(" ".join(p.files[0] + "=" + p.license.synopsis for p in c.all_files_paragraphs()))
+' $copyright 2>&1) || die "$copyright is not machine-readable: $got"
+  [ "$got" = "*=Apache-2.0" ] || die "$copyright: files and licences $got, want *=Apache-2.0"
+else
+  say "python3-debian is not installed: $copyright's format is not parsed"
+fi
+[ -f /usr/share/common-licenses/Apache-2.0 ] || die "$copyright points to /usr/share/common-licenses/Apache-2.0, which is missing"
+[ "$(dpkg-query -W -f='${Maintainer}' prsync)" = "The prsync authors" ] ||
+  die "the package's maintainer is '$(dpkg-query -W -f='${Maintainer}' prsync)'"
+[ -z "$(dpkg-query -W -f='${Homepage}' prsync)" ] ||
+  die "the package names a homepage, $(dpkg-query -W -f='${Homepage}' prsync), and prsync has none that is public"
 
 out=$(/usr/bin/prsync --version)
 case $out in

@@ -2,8 +2,9 @@
 # The release check (CI, as root on Debian/Ubuntu): make release (goreleaser check and a
 # snapshot into dist/, nothing published), then the snapshot's .deb for this machine is
 # installed with apt, run, its man page read and removed (scripts/deb-test.sh PACKAGE), and
-# the .rpm's files, dependency and conflicts are listed with rpm -qp (Debian's rpm package):
-# the .rpm must conflict with pssh, whose /usr/bin/prsync it would overwrite.
+# the .rpm's files, licence, dependency and conflicts are listed with rpm -qp (Debian's rpm
+# package): the .rpm must carry the Apache-2.0 licence (its License tag and the text as a
+# %license file) and conflict with pssh, whose /usr/bin/prsync it would overwrite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
@@ -35,6 +36,7 @@ want="/usr/bin/prsync
 /usr/share/bash-completion/completions/prsync
 /usr/share/doc/prsync/README.md
 /usr/share/fish/vendor_completions.d/prsync.fish
+/usr/share/licenses/prsync/LICENSE
 /usr/share/man/man1/prsync.1.gz
 /usr/share/zsh/vendor-completions/_prsync"
 got=$(rpm -qlp "${rpms[0]}" 2>/dev/null | sort)
@@ -45,4 +47,12 @@ $want"
 conflicts=$(rpm -qp --conflicts "${rpms[0]}" 2>/dev/null)
 [ "$conflicts" = pssh ] || die "rpm -qp --conflicts ${rpms[0]}: '$conflicts', want pssh"
 rpm -qp --requires "${rpms[0]}" 2>/dev/null | grep -qx rsync || die "${rpms[0]} does not require rsync"
-say "ok: ${rpms[0]} installs the files above, requires rsync and conflicts with pssh"
+license=$(rpm -qp --queryformat '%{LICENSE}' "${rpms[0]}" 2>/dev/null)
+[ "$license" = Apache-2.0 ] || die "rpm -qp --queryformat %{LICENSE} ${rpms[0]}: '$license', want Apache-2.0"
+licfiles=$(rpm -qp --licensefiles "${rpms[0]}" 2>/dev/null)
+[ "$licfiles" = /usr/share/licenses/prsync/LICENSE ] || die "rpm -qp --licensefiles ${rpms[0]}: '$licfiles'"
+digest=$(rpm -qp --dump "${rpms[0]}" 2>/dev/null | awk '$1 == "/usr/share/licenses/prsync/LICENSE" {print $4}')
+[ "$digest" = "$(sha256sum <LICENSE | cut -d' ' -f1)" ] || die "${rpms[0]}'s /usr/share/licenses/prsync/LICENSE is not LICENSE"
+packager=$(rpm -qp --queryformat '%{PACKAGER} %{URL}' "${rpms[0]}" 2>/dev/null)
+[ "$packager" = "The prsync authors (none)" ] || die "${rpms[0]}: packager and URL '$packager', want 'The prsync authors (none)'"
+say "ok: ${rpms[0]} installs the files above, is Apache-2.0 with its text, requires rsync and conflicts with pssh"

@@ -31,6 +31,7 @@ if [ -n "${CI:-}${PRSYNC_TEST_INSTALL:-}" ] && [ "$(uname)" = Linux ]; then
   command -v setfacl >/dev/null || pkgs+=(acl)
   command -v ip >/dev/null || pkgs+=(iproute2) # network namespaces: a daemon in another one
   /usr/bin/python3 -c 'import yaml' 2>/dev/null || pkgs+=(python3-yaml)
+  /usr/bin/python3 -c 'import debian.copyright' 2>/dev/null || pkgs+=(python3-debian) # the .deb's copyright file
   [ -f /usr/share/bash-completion/bash_completion ] || pkgs+=(bash-completion)
   command -v zsh >/dev/null || pkgs+=(zsh)
   command -v fish >/dev/null || pkgs+=(fish)

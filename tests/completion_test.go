@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,6 +145,17 @@ var completionCases = []struct {
 	{[]string{"prsync", "doc"}, "", []string{"doctor"}},
 	{[]string{"prsync", "doctor", "--js"}, "", []string{"--json"}},
 	{[]string{"prsync", "doctor", "--chunk-f"}, "", []string{"--chunk-files"}},
+	// prsync ctl: a word first, then its flags, its commands, and bwlimit's off
+	{[]string{"prsync", "c"}, "", []string{"ctl"}},
+	{[]string{"prsync", "ctl", ""}, "", []string{"status", "jobs", "bwlimit", "pause", "resume"}},
+	{[]string{"prsync", "ctl", "--pid", "123", "p"}, "", []string{"pause"}},
+	{[]string{"prsync", "ctl", "--pid", "=", "123", "re"}, "prsync ctl --pid=123 re", []string{"resume"}},
+	{[]string{"prsync", "ctl", "--js"}, "", []string{"--json"}},
+	{[]string{"prsync", "ctl", "--pid", ""}, "", nil},
+	{[]string{"prsync", "ctl", "--socket", "li"}, "", []string{"list.txt"}},
+	{[]string{"prsync", "ctl", "bwlimit", ""}, "", []string{"off"}},
+	{[]string{"prsync", "ctl", "jobs", ""}, "", nil},
+	{[]string{"prsync", "ctl", "status", ""}, "", nil},
 }
 
 func TestBashCompletion(t *testing.T) {
@@ -208,7 +220,20 @@ for i in {1..1200}; do [[ -e $OUT/done ]] && break; sleep 0.05; done
 zpty -d z
 [[ -e $OUT/done ]]
 `
-	for _, line := range []string{"prsync --ch", "prsync --transport=", "prsync report x --o", "prsync doctor --js", "prsync doctor --chunk-f", "prsync doc"} {
+	want := map[string][]string{
+		"prsync --ch":             {"--chunk-files", "--chunk-bytes", "--chunk-time", "--chunk-wait"},
+		"prsync --transport=":     {"direct", "pipe"},
+		"prsync report x --o":     {"--output"},
+		"prsync doctor --js":      {"--json"},
+		"prsync doctor --chunk-f": {"--chunk-files"},
+		"prsync doc":              {"doctor"},
+		"prsync c":                {"ctl"},
+		"prsync ctl ":             {"status", "jobs", "bwlimit", "pause", "resume"},
+		"prsync ctl --pid 1 p":    {"pause"},
+		"prsync ctl --js":         {"--json"},
+		"prsync ctl bwlimit ":     {"off"},
+	}
+	for _, line := range slices.Sorted(maps.Keys(want)) {
 		os.Remove(filepath.Join(out, "matches"))
 		os.Remove(filepath.Join(out, "done"))
 		cmd := exec.Command("zsh", "-f", "-c", script)
@@ -219,16 +244,8 @@ zpty -d z
 		}
 		b, _ := os.ReadFile(filepath.Join(out, "matches"))
 		got := strings.Fields(string(b))
-		want := map[string][]string{
-			"prsync --ch":             {"--chunk-files", "--chunk-bytes", "--chunk-time", "--chunk-wait"},
-			"prsync --transport=":     {"direct", "pipe"},
-			"prsync report x --o":     {"--output"},
-			"prsync doctor --js":      {"--json"},
-			"prsync doctor --chunk-f": {"--chunk-files"},
-			"prsync doc":              {"doctor"},
-		}[line]
-		if !slices.Equal(got, want) {
-			t.Errorf("zsh: %s<TAB> = %q, want %q", line, got, want)
+		if !slices.Equal(got, want[line]) {
+			t.Errorf("zsh: %s<TAB> = %q, want %q", line, got, want[line])
 		}
 	}
 }
@@ -248,6 +265,13 @@ func TestFishCompletion(t *testing.T) {
 		{"prsync --transport ", []string{"direct", "pipe"}},
 		{"prsync dst -- --ch", nil},
 		{"prsync report x --o", []string{"--output"}},
+		{"prsync c", []string{"ctl"}},
+		{"prsync ctl ", []string{"bwlimit", "jobs", "pause", "resume", "status"}},
+		{"prsync ctl --js", []string{"--json"}},
+		{"prsync ctl --pid 1 p", []string{"pause"}},
+		{"prsync ctl bwlimit ", []string{"off"}},
+		{"prsync ctl jobs ", nil},
+		{"prsync ctl --ch", nil}, // the run's flags are not ctl's
 	} {
 		cmd := exec.Command("fish", "--no-config", "-c", `source $argv[1]; complete -C $argv[2]`, filepath.Join(dir, "prsync.fish"), tt.line)
 		cmd.Dir = t.TempDir()

@@ -28,7 +28,13 @@ func runDoctor(t *testing.T, dir string, stdin []byte, args ...string) *doctorRu
 	t.Helper()
 	d := &doctorRun{byName: map[string]string{}}
 	var mu sync.Mutex
-	p := start(t, startOpts{dir: dir, stdin: bytes.NewReader(stdin), onLine: func(l []byte) {
+	// a runtime directory of its own: doctor names the user's running prsyncs, when a
+	// daemon refuses it, from their control sockets, and the suite's others are not its
+	run := filepath.Join(t.TempDir(), "run")
+	if err := os.Mkdir(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, startOpts{dir: dir, stdin: bytes.NewReader(stdin), env: []string{"XDG_RUNTIME_DIR=" + run}, onLine: func(l []byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		d.lines = append(d.lines, string(l))

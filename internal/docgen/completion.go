@@ -247,7 +247,11 @@ func Zsh(w io.Writer, app *kong.Application) error {
 		} else {
 			action := zshAction(kind, vals)
 			if pos.Name == "DEST" {
-				action = "{" + action + "; [[ -n $doctor ]] || compadd doctor report}"
+				words := []string{"doctor"}
+				for _, sub := range Subcommands() {
+					words = append(words, subWord(sub))
+				}
+				action = "{" + action + "; [[ -n $doctor ]] || compadd " + strings.Join(words, " ") + "}"
 			}
 			fmt.Fprintf(&b, "  '%d:%s:%s'", i+1, msg, action)
 		}
@@ -287,8 +291,13 @@ func zshMessage(s string) string { return strings.NewReplacer(`\`, `\\`, ":", `\
 func Fish(w io.Writer, app *kong.Application) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# fish completion for %s(1), %s.\n\n", app.Name, generated)
-	// no flags once -- has passed: the rest is for rsync
-	cond := "-n 'not contains -- -- (commandline -opc)'"
+	// no flags once -- has passed: the rest is for rsync; none of the run's after a
+	// subcommand's word (doctor takes them)
+	var subs []string
+	for _, sub := range Subcommands() {
+		subs = append(subs, subWord(sub))
+	}
+	cond := "-n 'not contains -- -- (commandline -opc); and not __fish_seen_subcommand_from " + strings.Join(subs, " ") + "'"
 	for _, fl := range Flags(app) {
 		line := "complete -c " + app.Name + " " + cond
 		if fl.Short != 0 {

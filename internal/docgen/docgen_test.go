@@ -126,7 +126,8 @@ func TestManPage(t *testing.T) {
 	s := load(t)
 	man := manPage(t, s)
 	at := 0
-	for _, sh := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "EVENTS", "ENVIRONMENT", "EXAMPLES", "SEE ALSO"} {
+	for _, sh := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "DOCTOR", "PROGRESS", "SIGNALS", "METRICS",
+		"LIVE CONTROL", "PRSYNC REPORT", "EXIT STATUS", "EVENTS", "ENVIRONMENT", "EXAMPLES", "COPYRIGHT", "SEE ALSO"} {
 		i := strings.Index(man, "\n.SH "+quoteArg(sh)+"\n")
 		if i < at {
 			t.Errorf("section %s missing or out of order", sh)
@@ -170,6 +171,13 @@ func TestManPage(t *testing.T) {
 				t.Errorf("EXAMPLES lacks %q", l)
 			}
 		}
+	}
+	// the licence, and no URL of a home page that is not public (README, Licence)
+	if !strings.Contains(man, "Apache License, Version 2.0") || !strings.Contains(man, "SPDX\\-License\\-Identifier: Apache\\-2.0") {
+		t.Errorf("the man page does not give the licence")
+	}
+	if strings.Contains(man, "github.com/prsync") {
+		t.Errorf("the man page points to a home page that is not public")
 	}
 	if strings.IndexFunc(man, func(r rune) bool { return r > 0x7e || (r < ' ' && r != '\n') }) >= 0 {
 		t.Errorf("the page is not plain ASCII")
@@ -292,12 +300,14 @@ func TestCompletionsNameEveryFlag(t *testing.T) {
 	}
 }
 
-// pkgSpec is what a packaging file says about the package: its contents (src → dst, mode),
-// its dependencies and its description.
+// pkgSpec is what a packaging file says about the package: its contents (src → dst, mode,
+// and the packager and type of an entry for one packager), its dependencies, its
+// description, its licence, maintainer and homepage.
 type pkgSpec struct {
-	contents, deps []string
-	description    string
-	conflicts      []string // "PACKAGER: NAME", from the overrides
+	contents, deps                []string
+	description                   string
+	conflicts                     []string // "PACKAGER: NAME", from the overrides
+	license, maintainer, homepage string
 }
 
 // readPkgSpec reads the contents, dependencies, description and conflicts of nfpm.yaml or of
@@ -336,7 +346,13 @@ func readPkgSpec(t *testing.T, path string) pkgSpec {
 			i--
 		case "- src":
 			s.contents = append(s.contents, "src "+value)
-		case "dst", "mode":
+		case "license":
+			s.license = value
+		case "maintainer":
+			s.maintainer = value
+		case "homepage":
+			s.homepage = value
+		case "dst", "mode", "packager", "type":
 			if len(s.contents) > 0 {
 				s.contents[len(s.contents)-1] += " " + key + " " + value
 			}
@@ -380,6 +396,30 @@ func TestPackagesAgree(t *testing.T) {
 	}
 	if nfpm.description == "" || nfpm.description != gr.description {
 		t.Errorf("descriptions differ:\n%s\n--\n%s", nfpm.description, gr.description)
+	}
+	// the licence (LICENSE, Apache-2.0), a maintainer with no made-up address, and no
+	// homepage while nothing is public (README, Install)
+	for _, s := range []struct {
+		file string
+		spec pkgSpec
+	}{{"nfpm.yaml", nfpm}, {".goreleaser.yaml", gr}} {
+		if s.spec.license != "Apache-2.0" {
+			t.Errorf("%s: license %q, want Apache-2.0", s.file, s.spec.license)
+		}
+		if s.spec.maintainer != "The prsync authors" {
+			t.Errorf("%s: maintainer %q, want The prsync authors", s.file, s.spec.maintainer)
+		}
+		if s.spec.homepage != "" {
+			t.Errorf("%s: homepage %q: prsync has none that is public", s.file, s.spec.homepage)
+		}
+	}
+	for _, want := range []string{
+		"src ./packaging/copyright dst /usr/share/doc/prsync/copyright packager deb mode 0644",
+		"src ./LICENSE dst /usr/share/licenses/prsync/LICENSE packager rpm type license mode 0644",
+	} {
+		if !slices.Contains(gr.contents, want) {
+			t.Errorf("the packages lack %q", want)
+		}
 	}
 	g, err := os.ReadFile("../../.goreleaser.yaml")
 	if err != nil {

@@ -133,6 +133,14 @@ func Man(w io.Writer, s *Source) error {
 	}
 	p.macro("SH", "DOCTOR")
 	renderBlocks(p, parseBlocks(doctor))
+	for _, sec := range manSections {
+		lines, err := section(s.Readme, sec.readme)
+		if err != nil {
+			return err
+		}
+		p.macro("SH", sec.title)
+		renderBlocks(p, parseBlocks(lines))
+	}
 	for _, sub := range Subcommands() {
 		if err := manSubcommand(p, sub, s.Readme); err != nil {
 			return err
@@ -167,16 +175,33 @@ func Man(w io.Writer, s *Source) error {
 		p.code(ex.Lines)
 	}
 
+	licence, err := section(s.Readme, "Licence")
+	if err != nil {
+		return err
+	}
+	p.macro("SH", "COPYRIGHT")
+	renderBlocks(p, parseBlocks(licence))
+
 	p.macro("SH", "SEE ALSO")
 	p.macro("BR", "rsync", "(1),")
 	p.macro("BR", "rsyncd.conf", "(5),")
 	p.macro("BR", "find", "(1),")
 	p.macro("BR", "jq", "(1)")
 	p.macro("PP")
-	p.line(`README.md of prsync, at \fBhttps://github.com/prsync/prsync\fR: where paths land, throttling, the quick check, scale-out and performance.`)
+	// no URL: prsync has no public home page yet (README, Licence)
+	p.line(`README.md of prsync, installed as \fB/usr/share/doc/prsync/README.md\fR by the .deb and .rpm packages and in the release archives: where paths land, throttling, the quick check, scale-out and performance.`)
 
 	_, err = io.WriteString(w, p.String())
 	return err
+}
+
+// manSections are the sections of README.md the man page holds whole, after DOCTOR and
+// before the subcommands' (LIVE CONTROL from ## Live control, PRSYNC REPORT), each under its
+// title.
+var manSections = []struct{ readme, title string }{
+	{"Progress on a terminal", "PROGRESS"},
+	{"Signals and what is left behind", "SIGNALS"},
+	{"Metrics", "METRICS"},
 }
 
 // synopsis is cli.Synopsis in roff: the name and the flags in bold, the arguments in italics.
@@ -240,7 +265,7 @@ func renderBlocks(p *page, blocks []block) {
 					if j > 1 {
 						p.macro("br")
 					}
-					if len(header) > 2 {
+					if len(header) > 2 && header[j] != "" {
 						p.line(`\fI` + escape(header[j]) + `:\fR ` + inline(row[j]))
 					} else {
 						p.line(inline(row[j]))
@@ -251,12 +276,15 @@ func renderBlocks(p *page, blocks []block) {
 	}
 }
 
-// tableTag is a table's first cell as a tag: bold, as README writes its types in code.
+// tableTag is a table's first cell as a tag: bold, as README writes its types in code. A
+// line may break after each | (\: is a break point): a metric's label values are wider
+// than a terminal.
 func tableTag(cell string) string {
-	if strings.HasPrefix(cell, "`") {
-		return inline(cell)
+	tag := inline(cell)
+	if !strings.HasPrefix(cell, "`") {
+		tag = `\fB` + tag + `\fR`
 	}
-	return `\fB` + inline(cell) + `\fR`
+	return strings.ReplaceAll(tag, "|", `|\:`)
 }
 
 func capitalize(s string) string {

@@ -12,7 +12,7 @@ func TestSubcommandsDocumented(t *testing.T) {
 	s := load(t)
 	man := manPage(t, s)
 	for _, app := range Subcommands() {
-		sh := "\n.SH " + quoteArg(strings.ToUpper(app.Name)) + "\n"
+		sh := "\n.SH " + quoteArg(strings.ToUpper(readmeSection(app))) + "\n"
 		if !strings.Contains(man, sh) {
 			t.Errorf("the man page has no section %q", strings.TrimSpace(sh))
 		}
@@ -34,6 +34,11 @@ func TestSubcommandsDocumented(t *testing.T) {
 			if !strings.Contains(b.String(), subWord(app)) {
 				t.Errorf("the %s completion lacks %q", name, subWord(app))
 			}
+			for _, c := range commands(app) {
+				if !strings.Contains(b.String(), c.Name) {
+					t.Errorf("the %s completion lacks %s %s", name, app.Name, c.Name)
+				}
+			}
 			for _, fl := range Flags(app) {
 				want := "--" + fl.Name
 				if name == "fish" {
@@ -46,6 +51,20 @@ func TestSubcommandsDocumented(t *testing.T) {
 					t.Errorf("the man page lacks %s --%s", app.Name, fl.Name)
 				}
 			}
+		}
+	}
+}
+
+// prsync ctl is a subcommand, with its commands in the man page's synopsis and section.
+func TestCtlDocumented(t *testing.T) {
+	man := manPage(t, load(t))
+	for _, want := range []string{
+		".br\n\\fBprsync ctl\\fR [\\fB\\-\\-pid\\fR=\\fIPID\\fR] [\\fB\\-\\-socket\\fR=\\fIPATH\\fR] [\\fB\\-\\-json\\fR] \\fBstatus\\fR | \\fBjobs\\fR \\fIN\\fR | ",
+		"\n.SH \"LIVE CONTROL\"\n",
+		"\n.TP\n\\fBprsync ctl\\fR \\fBjobs\\fR \\fIN\\fR\nSet the number of concurrent rsyncs.\n",
+	} {
+		if !strings.Contains(man, want) {
+			t.Errorf("the man page lacks %q", want)
 		}
 	}
 }
