@@ -57,6 +57,10 @@ type End struct {
 	// CPUSeconds is prsync's own CPU time, RsyncCPUSeconds its rsyncs'.
 	CPUSeconds, RsyncCPUSeconds float64
 	Shard, Shards               int
+	// OwnCPUSeconds is the CPU the throttle counted as the copy's own, when it did
+	// (HasOwnCPU): throttle.SystemSampler.OwnCPUSeconds.
+	OwnCPUSeconds float64
+	HasOwnCPU     bool
 }
 
 // BytesDone returns the file bytes transferred, by rsyncs that ended or still run.
