@@ -599,6 +599,9 @@ type Daemon struct {
 	cmd  *exec.Cmd
 }
 
+// PID returns the daemon's PID, which leads its process group.
+func (d *Daemon) PID() int { return d.cmd.Process.Pid }
+
 // URL returns rsync://ADDR:PORT/mod/ .
 func (d *Daemon) URL() string { return fmt.Sprintf("rsync://%s:%d/mod/", d.Addr, d.Port) }
 
