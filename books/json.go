@@ -36,6 +36,7 @@ func (j JSON) Finish(s Snapshot) {
 		FilesVerified: s.Verified, FilesVerifyFailed: s.VerifyFailed, VerifySeconds: round3(s.VerifySeconds),
 		FilesDeleted: s.Deleted, DeletePass: e.DeletePass, DeleteDirs: s.DirsChecked, DeleteSeconds: round3(e.DeleteSeconds),
 		MaxDurationReached: e.MaxDurationReached,
+		OwnCPUSeconds:      optional3(e.HasOwnCPU, e.OwnCPUSeconds),
 	})
 }
 
@@ -82,6 +83,15 @@ func cgroupCPUOf(s throttle.Sample) event.CgroupCPU {
 }
 
 // optional is v, rounded, for an event field that is there only when has is true.
+// optional3 is optional to a thousandth.
+func optional3(has bool, v float64) *float64 {
+	if !has {
+		return nil
+	}
+	v = round3(v)
+	return &v
+}
+
 func optional(has bool, v float64) *float64 {
 	if !has {
 		return nil

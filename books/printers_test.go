@@ -41,7 +41,7 @@ func deleting() Snapshot {
 }
 
 var end = End{ExitCode: 23, InputComplete: true, DeletePass: "ran", DeleteSeconds: 0.25, CPUSeconds: 0.0504,
-	RsyncCPUSeconds: 2.5, Shard: 1, Shards: 4}
+	RsyncCPUSeconds: 2.5, Shard: 1, Shards: 4, OwnCPUSeconds: 3.14159, HasOwnCPU: true}
 
 func ended(s Snapshot, e End) Snapshot {
 	s.End = &e
@@ -69,7 +69,7 @@ func TestJSON(t *testing.T) {
 		{"status", func(j JSON) { j.Status(sample(), "signal") }, fmt.Sprintf(at, "status") +
 			`"by":"signal","jobs":6,"running":4,"suspended":2,"paused":false,"bwlimit":"08:00,20M 19:00,off","bwlimit_now":"20M","files_done":506,"bytes_done":21000000,"files_queued":300,"files_not_ok":6,"input_done":true,"rate_bps":13608087.1,"elapsed":12.346}`},
 		{"summary", func(j JSON) { j.Finish(ended(sample(), end)) }, fmt.Sprintf(at, "summary") +
-			`"files":1000,"bytes":50000000,"files_transferred":400,"bytes_transferred":20000000,"files_up_to_date":100,"files_failed":3,"files_vanished":2,"files_not_done":1,"empty_records":4,"chunks":12,"chunks_failed":2,"retries":3,"suspensions":5,"seconds_suspended":7,"seconds":12.346,"rate_bps":12960082.9,"cpu_seconds":0.05,"rsync_cpu_seconds":2.5,"exit_code":23,"shard":1,"shards":4,"input_complete":true,"chunk_errors":1,"confirm_seconds":0.123,"jobs_min":2,"jobs_max":8,"files_verified":390,"files_verify_failed":10,"verify_seconds":1.235,"files_deleted":0,"delete_pass":"ran","delete_dirs":0,"delete_seconds":0.25}`},
+			`"files":1000,"bytes":50000000,"files_transferred":400,"bytes_transferred":20000000,"files_up_to_date":100,"files_failed":3,"files_vanished":2,"files_not_done":1,"empty_records":4,"chunks":12,"chunks_failed":2,"retries":3,"suspensions":5,"seconds_suspended":7,"seconds":12.346,"rate_bps":12960082.9,"cpu_seconds":0.05,"rsync_cpu_seconds":2.5,"exit_code":23,"shard":1,"shards":4,"input_complete":true,"chunk_errors":1,"confirm_seconds":0.123,"jobs_min":2,"jobs_max":8,"files_verified":390,"files_verify_failed":10,"verify_seconds":1.235,"files_deleted":0,"delete_pass":"ran","delete_dirs":0,"delete_seconds":0.25,"own_cpu_seconds":3.142}`},
 		{"summary, deleting", func(j JSON) { j.Finish(ended(deleting(), End{DeletePass: "ran", DeleteSeconds: 0.5, Shards: 1})) }, fmt.Sprintf(at, "summary") +
 			`"files":13,"bytes":4000,"files_transferred":10,"bytes_transferred":3000,"files_up_to_date":3,"files_failed":0,"files_vanished":0,"files_not_done":0,"empty_records":0,"chunks":0,"chunks_failed":0,"retries":0,"suspensions":0,"seconds_suspended":0,"seconds":3,"rate_bps":8000,"cpu_seconds":0,"rsync_cpu_seconds":0,"exit_code":0,"shard":0,"shards":1,"input_complete":false,"chunk_errors":0,"confirm_seconds":0,"jobs_min":8,"jobs_max":8,"files_verified":0,"files_verify_failed":0,"verify_seconds":0,"files_deleted":3,"delete_pass":"ran","delete_dirs":40,"delete_seconds":0.5}`},
 		{"jobs, refused: the rate so far", func(j JSON) { j.Jobs(exec.LimitChanged{Old: 8, New: 2, Reason: "refused", Detail: "max"}, sample()) },

@@ -61,6 +61,10 @@ type End struct {
 	Shard, Shards               int
 	// MaxDurationReached: the --max-duration window ended before the run did.
 	MaxDurationReached bool
+	// OwnCPUSeconds is the CPU the throttle counted as the copy's own, when it did
+	// (HasOwnCPU): throttle.SystemSampler.OwnCPUSeconds.
+	OwnCPUSeconds float64
+	HasOwnCPU     bool
 }
 
 // BytesDone returns the file bytes transferred, by rsyncs that ended or still run.

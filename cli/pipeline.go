@@ -413,10 +413,11 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	reached := isClosed(p.windowEnded)
 	timeUp := reached && (c.NotDone > 0 || !p.inputComplete || del.cut) // the window left work undone
 	code := exitStatus(interrupted, timeUp, p.inputErr, ab, c, errors.Join(ferr, delErr))
+	own, hasOwn := p.sampler.OwnCPUSeconds()
 	s := p.rep.finish(books.End{
 		ExitCode: code, InputComplete: p.inputComplete, DeletePass: del.state, DeleteSeconds: del.stats.Seconds, MaxDurationReached: reached,
 		CPUSeconds: cpuSeconds(syscall.RUSAGE_SELF), RsyncCPUSeconds: cpuSeconds(syscall.RUSAGE_CHILDREN),
-		Shard: f.shard, Shards: f.shards,
+		Shard: f.shard, Shards: f.shards, OwnCPUSeconds: own, HasOwnCPU: hasOwn,
 	})
 	if s.Refusals > 0 {
 		cmdline.Warnf(r.stderr, "the far side's refusals lowered the limit %s: the run ended running at most %d rsyncs at once", times(s.Refusals), s.Jobs)

@@ -342,6 +342,10 @@ type Summary struct {
 	// MaxDurationReached: the --max-duration window ended before the run did (nothing
 	// started after it); only then.
 	MaxDurationReached bool `json:"max_duration_reached,omitempty"`
+	// OwnCPUSeconds is the CPU time counted as the copy's own, as own_cpu_percent counts
+	// it (Linux): prsync, its rsyncs, the daemon or sshd on this machine that serves them,
+	// and the list's producer, from prsync's first reading of /proc to the end.
+	OwnCPUSeconds *float64 `json:"own_cpu_seconds,omitempty"`
 }
 
 // PathFields returns the path as a JSON string and, when the name is not valid UTF-8

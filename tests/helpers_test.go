@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -599,8 +600,70 @@ type Daemon struct {
 	cmd  *exec.Cmd
 }
 
+// PID returns the daemon's PID, which leads its process group.
+func (d *Daemon) PID() int { return d.cmd.Process.Pid }
+
 // URL returns rsync://ADDR:PORT/mod/ .
 func (d *Daemon) URL() string { return fmt.Sprintf("rsync://%s:%d/mod/", d.Addr, d.Port) }
+
+// DaemonLog is what a daemon's log file says of the sessions it served.
+type DaemonLog struct {
+	// Most is the most sessions the daemon served at once, by the order of its log's lines:
+	// a session counts from its "rsync to MODULE" (or "rsync on") line, which its process
+	// writes once it holds a slot of max connections, to its "sent … total size" line,
+	// written before the process exits and frees the slot. The lines of the daemon's
+	// processes reach the file in the order they were written, so Most is never more than
+	// the slots the daemon had taken at once, however late any process ran.
+	Most int
+	// Accepted counts the sessions that held a slot, Refused those refused for max
+	// connections.
+	Accepted, Refused int
+}
+
+var daemonLogLine = regexp.MustCompile(`^\S+ \S+ \[(\d+)\] (.*)$`)
+
+// Log reads the daemon's log file (see DaemonLog).
+func (d *Daemon) Log(t testing.TB) DaemonLog { return d.LogSince(t, 0) }
+
+// LogMark returns where the daemon's log file ends now, for LogSince.
+func (d *Daemon) LogMark(t testing.TB) int64 {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(filepath.Dir(d.conf), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// LogSince reads the daemon's log file from mark (LogMark) on: the sessions that took a
+// slot after mark, refusals after mark.
+func (d *Daemon) LogSince(t testing.TB, mark int64) DaemonLog {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(d.conf), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l DaemonLog
+	serving := map[string]bool{}
+	for _, line := range strings.Split(string(b[min(mark, int64(len(b))):]), "\n") {
+		m := daemonLogLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		pid, msg := m[1], m[2]
+		switch {
+		case strings.HasPrefix(msg, "rsync to ") || strings.HasPrefix(msg, "rsync on "):
+			serving[pid] = true
+			l.Accepted++
+			l.Most = max(l.Most, len(serving))
+		case strings.HasPrefix(msg, "sent ") && strings.Contains(msg, " total size "):
+			delete(serving, pid)
+		case strings.HasPrefix(msg, "max connections ("):
+			l.Refused++
+		}
+	}
+	return l
+}
 
 // spreadFiles writes n files of size bytes under dir, the i-th named d<i%dirs>/f<i> and
 // filled with the digit i%10, and returns their names in order.

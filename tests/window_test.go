@@ -197,10 +197,6 @@ exec rsync "$@"
 		num(s, "files_not_done"), num(s, "files_transferred"), r.Stderr)
 }
 
-// clockTicks is the kernel's clock ticks per second (USER_HZ), which /proc/PID/stat's
-// start time counts: 100 on Linux.
-const clockTicks = 100
-
 // ticks returns d in clock ticks, rounded up.
 func ticks(d time.Duration) int64 {
 	return int64((d*clockTicks + time.Second - 1) / time.Second)

@@ -362,6 +362,42 @@ func TestPeerBookDaemonFirstSeen(t *testing.T) {
 	}
 }
 
+// TestPeerBookDaemonReceiver: a daemon's child for a push forks the receiver, and both
+// hold the connection; their CPU is counted once, in the listener's tree (it was counted
+// twice: the receiver's parent, an rsync, was taken for the root of a second tree).
+func TestPeerBookDaemonReceiver(t *testing.T) {
+	p := newFakeProc(t, 1000)
+	p.conn("0100007F:A000", "0100007F:0369", "01", 500)
+	p.conn("0100007F:0369", "0100007F:A000", "01", 600)
+	p.fd(100, 3, "socket:[500]")
+	p.fd(200, 0, "socket:[600]")
+	p.fd(201, 0, "socket:[600]")
+	procs := []procEntry{
+		{pid: 100, ppid: 1, pgrp: 100, start: 1100, ticks: 50, rsync: true},   // our rsync
+		{pid: 150, ppid: 1, pgrp: 150, start: 10, ticks: 5000, rsync: true},   // the daemon
+		{pid: 200, ppid: 150, pgrp: 150, start: 1200, ticks: 10, rsync: true}, // its child: the generator
+		{pid: 201, ppid: 200, pgrp: 150, start: 1201, ticks: 40, rsync: true}, // and the receiver
+	}
+	ours := map[int]bool{100: true}
+	b := newPeerBook(p.dir)
+	if got, want := b.update(procs, ours), uint64(10+40); got != want {
+		t.Errorf("first seen: %d ticks, want %d", got, want)
+	}
+	for id := range b.trees {
+		if id.pid != 150 {
+			t.Errorf("a tree rooted at %d; want only the listener 150", id.pid)
+		}
+	}
+	procs[2].ticks, procs[3].ticks = 15, 60
+	if got, want := b.update(procs, ours), uint64(15+60); got != want {
+		t.Errorf("then: %d ticks, want %d", got, want)
+	}
+	procs = []procEntry{procs[0], {pid: 150, ppid: 1, pgrp: 150, start: 10, ticks: 5000 + 15 + 65, rsync: true}}
+	if got, want := b.update(procs, ours), uint64(80); got != want {
+		t.Errorf("the session ended and was reaped: %d ticks, want %d", got, want)
+	}
+}
+
 // TestPeerBookLateHolder: a connection whose far end no process holds yet (in the daemon's
 // accept queue, or held by a child forked after the scan of processes) is searched again at
 // the next samples, up to maxPeerSearches, and then left alone.
@@ -544,6 +580,48 @@ func TestPeerBookFeeder(t *testing.T) {
 				t.Errorf("%d ticks, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPeerBookFeederReadEnd: a process that holds the read end of prsync's stdin (the
+// program that made the pipe and started prsync on it) is no producer of the list; its
+// writer, and one whose fdinfo cannot be read, are.
+func TestPeerBookFeederReadEnd(t *testing.T) {
+	const (
+		maker  = 300 // made the pipe, holds its read end: flags 0 (O_RDONLY)
+		writer = 310 // holds the write end: O_WRONLY
+		rw     = 320 // opened it read-write (a fifo): counts
+		blind  = 330 // no fdinfo: counts, as before
+	)
+	p := newFakeProc(t, 1000)
+	p.mkdir("self/fd")
+	if err := os.Symlink("pipe:[77]", filepath.Join(p.dir, "self", "fd", "0")); err != nil {
+		t.Fatal(err)
+	}
+	var procs []procEntry
+	for _, f := range []struct {
+		pid   int
+		flags string
+	}{{maker, "0100000"}, {writer, "01"}, {rw, "0100002"}, {blind, ""}} {
+		p.fd(f.pid, 4, "pipe:[77]")
+		if f.flags != "" {
+			p.mkdir(fmt.Sprintf("%d/fdinfo", f.pid))
+			p.write(fmt.Sprintf("%d/fdinfo/4", f.pid), "pos:\t0\nflags:\t"+f.flags+"\nmnt_id:\t16\nino:\t77\n")
+		}
+		procs = append(procs, procEntry{pid: f.pid, ppid: 1, pgrp: f.pid, start: 999, ticks: 100})
+	}
+	b := newPeerBook(p.dir)
+	b.update(procs, map[int]bool{})
+	for i := range procs {
+		procs[i].ticks += uint64(1 + i) // 1, 2, 3, 4
+	}
+	if got, want := b.update(procs, map[int]bool{}), uint64(2+3+4); got != want {
+		t.Errorf("%d ticks, want %d: the writer's, the read-write one's and the unreadable one's", got, want)
+	}
+	for id := range b.trees {
+		if id.pid == maker {
+			t.Error("the holder of the read end is counted as a producer")
+		}
 	}
 }
 

@@ -151,6 +151,7 @@ type SystemSampler struct {
 	ownOK           bool         // ownLast and ownAt hold a previous reading
 	ownLast         cpuTimes
 	ownAt           time.Time
+	ownFirst        cpuTimes // the first reading, the start of OwnCPUSeconds
 }
 
 // cpuTimes are cumulative CPU seconds: prsync's own (itself, its reaped children and
@@ -257,11 +258,31 @@ func (s *SystemSampler) sampleOwn() (d cpuTimes, dt float64, ok bool) {
 	now := s.clock()
 	prev, prevAt, had := s.ownLast, s.ownAt, s.ownOK
 	s.ownLast, s.ownAt, s.ownOK = total, now, true
+	if !had {
+		s.ownFirst = total
+	}
 	dt = now.Sub(prevAt).Seconds()
 	if !had || !(dt > 0) {
 		return cpuTimes{}, 0, false
 	}
 	return cpuTimes{own: total.own - prev.own, peer: max(0, total.peer-prev.peer), kernel: max(0, total.kernel-prev.kernel)}, dt, true
+}
+
+// OwnCPUSeconds returns the CPU seconds counted as prsync's own (Own: itself, its rsyncs,
+// their peers on this machine and the list's producer) from the sampler's first reading to
+// now, read now; false where Own is not measured. A run's summary gives it, so that what
+// Own counted can be checked against what those processes used.
+func (s *SystemSampler) OwnCPUSeconds() (float64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ownTime == nil || s.groups == nil || !s.ownOK {
+		return 0, false
+	}
+	total, err := s.ownTime(s.groups())
+	if err != nil {
+		return 0, false
+	}
+	return max(0, total.own+total.peer-s.ownFirst.own-s.ownFirst.peer), true
 }
 
 // sampleCgroup reads the cgroup's CPU use since the previous reading, in

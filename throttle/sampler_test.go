@@ -332,6 +332,39 @@ func TestSystemSamplerKernel(t *testing.T) {
 	}
 }
 
+// TestSystemSamplerOwnCPUSeconds: the CPU counted as prsync's own, its peers' with it, from
+// the first reading (the sampler's, before the first rsync) to a reading of its own.
+func TestSystemSamplerOwnCPUSeconds(t *testing.T) {
+	f := &fakeSources{cpu: 90}
+	s := f.sampler(Policy{Suspend: 80, Resume: 60}, new(bytes.Buffer))
+	if _, ok := s.OwnCPUSeconds(); ok {
+		t.Error("OwnCPUSeconds without Own measured: ok, want not")
+	}
+	totals := []cpuTimes{
+		{own: 0.25, kernel: 100},              // prsync's start
+		{own: 1.5, peer: 0.75, kernel: 101},   // a sample
+		{own: 2.5, peer: 2, kernel: 103},      // the end
+		{own: 2.5, peer: 2.25, kernel: 104.5}, // a daemon's child that ended late
+	}
+	var calls int
+	s.groups = func() []int { return []int{100} }
+	s.ownTime = func([]int) (cpuTimes, error) { defer func() { calls++ }(); return totals[calls], nil }
+	s.ncpu = 2
+	s.now = time.Now
+	if _, ok := s.OwnCPUSeconds(); ok {
+		t.Error("OwnCPUSeconds before the first reading: ok, want not")
+	}
+	s.sampleOwn() // the first reading, as NewSystemSampler takes it
+	if _, err := s.Sample(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []float64{4.25, 4.5} { // 2.5 + 2 - 0.25, read anew each time
+		if got, ok := s.OwnCPUSeconds(); !ok || math.Abs(got-want) > 1e-9 {
+			t.Errorf("OwnCPUSeconds = %v, %v; want %v, true", got, ok, want)
+		}
+	}
+}
+
 // TestSystemSamplerOwnNaNCPU: a NaN CPU figure gives Own 0.
 func TestSystemSamplerOwnNaNCPU(t *testing.T) {
 	f := &fakeSources{cpu: math.NaN()}

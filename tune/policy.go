@@ -45,7 +45,10 @@ const Window = 2 * time.Second
 // windows, a periodic probe on MinWindows to MaxWindows. Hold is how long
 // the Tuner stays at its best limit after a search or a lost periodic probe;
 // each further loss doubles it, up to MaxHold. Ceiling windows after a
-// refusal, the far side's ceiling rises by one step.
+// refusal, the far side's ceiling rises by one step. A ceiling that a refusal
+// brought below what the far side accepted at an earlier refusal rises back
+// sooner: a step after Recover windows, a wait that doubles each time such a
+// step is refused, up to Ceiling.
 //
 // The smallest move at a limit n is StepAt(n) = max(1, round(Step × n)): at
 // 30 streams a move of 1 changes the rate by about 3 %, which 2 s windows
@@ -77,6 +80,7 @@ type Policy struct {
 	Hold        int // windows at the best limit before the first periodic probe
 	MaxHold     int // bound of the hold as it doubles after each lost periodic probe
 	Ceiling     int // windows without a refusal before the far side's ceiling rises a step
+	Recover     int // windows without a refusal before a ceiling below what the far side accepted before rises a step
 }
 
 // DefaultPolicy returns the Policy for a machine with cpus CPUs.
@@ -101,8 +105,11 @@ type Policy struct {
 // MaxWindows = 4 bounds a probe to 10 s with its settle window; Hold = 4
 // and MaxHold = 8 probe every 10 to 20 s, often enough to find a change
 // the rate at the limit does not show; Ceiling = 15 keeps a refusal's
-// ceiling for 30 s before trying one step more; and the Noise prior, 0.1,
-// is about what ±20 % per window is, until 30 pairs of windows measure it.
+// ceiling for 30 s before trying one step more; Recover = 2 brings a
+// ceiling that a refusal cut below what the far side took before back a
+// step 4 s later, as a fixed -j climbs back 3 s after a refusal; and the
+// Noise prior, 0.1, is about what ±20 % per window is, until 30 pairs of
+// windows measure it.
 func DefaultPolicy(cpus int) Policy {
 	maxJobs := max(4*cpus, 32)
 	return Policy{
@@ -122,6 +129,7 @@ func DefaultPolicy(cpus int) Policy {
 		Hold:        4,
 		MaxHold:     8,
 		Ceiling:     15,
+		Recover:     2,
 	}
 }
 
@@ -160,6 +168,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("max hold %d must be at least hold %d", p.MaxHold, p.Hold)
 	case p.Ceiling < 1:
 		return fmt.Errorf("ceiling %d must be at least 1 window", p.Ceiling)
+	case p.Recover < 1 || p.Recover > p.Ceiling:
+		return fmt.Errorf("recover %d must be between 1 window and ceiling %d", p.Recover, p.Ceiling)
 	}
 	return nil
 }

@@ -44,6 +44,8 @@ func TestValidate(t *testing.T) {
 		{"hold zero", with(func(p *Policy) { p.Hold = 0 }), "hold 0 must be at least 1 window"},
 		{"max hold below hold", with(func(p *Policy) { p.MaxHold = 3 }), "max hold 3 must be at least hold 4"},
 		{"ceiling zero", with(func(p *Policy) { p.Ceiling = 0 }), "ceiling 0 must be at least 1 window"},
+		{"recover zero", with(func(p *Policy) { p.Recover = 0 }), "recover 0 must be between 1 window and ceiling 15"},
+		{"recover above ceiling", with(func(p *Policy) { p.Recover = 16 }), "recover 16 must be between 1 window and ceiling 15"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

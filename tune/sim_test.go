@@ -339,6 +339,14 @@ func scenarios() []scenario {
 				}
 				return 8
 			}},
+		// another client holds two of the three slots from 60 s to 70 s
+		{name: "max-connections-3-other-client", rate: capped(100*mbit, 2000*mbit), duration: 150,
+			maxConn: func(t float64) int {
+				if t >= 60 && t < 70 {
+					return 1
+				}
+				return 3
+			}},
 	}
 }
 
@@ -453,7 +461,9 @@ func TestCPUBoundConverges(t *testing.T) {
 }
 
 // Requirement 3: backs off at once on refusals, to the accepted number, and
-// stays there; the ceiling then rises by one step per p.Ceiling windows.
+// stays there; the ceiling then rises by one step per p.Ceiling windows, or
+// per p.Recover windows at the soonest while it is below the most an earlier
+// refusal accepted (top).
 func TestRefusals(t *testing.T) {
 	for _, name := range []string{"max-connections-12", "max-connections-12-then-8"} {
 		t.Run(name, func(t *testing.T) {
@@ -461,11 +471,11 @@ func TestRefusals(t *testing.T) {
 			p := s.policy()
 			checkScenario(t, s)
 			for _, seed := range seeds {
-				ceiling, since := 0, 0 // last accepted count, windows since
+				ceiling, top, since := 0, 0, 0 // last accepted count, the most accepted, windows since
 				for _, st := range s.run(t, seed) {
 					since++
 					if st.obs.Refused > 0 {
-						ceiling, since = st.obs.Accepted, 0
+						ceiling, top, since = st.obs.Accepted, max(top, st.obs.Accepted), 0
 						if st.d.Limit > st.obs.Accepted || st.d.Reason != ReasonRefused {
 							t.Fatalf("seed %d at %.0f s: refused with %d accepted, decided %+v", seed, st.t, st.obs.Accepted, st.d)
 						}
@@ -473,17 +483,54 @@ func TestRefusals(t *testing.T) {
 					if ceiling == 0 {
 						continue
 					}
-					allowed := ceiling
-					for range since / p.Ceiling {
-						allowed += p.StepAt(allowed)
+					allowed, age := ceiling, 0
+					for range since {
+						switch age++; {
+						case allowed < top && age >= p.Recover:
+							allowed, age = min(top, allowed+p.StepAt(allowed)), 0
+						case allowed >= top && age >= p.Ceiling:
+							allowed, age = allowed+p.StepAt(allowed), 0
+						}
 					}
 					if st.d.Limit > allowed {
-						t.Fatalf("seed %d at %.0f s: limit %d, %d windows after %d were accepted; want at most %d",
-							seed, st.t, st.d.Limit, since, ceiling, allowed)
+						t.Fatalf("seed %d at %.0f s: limit %d, %d windows after %d were accepted (at most %d before); want at most %d",
+							seed, st.t, st.d.Limit, since, ceiling, top, allowed)
 					}
 				}
 			}
 		})
+	}
+}
+
+// Requirement 3b: a far side that takes fewer for a while (another client
+// holds two of a daemon's three slots from 60 s to 70 s) brings the limit
+// down to what it accepts, and the limit climbs back to 3 within 16 s of the
+// slots' return (a step after p.Recover windows, 4 s; the step the far side
+// refused while the slots were held doubled the wait), and no further for
+// p.Ceiling windows. It waited p.Ceiling windows per step before (30 s), and
+// a copy shorter than a minute ended at 1.
+func TestRefusalsClimbBack(t *testing.T) {
+	s := scenarioNamed(t, "max-connections-3-other-client")
+	for _, seed := range seeds {
+		down, back := -1.0, -1.0
+		for _, st := range s.run(t, seed) {
+			switch {
+			case st.t >= 60 && st.t < 70 && st.obs.Refused > 0 && down < 0:
+				down = st.t
+			case st.t >= 70 && st.d.Limit == 3 && back < 0:
+				back = st.t + window // the decision takes effect after the window
+			}
+			// above top only Ceiling windows (30 s) after the step that reached it
+			if st.t >= 60 && st.t < 100 && st.d.Limit > 3 {
+				t.Fatalf("seed %d at %.0f s: limit %d above the 3 the far side took (%s)", seed, st.t, st.d.Limit, st.d.Reason)
+			}
+		}
+		if down < 0 {
+			t.Fatalf("seed %d: no refusal while the other client held the slots", seed)
+		}
+		if back < 0 || back > 86 {
+			t.Errorf("seed %d: the limit came back to 3 at %.0f s, want by 86 s (the slots free at 70 s)", seed, back)
+		}
 	}
 }
 

@@ -74,6 +74,10 @@ const (
 	// rsyncs: the limit drops to the CPUs' worth, and no probe passes it
 	// while that lasts.
 	ReasonCPUBound = "cpu-bound"
+	// ReasonClimb: a refusal had cut the ceiling below what the far side
+	// accepted at an earlier refusal; no refusal for a while, so the
+	// ceiling, and the limit with it, step back towards that.
+	ReasonClimb = "climb"
 )
 
 // Decision is the result of one Observe.
@@ -223,6 +227,18 @@ type Decision struct {
 // rises by one step, so the Tuner finds out carefully, one step per
 // Ceiling windows, whether the far side has room again; a new refusal sets
 // it anew.
+//
+// A refusal that accepted fewer than an earlier one did (top) cuts the
+// ceiling below what the far side has shown it takes: another client held a
+// slot for a while, or a daemon had not freed the slot of a session that
+// ended (on a loaded machine its process exits late, and a refusal that comes
+// late can make the pool forget how many ran together). Waiting Ceiling
+// windows to find out kept a copy at a daemon's max connections = 3 at 1 or 2
+// rsyncs to its end. Such a ceiling climbs back a step after Recover windows
+// without a refusal, and best and the limit with it, up to the best the
+// refusal cut (ReasonClimb), as a fixed -j climbs back; a refusal of such a
+// step doubles the wait, up to Ceiling windows, and a step that holds halves
+// it. Above top, only Ceiling windows raise it.
 type Tuner struct {
 	p    Policy
 	logK float64
@@ -254,6 +270,12 @@ type Tuner struct {
 
 	ceiling int // most sessions the far side accepts; 0 = no ceiling
 	ceilAge int // windows since the ceiling was set or last rose
+	// top is the most sessions the far side accepted at a refusal; a ceiling
+	// below it climbs back to it (recover), and best with it up to cut, the
+	// best before a refusal took the ceiling below top (0: nothing to recover)
+	top, cut  int
+	recWait   int  // windows without a refusal before a ceiling below top rises a step
+	recovered bool // the ceiling in force was reached by such a step
 
 	cpuCap int // most rsyncs the CPUs serve while the copy is CPU-bound; 0 = none
 }
@@ -306,9 +328,12 @@ func (t *Tuner) Limit() int { return t.limit }
 // Observe takes the measurements of one window, run under the previous
 // Decision's Limit, and returns the limit for the next one.
 func (t *Tuner) Observe(o Observation) Decision {
-	t.ageCeiling()
 	if o.Refused > 0 {
 		return t.refused(o)
+	}
+	if t.ageCeiling() {
+		t.lastN = 0
+		return t.decision(ReasonClimb, 0)
 	}
 	if d, ok := t.cpuBound(o); ok {
 		t.lastN = 0
@@ -536,6 +561,7 @@ func (t *Tuner) setPeriodic() {
 func (t *Tuner) refused(o Observation) Decision {
 	t.lastN = 0
 	c := refusal.Limit(o.Accepted, t.p.Min, t.p.Max)
+	t.learnTop(c)
 	t.ceiling, t.ceilAge = c, 0
 	switch {
 	case t.limit <= c && t.best <= c:
@@ -588,21 +614,70 @@ func (t *Tuner) cpuBound(o Observation) (Decision, bool) {
 	return t.decision(ReasonCPUBound, 0), true
 }
 
+// learnTop takes the ceiling c that a refusal sets, before best moves. At or
+// above top, c is what the far side takes now: the new top, with nothing to
+// recover. Below it, the far side took more before: the ceiling climbs back
+// (recover), and best with it up to what it is now; a refusal of a step back
+// doubles the wait for the next.
+func (t *Tuner) learnTop(c int) {
+	switch {
+	case c >= t.top:
+		t.top, t.cut, t.recWait = c, 0, t.p.Recover
+	case t.recovered:
+		t.recWait = min(2*t.recWait, t.p.Ceiling)
+	}
+	if c < t.top {
+		t.cut = max(t.cut, t.best)
+	}
+	t.recovered = false
+}
+
 // ageCeiling raises the ceiling by one step every p.Ceiling windows, and
-// drops it once it reaches Max.
-func (t *Tuner) ageCeiling() {
+// drops it once it reaches Max; a ceiling below top climbs back sooner
+// (recover). It reports whether the limit rose with it.
+func (t *Tuner) ageCeiling() bool {
 	if t.ceiling == 0 {
-		return
+		return false
 	}
 	t.ceilAge++
+	if t.ceiling < t.top {
+		return t.recover()
+	}
 	if t.ceilAge < t.p.Ceiling {
-		return
+		return false
 	}
 	t.ceiling += t.p.StepAt(t.ceiling)
 	t.ceilAge = 0
 	if t.ceiling >= t.p.Max {
-		t.ceiling = 0
+		t.ceiling, t.top = 0, 0
 	}
+	return false
+}
+
+// recover raises a ceiling below top a step once recWait windows have passed
+// without a refusal, and best and the limit with it up to cut. A step that
+// held (no refusal since the last) halves the wait for the next. It reports
+// whether the limit rose.
+func (t *Tuner) recover() bool {
+	if t.ceilAge < t.recWait {
+		return false
+	}
+	if t.recovered {
+		t.recWait = max(t.recWait/2, t.p.Recover)
+	}
+	t.ceiling = min(t.top, t.ceiling+t.p.StepAt(t.ceiling))
+	t.ceilAge, t.recovered = 0, true
+	b := t.clamp(min(t.cut, t.ceiling))
+	if t.ceiling >= t.top {
+		t.cut = 0
+	}
+	if b <= t.best || b <= t.limit {
+		return false // nothing was cut below it, or a probe runs there
+	}
+	t.best, t.probing = b, false
+	t.base.reset()
+	t.setLimit(b)
+	return true
 }
 
 // changed reports whether the last windows at best differ from the earlier

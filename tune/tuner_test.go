@@ -210,6 +210,72 @@ func TestCeilingRises(t *testing.T) {
 	}
 }
 
+// TestCeilingRecovers checks the climb back of a ceiling that a refusal cut
+// below what an earlier refusal accepted (another client held slots for a
+// while, or a daemon freed a slot late): a step after p.Recover windows
+// without a refusal, the limit with it up to the best before the cut; a
+// refused step doubles the wait, and a step that held halves it again. Above
+// what was accepted before, the ceiling waits p.Ceiling windows as ever.
+func TestCeilingRecovers(t *testing.T) {
+	p := DefaultPolicy(2)
+	tn := newTuner(t, p)
+	drive(tn, knee20, 3) // probing 8
+	refuse := func(accepted int) Decision {
+		t.Helper()
+		o := clean(tn.Limit(), knee20)
+		o.Refused, o.Accepted = 1, accepted
+		d := tn.Observe(o)
+		if d.Reason != ReasonRefused || d.Limit != accepted || d.Ceiling != accepted {
+			t.Fatalf("refused with %d accepted: %+v, want limit and ceiling %d", accepted, d, accepted)
+		}
+		return d
+	}
+	// windows runs n clean windows and wants the limit unchanged but for a climb to
+	// climb (0: none) in the last
+	windows := func(what string, n, climb int) {
+		t.Helper()
+		before := tn.Limit()
+		for i := 1; i <= n; i++ {
+			d := tn.Observe(clean(tn.Limit(), knee20))
+			switch {
+			case i < n || climb == 0:
+				if d.Limit != before || d.Reason == ReasonClimb {
+					t.Fatalf("%s, window %d of %d: %+v, want the limit %d held", what, i, n, d, before)
+				}
+			case d.Limit != climb || d.Reason != ReasonClimb || d.Best != climb || d.Ceiling != climb:
+				t.Fatalf("%s, window %d: %+v, want a climb to %d", what, i, d, climb)
+			}
+		}
+	}
+	refuse(4) // the far side takes 4: what it has shown it takes
+	windows("at what the far side takes", 6, 0)
+	refuse(1) // another client holds three slots
+	windows("cut to 1", p.Recover, 2)
+	refuse(1) // still held: the step is refused, and the wait doubles
+	windows("the step refused", 2*p.Recover, 2)
+	windows("the step held", 2*p.Recover, 3) // the wait in force; the next is halved
+	windows("two steps held", p.Recover, 4)
+	for i := 1; i <= p.Ceiling; i++ { // no higher than was accepted, for Ceiling windows
+		d := tn.Observe(clean(tn.Limit(), knee20))
+		ceil := 4 + p.StepAt(4)*(i/p.Ceiling)
+		if d.Ceiling != ceil || d.Reason == ReasonClimb || i < p.Ceiling && d.Limit > 4 {
+			t.Fatalf("back at 4, window %d: %+v, want the limit at most 4, the ceiling %d", i, d, ceil)
+		}
+	}
+
+	// a cut from a best below top comes back to that best, not to top
+	tn = newTuner(t, p)
+	drive(tn, knee20, 3)
+	refuse(6)
+	tn.best = 4 // as if a search had settled below what the far side takes
+	refuse(2)
+	windows("cut from 4 of 6", p.Recover, 3)
+	windows("half way", p.Recover, 4)
+	if d := tn.Observe(clean(tn.Limit(), knee20)); d.Reason == ReasonClimb {
+		t.Fatalf("at the best before the cut: %+v, want no climb above 4", d)
+	}
+}
+
 // TestBounds checks Min and Max with a workload that wants more than Max and
 // one that wants fewer than Min.
 func TestBounds(t *testing.T) {
