@@ -129,9 +129,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		}
 	}
 	if c.Root {
-		// a "." entry makes rsync list the root's contents one level deep, listed or not;
-		// first, so that no filter of the user's brings them back
-		pre = append([]string{"--exclude=/*"}, pre...)
+		pre = append([]string{rsync.RootAlone}, pre...)
 	}
 	if p.LeftOut != "" && extra == nil {
 		tr = append(tr[:len(tr):len(tr)], "-ii") // name unchanged paths too: one not named was left out

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -261,7 +260,7 @@ func (p *Pool) kinds(ctx context.Context, id int, items []rsync.Item) map[string
 			out[string(it.Name)] = "dir"
 			continue
 		}
-		entries = append(entries, []byte(protectEntry(string(it.Name))))
+		entries = append(entries, []byte(rsync.ListEntry(string(it.Name))))
 	}
 	if len(entries) == 0 {
 		return out
@@ -318,14 +317,6 @@ func (p *Pool) Probe(ctx context.Context, extra []string) *AbortError {
 		return nil
 	}
 	return &AbortError{ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, p.Dest)}
-}
-
-// protectEntry puts "./" before a name rsync would read as a comment.
-func protectEntry(name string) string {
-	if strings.HasPrefix(name, "#") || strings.HasPrefix(name, ";") {
-		return "./" + name
-	}
-	return name
 }
 
 func kindOfMode(m os.FileMode) string {
