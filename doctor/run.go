@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	osexec "os/exec"
 	"time"
 
@@ -104,12 +105,12 @@ func localRsync(ctx context.Context, path string, args []string, remoteDest bool
 // connection limit; push says the run copies into far.
 func farSide(ctx context.Context, p Plan, far string, push bool) []Check {
 	args, jobs := p.Args, p.Jobs
-	e := ParseEndpoint(far, args)
+	e := rsync.ParseEndpoint(far, args)
 	if !e.Daemon {
 		cmd, out, err := SSHVersion(ctx, e, args)
 		return []Check{RemoteRsync(e.Host, cmd, out, err, args, push), SSHConnections(e.Host, jobs)}
 	}
-	if _, given := RemoteShell(args); given {
+	if _, given := rsync.RemoteShell(args, os.Getenv("RSYNC_RSH")); given {
 		return []Check{ok(NameRemoteRsync, "%s is a daemon reached through the remote shell given with -e: not probed", far)}
 	}
 	proto, err := Greeting(ctx, e.Addr())

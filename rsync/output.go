@@ -1,4 +1,4 @@
-// Package rsync is rsync's language: its output formats, messages, exit codes, temp names and options; it starts no processes.
+// Package rsync is rsync's language: its options, endpoints and list entries, its output formats, messages, exit codes and temp names, and a daemon's words; it starts no processes.
 package rsync
 
 import (
