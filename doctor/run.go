@@ -2,13 +2,11 @@ package doctor
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
-	osexec "os/exec"
-	"time"
 
 	"github.com/prsync/prsync/control"
+	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/throttle"
 )
@@ -85,20 +83,16 @@ func Run(ctx context.Context, p Plan) *Report {
 }
 
 // localRsync runs the local rsync with the run's options and --version, as the run does
-// before it starts: rsync rejects options it does not know (exit 1), and says what it is.
+// before it starts (exec.Version): rsync rejects options it does not know, and says what it
+// is.
 func localRsync(ctx context.Context, path string, args []string, remoteDest bool) Check {
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
-	cmd := osexec.CommandContext(ctx, path, append(append([]string(nil), args...), "--version")...)
-	cmd.WaitDelay = time.Second
-	out, err := cmd.CombinedOutput()
-	var ee *osexec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() == 1 {
-		if _, found := rsync.ParseBanner(out); !found {
-			return fail(NameLocalRsync, "check the options after --", "%s rejected the options:%s", path, firstLineOf(out))
-		}
+	v := exec.Version(ctx, path, args)
+	if v.Rejected() {
+		return fail(NameLocalRsync, "check the options after --", "%s rejected the options:%s", path, firstLineOf(v.Out))
 	}
-	return LocalRsync(path, out, err, args, remoteDest)
+	return LocalRsync(path, v.Out, v.Err, args, remoteDest)
 }
 
 // farSide checks the rsync on the far side of a remote DEST or --root (far), and its
