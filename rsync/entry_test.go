@@ -26,10 +26,7 @@ func TestListEntry(t *testing.T) {
 // entries: it changes exactly the entries rsync dropped, and what it makes of them is an
 // entry of the same run that landed.
 func TestListEntryCorpus(t *testing.T) {
-	cases, err := corpus.Load("testdata/corpus")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := recorded(t)
 	for _, c := range cases {
 		if c.Name != "comment-entries" {
 			continue

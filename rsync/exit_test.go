@@ -3,8 +3,6 @@ package rsync
 import (
 	"strings"
 	"testing"
-
-	"github.com/prsync/prsync/rsync/internal/corpus"
 )
 
 func TestNoTransfer(t *testing.T) {
@@ -92,10 +90,7 @@ func TestExitFailed(t *testing.T) {
 			t.Errorf("ExitFailed(%d) = %v, want %v", code, got, want)
 		}
 	}
-	cases, err := corpus.Load("testdata/corpus")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := recorded(t)
 	seen := map[bool]int{}
 	for _, c := range cases {
 		if c.Exit == 0 {

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/prsync/prsync/rsync/internal/corpus"
 )
 
 func TestUnescape(t *testing.T) {
@@ -140,10 +138,7 @@ func TestItemType(t *testing.T) {
 		}
 	}
 	// every entry the real rsync itemized in the recorded runs has a type
-	cases, err := corpus.Load("testdata/corpus")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := recorded(t)
 	n := 0
 	for _, c := range cases {
 		for _, l := range c.StdoutLines() {

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/prsync/prsync/rsync/internal/corpus"
 )
 
 func TestIsRemote(t *testing.T) {
@@ -119,10 +117,7 @@ func TestErrorLine(t *testing.T) {
 	if got := ErrorLine("building file list ... done\n"); got != "" {
 		t.Errorf("ErrorLine of an admitted session = %q", got)
 	}
-	cases, err := corpus.Load("testdata/corpus")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := recorded(t)
 	n := 0
 	for _, c := range cases {
 		if !c.Daemon() || c.Exit != 5 || strings.HasPrefix(c.Stderr, "Password: ") {
