@@ -2,12 +2,12 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -217,22 +217,21 @@ func (r *runner) Close() {
 	}
 }
 
-// probeRsync runs rsync with the options and --version: rsync rejects options it does not
-// know, and says what it is, which rsync.Judge judges as prsync doctor does: a fatal
-// problem (openrsync, a known-bad release whose bug the options meet) refuses the run, a
-// warning that applies to it (older than 3.1) is said.
+// probeRsync runs rsync with the options and --version (exec.Version), as prsync doctor
+// does: rsync rejects options it does not know, and says what it is, which rsync.Judge
+// judges: a fatal problem (openrsync, a known-bad release whose bug the options meet)
+// refuses the run, a warning that applies to it (older than 3.1) is said.
 func (r *runner) probeRsync() (rsync.Version, error) {
-	out, err := osexec.Command(r.rsync, append(append([]string(nil), r.args...), "--version")...).CombinedOutput()
-	if err != nil {
-		var ee *osexec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 1 {
-			return rsync.Version{}, usage("rsync rejected the options: "+firstLine(out), "check the options after --")
-		}
-		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("run %s --version: %v: %s", r.rsync, err, firstLine(out))}
+	v := exec.Version(context.Background(), r.rsync, r.args)
+	switch {
+	case v.Rejected():
+		return rsync.Version{}, usage("rsync rejected the options: "+firstLine(v.Out), "check the options after --")
+	case v.Err != nil:
+		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("run %s --version: %v: %s", r.rsync, v.Err, firstLine(v.Out))}
 	}
-	b, ok := rsync.ParseBanner(out)
+	b, ok := rsync.ParseBanner(v.Out)
 	if !ok {
-		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("%s does not look like rsync: %s", r.rsync, firstLine(out))}
+		return rsync.Version{}, &cmdline.Error{Code: ExitNoRsync, Msg: fmt.Sprintf("%s does not look like rsync: %s", r.rsync, firstLine(v.Out))}
 	}
 	var fatal, fixes []string
 	for _, p := range rsync.Judge(b, r.args) {

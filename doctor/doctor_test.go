@@ -144,48 +144,6 @@ func TestConnections(t *testing.T) {
 	}
 }
 
-func TestParseEndpoint(t *testing.T) {
-	tests := []struct {
-		in   string
-		args []string
-		want Endpoint
-	}{
-		{"rsync://127.0.0.1:8730/mod/sub/", nil, Endpoint{Daemon: true, Host: "127.0.0.1", Port: 8730, Module: "mod"}},
-		{"rsync://u@backup1/mod", nil, Endpoint{Daemon: true, User: "u", Host: "backup1", Port: 873, Module: "mod"}},
-		{"backup1::mod/x", []string{"--port=1873"}, Endpoint{Daemon: true, Host: "backup1", Port: 1873, Module: "mod"}},
-		{"u@backup1::mod", []string{"--port", "99"}, Endpoint{Daemon: true, User: "u", Host: "backup1", Port: 99, Module: "mod"}},
-		{"backup1:/srv/x", nil, Endpoint{Host: "backup1"}},
-		{"me@backup1:x", nil, Endpoint{User: "me", Host: "backup1"}},
-		{"rsync://[::1]:874/m/", nil, Endpoint{Daemon: true, Host: "::1", Port: 874, Module: "m"}},
-	}
-	for _, tt := range tests {
-		if got := ParseEndpoint(tt.in, tt.args); got != tt.want {
-			t.Errorf("ParseEndpoint(%q) = %+v, want %+v", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestRemoteShell(t *testing.T) {
-	t.Setenv("RSYNC_RSH", "")
-	tests := []struct {
-		args  []string
-		want  string
-		given bool
-	}{
-		{nil, "ssh", false},
-		{[]string{"-e", "ssh -p 22"}, "ssh -p 22", true},
-		{[]string{"--rsh=ssh -x"}, "ssh -x", true},
-		{[]string{"-essh"}, "ssh", true},
-		{[]string{"--", "-e", "x"}, "ssh", false},
-	}
-	for _, tt := range tests {
-		got, given := RemoteShell(tt.args)
-		if strings.Join(got, " ") != tt.want || given != tt.given {
-			t.Errorf("RemoteShell(%q) = %q, %v; want %q, %v", tt.args, got, given, tt.want, tt.given)
-		}
-	}
-}
-
 // a tree with a hard-link pair, a sparse file, a plain file and a missing path
 func TestReadSource(t *testing.T) {
 	dir := t.TempDir()

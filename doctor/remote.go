@@ -10,7 +10,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,129 +26,12 @@ const (
 	ProbeTimeout = 10 * time.Second
 )
 
-// Endpoint is a remote rsync source or destination.
-type Endpoint struct {
-	Daemon bool   // rsync://HOST/MODULE or HOST::MODULE; else HOST:PATH over a remote shell
-	User   string // before @, or ""
-	Host   string
-	Port   int    // the daemon's port: rsync://HOST:PORT, else --port, else 873
-	Module string // a daemon's module
-}
-
-// Addr is the daemon's address, HOST:PORT.
-func (e Endpoint) Addr() string { return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) }
-
-// Login is USER@HOST, or HOST.
-func (e Endpoint) Login() string {
-	if e.User != "" {
-		return e.User + "@" + e.Host
-	}
-	return e.Host
-}
-
-// ParseEndpoint reads a remote rsync argument (rsync.IsRemote): rsync://[USER@]HOST[:PORT]/MODULE/PATH,
-// [USER@]HOST::MODULE/PATH or [USER@]HOST:PATH. args are rsync's options, for --port.
-func ParseEndpoint(s string, args []string) Endpoint {
-	var e Endpoint
-	if rest, ok := strings.CutPrefix(s, "rsync://"); ok {
-		e.Daemon = true
-		hostPort, path, _ := strings.Cut(rest, "/")
-		e.Module, _, _ = strings.Cut(path, "/")
-		e.User, hostPort = cutUser(hostPort)
-		if h, p, err := net.SplitHostPort(hostPort); err == nil {
-			e.Host = h
-			e.Port, _ = strconv.Atoi(p)
-		} else {
-			e.Host = strings.Trim(hostPort, "[]")
-		}
-	} else {
-		i := strings.IndexByte(s, ':')
-		e.User, e.Host = cutUser(s[:max(i, 0)])
-		if strings.HasPrefix(s[i:], "::") {
-			e.Daemon = true
-			e.Module, _, _ = strings.Cut(s[i+2:], "/")
-		}
-		e.Host = strings.Trim(e.Host, "[]")
-	}
-	if e.Daemon && e.Port == 0 {
-		e.Port = optionPort(args)
-	}
-	return e
-}
-
-func cutUser(s string) (user, host string) {
-	if i := strings.LastIndexByte(s, '@'); i >= 0 {
-		return s[:i], s[i+1:]
-	}
-	return "", s
-}
-
-// optionPort is --port=N of rsync's options, else 873.
-func optionPort(args []string) int {
-	port := 873
-	for i, a := range args {
-		switch {
-		case a == "--":
-			return port
-		case strings.HasPrefix(a, "--port="):
-			if n, err := strconv.Atoi(a[len("--port="):]); err == nil {
-				port = n
-			}
-		case a == "--port" && i+1 < len(args):
-			if n, err := strconv.Atoi(args[i+1]); err == nil {
-				port = n
-			}
-		}
-	}
-	return port
-}
-
-// RemoteShell returns the remote shell rsync would use (-e or --rsh in args, else
-// $RSYNC_RSH, else ssh), as words, and whether it was given (-e): a daemon reached
-// through a remote shell has no TCP greeting to read.
-func RemoteShell(args []string) ([]string, bool) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			i = len(args)
-		case a == "-e" || a == "--rsh":
-			if i+1 < len(args) {
-				return strings.Fields(args[i+1]), true
-			}
-		case strings.HasPrefix(a, "--rsh="):
-			return strings.Fields(a[len("--rsh="):]), true
-		case strings.HasPrefix(a, "-e") && len(a) > 2 && rsync.ShortFlags(a) == "e":
-			return strings.Fields(a[2:]), true
-		}
-	}
-	if rsh := os.Getenv("RSYNC_RSH"); rsh != "" {
-		return strings.Fields(rsh), false
-	}
-	return []string{"ssh"}, false
-}
-
-// rsyncPath is --rsync-path of args, else rsync.
-func rsyncPath(args []string) string {
-	for i, a := range args {
-		switch {
-		case a == "--":
-			return "rsync"
-		case strings.HasPrefix(a, "--rsync-path="):
-			return a[len("--rsync-path="):]
-		case a == "--rsync-path" && i+1 < len(args):
-			return args[i+1]
-		}
-	}
-	return "rsync"
-}
-
 // SSHVersion runs `rsync --version` on the far side of e over the remote shell rsync
 // would use, bounded by ProbeTimeout, with nothing on its stdin. A plain ssh gets
 // BatchMode (no password prompt) and a ConnectTimeout. It returns the command as run
 // (for messages), its output and its error.
-func SSHVersion(ctx context.Context, e Endpoint, args []string) (string, []byte, error) {
-	shell, _ := RemoteShell(args)
+func SSHVersion(ctx context.Context, e rsync.Endpoint, args []string) (string, []byte, error) {
+	shell, _ := rsync.RemoteShell(args, os.Getenv("RSYNC_RSH"))
 	if len(shell) == 0 {
 		shell = []string{"ssh"}
 	}
@@ -157,7 +39,7 @@ func SSHVersion(ctx context.Context, e Endpoint, args []string) (string, []byte,
 	if filepath.Base(shell[0]) == "ssh" {
 		argv = append(argv, "-o", "BatchMode=yes", "-o", "ConnectTimeout=5")
 	}
-	argv = append(argv, e.Login(), rsyncPath(args)+" --version")
+	argv = append(argv, e.Login(), rsync.RsyncPath(args)+" --version")
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -169,20 +51,13 @@ func SSHVersion(ctx context.Context, e Endpoint, args []string) (string, []byte,
 	return strings.Join(argv, " "), out, err
 }
 
-var greetingRE = regexp.MustCompile(`^@RSYNCD: (\d+)`)
-
-// readGreeting reads a daemon's first line, "@RSYNCD: 32.0 sha512 …", and returns its
-// protocol.
+// readGreeting reads a daemon's first line and returns its protocol (rsync.ParseGreeting).
 func readGreeting(r *bufio.Reader) (int, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return 0, fmt.Errorf("read the greeting: %w", err)
 	}
-	m := greetingRE.FindStringSubmatch(line)
-	if m == nil {
-		return 0, fmt.Errorf("not an rsync daemon: it said %q", strings.TrimSpace(line))
-	}
-	return strconv.Atoi(m[1])
+	return rsync.ParseGreeting(line)
 }
 
 // Greeting connects to an rsync daemon, reads its greeting, and closes the connection;
@@ -228,7 +103,7 @@ func ProbeConnections(ctx context.Context, spec ProbeSpec, n int) ConnProbe {
 	defer cancel()
 	// the rsyncs connect through a relay, which sees each daemon session close its socket
 	// as it exits, its slot given back: an rsync itself may exit a moment before
-	rl, err := newRelay(ctx, spec.Addr, optionValue(spec.Args, "--address"))
+	rl, err := newRelay(ctx, spec.Addr, rsync.LongValue(spec.Args, "--address"))
 	if err != nil {
 		return ConnProbe{Tried: n, Err: err}
 	}
@@ -267,8 +142,8 @@ func ProbeConnections(ctx context.Context, spec ProbeSpec, n int) ConnProbe {
 		case rsync.StatedLimit(out) > 0:
 			p.Refused++
 			p.Limit = rsync.StatedLimit(out) // the module's setting, the same in each
-		case errorLine(out) != "":
-			p.Other = cmp.Or(p.Other, errorLine(out))
+		case rsync.ErrorLine(out) != "":
+			p.Other = cmp.Or(p.Other, rsync.ErrorLine(out))
 		case ctx.Err() != nil:
 			p.Err = cmp.Or(p.Err, fmt.Errorf("no answer: %w after %v", errTimeout, ProbeTimeout))
 		default:
@@ -293,37 +168,14 @@ type probeClient struct {
 	seen bool
 }
 
-// connOptions are the rsync options that shape how the run's rsyncs connect to a daemon,
-// passed on to the probe's; those that take a value take it after = or as the next word.
-var connOptions = map[string]bool{"--password-file": true, "--address": true, "--sockopts": true,
-	"--contimeout": true, "--ipv4": false, "--ipv6": false, "-4": false, "-6": false}
-
-// probeArgs is the probe's rsync command line: a dry run, verbose (for its "file list"
-// line), of a NUL-separated --files-from list on stdin, with the run's connection options,
-// pushing / into the module or pulling the module into a DEST that is never created, the
-// daemon reached at via (the relay).
+// probeArgs is the probe's rsync command line: a dry run, verbose (rsync.AdmitOption, for
+// rsync.Admitted), of a NUL-separated --files-from list on stdin, with the run's connection
+// options (rsync.ConnectionOptions), pushing / into the module or pulling the module into a
+// DEST that is never created, the daemon reached at via (the relay).
 func probeArgs(spec ProbeSpec, via string) []string {
-	args := []string{"--dry-run", "--verbose", "--files-from=-", "--from0", "--contimeout=" + strconv.Itoa(int(ProbeTimeout/time.Second))}
-	for i := 0; i < len(spec.Args); i++ {
-		a := spec.Args[i]
-		if a == "--" {
-			break
-		}
-		name, _, hasValue := strings.Cut(a, "=")
-		takes, ok := connOptions[name]
-		if !ok {
-			continue
-		}
-		args = append(args, a)
-		if takes && !hasValue && i+1 < len(spec.Args) {
-			args = append(args, spec.Args[i+1])
-			i++
-		}
-	}
-	url := "rsync://" + via + "/" + spec.Module + "/"
-	if spec.User != "" {
-		url = "rsync://" + spec.User + "@" + via + "/" + spec.Module + "/"
-	}
+	args := []string{"--dry-run", rsync.AdmitOption, "--files-from=-", "--from0", "--contimeout=" + strconv.Itoa(int(ProbeTimeout/time.Second))}
+	args = append(args, rsync.ConnectionOptions(spec.Args)...)
+	url := rsync.DaemonURL(spec.User, via, spec.Module)
 	if spec.Push {
 		return append(args, "/", url)
 	}
@@ -354,7 +206,7 @@ func startProbe(ctx context.Context, spec ProbeSpec, via string) *probeClient {
 	return c
 }
 
-// probeWriter takes an rsync's output, and closes admitted at its "file list" line.
+// probeWriter takes an rsync's output, and closes admitted once it says so (rsync.Admitted).
 type probeWriter struct{ c *probeClient }
 
 func (w probeWriter) Write(b []byte) (int, error) {
@@ -364,7 +216,7 @@ func (w probeWriter) Write(b []byte) (int, error) {
 	if len(c.out) < 64<<10 {
 		c.out = append(c.out, b...)
 	}
-	if !c.seen && strings.Contains(string(c.out), "file list") {
+	if !c.seen && rsync.Admitted(string(c.out)) {
 		c.seen = true
 		close(c.admitted)
 	}
@@ -383,33 +235,6 @@ func (c *probeClient) result() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return string(c.out), c.seen
-}
-
-// errorLine returns the first line of out that is an error of the daemon's (@ERROR: …) or
-// of rsync's (ERROR: …), or "".
-func errorLine(out string) string {
-	for _, l := range strings.Split(out, "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, "@ERROR") || strings.HasPrefix(l, "ERROR:") {
-			return l
-		}
-	}
-	return ""
-}
-
-// optionValue returns the value of the long option name in args (--name=V or --name V),
-// or "".
-func optionValue(args []string, name string) string {
-	for i, a := range args {
-		switch {
-		case a == "--":
-			return ""
-		case strings.HasPrefix(a, name+"="):
-			return a[len(name)+1:]
-		case a == name && i+1 < len(args):
-			return args[i+1]
-		}
-	}
-	return ""
 }
 
 // relay joins the probe's rsyncs, which connect to it on 127.0.0.1, to the daemon, and

@@ -2,12 +2,11 @@ package doctor
 
 import (
 	"context"
-	"errors"
 	"io"
-	osexec "os/exec"
-	"time"
+	"os"
 
 	"github.com/prsync/prsync/control"
+	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/throttle"
 )
@@ -84,32 +83,28 @@ func Run(ctx context.Context, p Plan) *Report {
 }
 
 // localRsync runs the local rsync with the run's options and --version, as the run does
-// before it starts: rsync rejects options it does not know (exit 1), and says what it is.
+// before it starts (exec.Version): rsync rejects options it does not know, and says what it
+// is.
 func localRsync(ctx context.Context, path string, args []string, remoteDest bool) Check {
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
-	cmd := osexec.CommandContext(ctx, path, append(append([]string(nil), args...), "--version")...)
-	cmd.WaitDelay = time.Second
-	out, err := cmd.CombinedOutput()
-	var ee *osexec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() == 1 {
-		if _, found := rsync.ParseBanner(out); !found {
-			return fail(NameLocalRsync, "check the options after --", "%s rejected the options:%s", path, firstLineOf(out))
-		}
+	v := exec.Version(ctx, path, args)
+	if v.Rejected() {
+		return fail(NameLocalRsync, "check the options after --", "%s rejected the options:%s", path, firstLineOf(v.Out))
 	}
-	return LocalRsync(path, out, err, args, remoteDest)
+	return LocalRsync(path, v.Out, v.Err, args, remoteDest)
 }
 
 // farSide checks the rsync on the far side of a remote DEST or --root (far), and its
 // connection limit; push says the run copies into far.
 func farSide(ctx context.Context, p Plan, far string, push bool) []Check {
 	args, jobs := p.Args, p.Jobs
-	e := ParseEndpoint(far, args)
+	e := rsync.ParseEndpoint(far, args)
 	if !e.Daemon {
 		cmd, out, err := SSHVersion(ctx, e, args)
 		return []Check{RemoteRsync(e.Host, cmd, out, err, args, push), SSHConnections(e.Host, jobs)}
 	}
-	if _, given := RemoteShell(args); given {
+	if _, given := rsync.RemoteShell(args, os.Getenv("RSYNC_RSH")); given {
 		return []Check{ok(NameRemoteRsync, "%s is a daemon reached through the remote shell given with -e: not probed", far)}
 	}
 	proto, err := Greeting(ctx, e.Addr())

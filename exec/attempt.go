@@ -17,7 +17,7 @@ import (
 
 // result is how one rsync run ended and what its output said.
 type result struct {
-	code      int // rsync's exit code; -1 when killed by a signal, 127 when it did not start
+	code      int // rsync's exit code; -1 when killed by a signal, rsync.NotStarted when it did not start
 	cancelled bool
 	stderr    string // the first few KiB
 	seconds   float64
@@ -129,9 +129,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		}
 	}
 	if c.Root {
-		// a "." entry makes rsync list the root's contents one level deep, listed or not;
-		// first, so that no filter of the user's brings them back
-		pre = append([]string{"--exclude=/*"}, pre...)
+		pre = append([]string{rsync.RootAlone}, pre...)
 	}
 	if p.LeftOut != "" && extra == nil {
 		tr = append(tr[:len(tr):len(tr)], "-ii") // name unchanged paths too: one not named was left out
@@ -161,7 +159,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	pipes, err := newOutPipes(out, io.MultiWriter(errBuf, errLines))
 	if err != nil {
 		sk.stderr([]byte(err.Error()))
-		return result{code: 127, stderr: err.Error(), r: sk.a.Result()}
+		return result{code: rsync.NotStarted, stderr: err.Error(), r: sk.a.Result()}
 	}
 	cmd.Stdout, cmd.Stderr = pipes.out.w, pipes.err.w
 	var cancelled atomic.Bool
@@ -177,7 +175,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	if err != nil {
 		pipes.wait(p.Grace)
 		sk.stderr([]byte(err.Error()))
-		return result{code: 127, stderr: err.Error(), r: sk.a.Result()}
+		return result{code: rsync.NotStarted, stderr: err.Error(), r: sk.a.Result()}
 	}
 	pid := cmd.Process.Pid
 	p.mu.Lock()

@@ -367,7 +367,7 @@ func (p *Pool) endReport(c *splitter.Chunk, attempt int, res result, status stri
 		Chunk: c, Attempt: attempt, Status: status, ExitCode: res.code, Seconds: res.seconds, FirstLine: res.firstLine, CPUSeconds: res.cpu, Paused: res.paused,
 		BytesLogged: res.logged, Error: res.stderr,
 	}
-	if res.code != 0 && res.code != 24 || status == "partial" {
+	if rsync.ExitFailed(res.code) || status == "partial" {
 		ev.Hint = rsync.Hint(res.code, res.r, p.Dest)
 	}
 	return ev

@@ -122,7 +122,7 @@ func (p *Pool) destListing(ctx context.Context, c *splitter.Chunk, rels []string
 	l := rsync.NewListing(rsync.ListTimeColumns(p.Args))
 	lc := &splitter.Chunk{ID: c.ID, Src: p.Dest}
 	res := p.run(ctx, lc, entries, 0, pass{extra: []string{"--list-only", "--no-h"}, src: p.Dest, dest: os.DevNull, onLine: func(line []byte) { l.Line(line) }})
-	return l, !res.cancelled && (res.code == 0 || res.code == 23 || res.code == 24) && len(res.r.Unattributed) == 0
+	return l, !res.cancelled && rsync.SessionRan(res.code) && len(res.r.Unattributed) == 0
 }
 
 // listedWrote is wrote of a path whose source is gone (why), by a listing of a remote

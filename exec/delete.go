@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,15 +14,6 @@ import (
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 )
-
-// deleteArgs make rsync delete, in each listed directory, what DEST has and the source
-// lacks, and change nothing else: --dirs lists each directory's entries without
-// recursing, --existing creates nothing, --ignore-existing updates nothing.
-var deleteArgs = []string{"--dirs", "--delete", "--existing", "--ignore-existing"}
-
-// protectTemp keeps rsync temp files (.NAME.XXXXXX) from deletion: other shards may be
-// writing them into the same directories.
-const protectTemp = "--filter=P .*.??????"
 
 // DeleteOptions say how the deletion pass runs.
 type DeleteOptions struct {
@@ -141,9 +131,9 @@ func dirChunks(lists []splitter.DirList, per, jobs, firstID int) []*splitter.Chu
 func (p *Pool) deleteChunk(ctx context.Context, c *splitter.Chunk, opts DeleteOptions) (DeleteEnded, bool) {
 	t0 := time.Now()
 	ev := DeleteEnded{ID: c.ID, Dirs: c.Len()}
-	args := append([]string(nil), deleteArgs...)
+	args := rsync.DeleteOnly()
 	if opts.Shared {
-		args = append(args, protectTemp)
+		args = append(args, rsync.ProtectTemp) // other shards may be writing into these directories
 	}
 	held := true
 	done := func() (DeleteEnded, bool) {
@@ -206,9 +196,8 @@ func (p *Pool) deleteChunk(ctx context.Context, c *splitter.Chunk, opts DeleteOp
 	return done()
 }
 
-// deleteFailure says why a deletion rsync did not complete, or "", with advice. A listed
-// directory that the source no longer has is no failure: its parent's pass removes it
-// from DEST.
+// deleteFailure says why a deletion rsync did not complete, or "", with advice
+// (rsync.Result.DeleteFailed).
 func (p *Pool) deleteFailure(res result, c *splitter.Chunk) (string, string) {
 	if res.lost != nil {
 		return res.lost.Error(), lostHint
@@ -225,7 +214,7 @@ func (p *Pool) deleteFailure(res result, c *splitter.Chunk) (string, string) {
 			return fmt.Sprintf("directory %s: %s", c.Entries[i], ps.Reason), ps.Advice.String()
 		}
 	}
-	if len(r.DeleteErrors()) > 0 || r.Session != rsync.NoSession || (res.code != 23 && res.code != 24) {
+	if r.DeleteFailed(res.code) {
 		line := res.r.LastLine(res.stderr)
 		msg := line
 		if h := rsync.Hint(res.code, r, p.Dest); h != "" {
@@ -261,7 +250,7 @@ func (p *Pool) kinds(ctx context.Context, id int, items []rsync.Item) map[string
 			out[string(it.Name)] = "dir"
 			continue
 		}
-		entries = append(entries, []byte(protectEntry(string(it.Name))))
+		entries = append(entries, []byte(rsync.ListEntry(string(it.Name))))
 	}
 	if len(entries) == 0 {
 		return out
@@ -274,7 +263,7 @@ func (p *Pool) kinds(ctx context.Context, id int, items []rsync.Item) map[string
 	probe := &splitter.Chunk{ID: id, Inputs: entries, Entries: entries}
 	p.run(ctx, probe, entries, 0, pass{extra: []string{"--dry-run"}, src: p.Dest, dest: filepath.Join(tmp, "d"),
 		onItem: func(it rsync.Item) {
-			if k := kindOfChange(it.Change); k != "" {
+			if k := it.Type(); k != "" {
 				out[string(it.Name)] = k
 			}
 		}})
@@ -320,14 +309,6 @@ func (p *Pool) Probe(ctx context.Context, extra []string) *AbortError {
 	return &AbortError{ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, p.Dest)}
 }
 
-// protectEntry puts "./" before a name rsync would read as a comment.
-func protectEntry(name string) string {
-	if strings.HasPrefix(name, "#") || strings.HasPrefix(name, ";") {
-		return "./" + name
-	}
-	return name
-}
-
 func kindOfMode(m os.FileMode) string {
 	switch {
 	case m.IsDir():
@@ -340,23 +321,5 @@ func kindOfMode(m os.FileMode) string {
 	return "special"
 }
 
-// kindOfChange returns the type an itemized change of a new entry names.
-func kindOfChange(change string) string {
-	if len(change) < 2 {
-		return ""
-	}
-	switch change[1] {
-	case 'f':
-		return "file"
-	case 'd':
-		return "dir"
-	case 'L':
-		return "link"
-	case 'D', 'S':
-		return "special"
-	}
-	return ""
-}
-
 // DeleteProbeArgs are the options of the deletion pass, in a dry run, for Probe.
-func DeleteProbeArgs() []string { return append(append([]string(nil), deleteArgs...), "--dry-run") }
+func DeleteProbeArgs() []string { return append(rsync.DeleteOnly(), "--dry-run") }

@@ -53,21 +53,11 @@ func isolationBudget(n int) int {
 	return 2 * bits.Len(uint(n-1))
 }
 
-// halvable reports whether a failed run is worth halving: rsync failed for a reason that
-// names no path and that one path can cause: exit 2 (protocol data it could not use),
-// 11 (a file I/O error, such as a read error, that names no path), 13 (program
-// diagnostics), 19 (SIGUSR1: a side died) or 22 (out of memory: too much at once). A
-// refusal, a session failure, a transient network error (retried instead), a setup
-// error that every chunk shares (1, 3, 4, 5, 6, 14, 21, 25) and ENOSPC are not.
+// halvable reports whether a failed run is worth halving: a chunk's failure (not a
+// transient one, retried instead, nor a fatal one) that names no path and that one path
+// can cause (rsync.Result.Pathless).
 func halvable(class rsync.Class, code int, r *rsync.Result) bool {
-	if class != rsync.ChunkFailed || r.Session != rsync.NoSession || len(r.Stop) > 0 || r.NoSpace {
-		return false
-	}
-	switch code {
-	case 2, 11, 13, 19, 22:
-		return true
-	}
-	return false
+	return class == rsync.ChunkFailed && r.Pathless(code)
 }
 
 // nextStep is the policy: what follows a run that ended as e says.

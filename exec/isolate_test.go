@@ -56,6 +56,8 @@ func TestIsolationBudget(t *testing.T) {
 	}
 }
 
+// TestHalvable: a chunk's failure that names no path is halved (which failures name none
+// is rsync.Result.Pathless's, tested in rsync); a transient, fatal or partial one is not.
 func TestHalvable(t *testing.T) {
 	plain := &rsync.Result{}
 	for _, tt := range []struct {
@@ -65,12 +67,8 @@ func TestHalvable(t *testing.T) {
 		want  bool
 	}{
 		{rsync.ChunkFailed, 11, plain, true},
-		{rsync.ChunkFailed, 2, plain, true},
-		{rsync.ChunkFailed, 22, plain, true},
 		{rsync.ChunkFailed, 4, plain, false},
-		{rsync.ChunkFailed, 25, plain, false},
-		{rsync.ChunkFailed, 11, &rsync.Result{Stop: []int{3}}, false},
-		{rsync.ChunkFailed, 11, &rsync.Result{Session: rsync.PreXfer}, false},
+		{rsync.Fatal, 11, plain, false},
 		{rsync.Fatal, 11, &rsync.Result{NoSpace: true}, false},
 		{rsync.Transient, 12, plain, false},
 		{rsync.Partial, 23, plain, false},

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/prsync/prsync/internal/human"
 )
 
 // The geometry of a chart, in the SVG's own units (it scales to the page's width).
@@ -111,7 +113,7 @@ func newChart(id, title, caption, ylabel string, u unit, end float64, lines []li
 	}
 	xstep := timeStep(end)
 	for t := 0.0; t <= end*(1+1e-9); t += xstep {
-		c.XTicks = append(c.XTicks, Tick{Pos: num(x(t)), Label: clock(t)})
+		c.XTicks = append(c.XTicks, Tick{Pos: num(x(t)), Label: human.Clock(t)})
 	}
 	for i, l := range lines {
 		ln := Line{Name: l.name, Color: l.color, Dash: l.dash, LegendX: padL + plotW - (len(lines)-i)*legendStep}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/prsync/prsync/internal/human"
 )
 
 // printable makes b safe to show and unambiguous to read: a byte that is not UTF-8 becomes
@@ -45,31 +47,13 @@ func show(s string) string { return printable([]byte(s), true) }
 // showLine is show on one line: newlines escaped.
 func showLine(s string) string { return printable([]byte(s), false) }
 
-// count formats n with thousands separators: 1,234,567.
-// counted is n, as count writes it, and the words that follow it: one for 1, else many
-// ("1 reason", "2 reasons").
+// counted is n, as human.Count writes it, and the words that follow it: one for 1, else
+// many ("1 reason", "2 reasons").
 func counted[T int | int64](n T, one, many string) string {
 	if n == 1 {
-		return count(n) + " " + one
+		return human.Count(n) + " " + one
 	}
-	return count(n) + " " + many
-}
-
-func count[T int | int64](n T) string {
-	s := strconv.FormatInt(int64(n), 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return human.Count(n) + " " + many
 }
 
 // short formats v in three significant digits with a decimal prefix: 950, 1.5k, 20M.
@@ -119,15 +103,6 @@ func duration(sec float64) string {
 	}
 	m := int(math.Round(sec / 60))
 	return fmt.Sprintf("%d h %02d min", m/60, m%60)
-}
-
-// clock formats seconds since the start for an axis: 0:30, 12:00, 1:30:00.
-func clock(sec float64) string {
-	s := int(math.Round(sec))
-	if s >= 3600 {
-		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
-	}
-	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }
 
 // rate formats a rate in bits per second (as events carry it) as bytes per second.

@@ -335,11 +335,10 @@ func TestPrintable(t *testing.T) {
 
 func TestFormat(t *testing.T) {
 	tests := []struct{ got, want string }{
-		{count(0), "0"}, {count(999), "999"}, {count(1000), "1,000"}, {count(int64(-1234567)), "-1,234,567"},
+		{counted(1, "reason", "reasons"), "1 reason"}, {counted(int64(1234), "reason", "reasons"), "1,234 reasons"},
 		{short(0), "0"}, {short(950), "950"}, {short(1500), "1.5k"}, {short(20e6), "20M"}, {short(1234567), "1.23M"},
 		{bytesShort(999), "999 B"}, {bytesShort(20e6), "20 MB"}, {bytesShort(1.5e9), "1.5 GB"},
 		{duration(0.25), "0.25 s"}, {duration(42), "42 s"}, {duration(185), "3 min 05 s"}, {duration(7440), "2 h 04 min"},
-		{clock(0), "0:00"}, {clock(90), "1:30"}, {clock(5400), "1:30:00"},
 		{rate(8e6), "1 MB/s"},
 	}
 	for _, tt := range tests {

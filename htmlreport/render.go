@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/event"
+	"github.com/prsync/prsync/internal/human"
 )
 
 //go:embed report.html.tmpl
@@ -108,7 +109,7 @@ func build(rep *Report, source string) *view {
 		v.Outcome, v.Class = "exit 0: every path done", "ok"
 	default:
 		v.Outcome, v.Class = fmt.Sprintf("exit %d: %s failed, %s vanished, %s not done",
-			sum.ExitCode, counted(sum.FilesFailed, "path", "paths"), count(sum.FilesVanished), count(sum.FilesNotDone)), "failed"
+			sum.ExitCode, counted(sum.FilesFailed, "path", "paths"), human.Count(sum.FilesVanished), human.Count(sum.FilesNotDone)), "failed"
 	}
 	if rep.Truncated {
 		v.Notes = append(v.Notes, Note{Strong: true, Text: "The file's last line was cut short (prsync was writing it, or was killed while it did); the report leaves it out."})
@@ -116,10 +117,10 @@ func build(rep *Report, source string) *view {
 	if rep.Bad > 0 {
 		at := make([]string, len(rep.BadAt))
 		for i, n := range rep.BadAt {
-			at[i] = count(n)
+			at[i] = human.Count(n)
 		}
 		v.Notes = append(v.Notes, Note{Strong: true, Text: fmt.Sprintf("%s line(s) of the file are not prsync events and were skipped (line %s%s).",
-			count(rep.Bad), strings.Join(at, ", "), map[bool]string{true: ", …", false: ""}[rep.Bad > int64(len(rep.BadAt))])})
+			human.Count(rep.Bad), strings.Join(at, ", "), map[bool]string{true: ", …", false: ""}[rep.Bad > int64(len(rep.BadAt))])})
 	}
 	if rep.NoStart {
 		v.Notes = append(v.Notes, Note{Strong: true, Text: "The file does not begin with prsync's start event: it holds the tail of a run, and its times count from its first event."})
@@ -165,7 +166,7 @@ func build(rep *Report, source string) *view {
 		} else {
 			what = "bandwidth limit"
 		}
-		v.Controls = append(v.Controls, EventRow{Time: clock(c.T), What: what, Detail: detail})
+		v.Controls = append(v.Controls, EventRow{Time: human.Clock(c.T), What: what, Detail: detail})
 	}
 	v.ControlsMore = more(rep.ControlCount, len(rep.Controls))
 	v.Chunks = sortedCounts(rep.Chunks.ByStatus, nil)
@@ -180,12 +181,12 @@ func build(rep *Report, source string) *view {
 	v.ErrorsMore = more(rep.ErrorCount, len(rep.Errors))
 	v.File = []Row{
 		{Label: "file", Value: showLine(source)},
-		{Label: "lines", Value: count(rep.Lines)},
-		{Label: "events of the run", Value: count(rep.Events)},
-		{Label: "lines skipped", Value: count(rep.Bad)},
+		{Label: "lines", Value: human.Count(rep.Lines)},
+		{Label: "events of the run", Value: human.Count(rep.Events)},
+		{Label: "lines skipped", Value: human.Count(rep.Bad)},
 		{Label: "last line cut short", Value: yesNo(rep.Truncated)},
-		{Label: "events of unknown types", Value: count(rep.OtherTypes)},
-		{Label: "status events", Value: count(rep.StatusCount)},
+		{Label: "events of unknown types", Value: human.Count(rep.OtherTypes)},
+		{Label: "status events", Value: human.Count(rep.StatusCount)},
 	}
 	return v
 }
@@ -207,7 +208,7 @@ func runRows(rep *Report) []Row {
 		{Label: "rsync", Value: showLine(st.Rsync) + " " + showLine(st.RsyncVersion)},
 		{Label: "rsync options", Value: orNone(showLine(strings.Join(st.RsyncArgs, " ")))},
 		{Label: "-j", Value: jobs},
-		{Label: "chunks", Value: fmt.Sprintf("%s files or %s", count(st.ChunkFiles), bytesShort(float64(st.ChunkBytes)))},
+		{Label: "chunks", Value: fmt.Sprintf("%s files or %s", human.Count(st.ChunkFiles), bytesShort(float64(st.ChunkBytes)))},
 		{Label: "transport", Value: showLine(st.Transport)},
 		{Label: "--bwlimit", Value: orNone(showLine(st.BWLimit))},
 		{Label: "--max-suspend", Value: duration(st.MaxSuspend)},
@@ -232,9 +233,9 @@ func summaryRows(rep *Report) []Row {
 		}
 		return []Row{
 			{Label: "state", Value: "no summary: the last progress event's figures"},
-			{Label: "files done", Value: count(p.FilesDone)},
+			{Label: "files done", Value: human.Count(p.FilesDone)},
 			{Label: "bytes done", Value: bytesShort(float64(p.BytesDone))},
-			{Label: "files queued", Value: count(p.FilesQueued)},
+			{Label: "files queued", Value: human.Count(p.FilesQueued)},
 			{Label: "input read to its end", Value: yesNo(p.InputDone)},
 			{Label: "elapsed", Value: duration(p.Elapsed)},
 			{Label: "rate", Value: rate(p.RateBps)},
@@ -245,33 +246,33 @@ func summaryRows(rep *Report) []Row {
 	identity := s.FilesTransferred + s.FilesUpToDate + s.FilesVanished + s.FilesFailed + s.FilesNotDone
 	rows := []Row{
 		{Label: "exit code", Value: fmt.Sprint(s.ExitCode)},
-		{Label: "files", Value: count(s.Files), Title: "every non-empty input record this run took"},
+		{Label: "files", Value: human.Count(s.Files), Title: "every non-empty input record this run took"},
 		{Label: "bytes", Value: bytesShort(float64(s.Bytes))},
-		{Label: "files transferred", Value: count(s.FilesTransferred)},
+		{Label: "files transferred", Value: human.Count(s.FilesTransferred)},
 		{Label: "bytes transferred", Value: bytesShort(float64(s.BytesTransferred))},
-		{Label: "files up to date", Value: count(s.FilesUpToDate)},
-		{Label: "files failed", Value: count(s.FilesFailed)},
-		{Label: "files vanished", Value: count(s.FilesVanished)},
-		{Label: "files not done", Value: count(s.FilesNotDone)},
+		{Label: "files up to date", Value: human.Count(s.FilesUpToDate)},
+		{Label: "files failed", Value: human.Count(s.FilesFailed)},
+		{Label: "files vanished", Value: human.Count(s.FilesVanished)},
+		{Label: "files not done", Value: human.Count(s.FilesNotDone)},
 		{Label: "every path accounted for", Value: yesNo(identity == s.Files), Title: "files = transferred + up to date + vanished + failed + not done"},
 		{Label: "input read to its end", Value: yesNo(s.InputComplete)},
-		{Label: "empty records", Value: count(s.EmptyRecords)},
+		{Label: "empty records", Value: human.Count(s.EmptyRecords)},
 		{Label: "time", Value: duration(s.Seconds)},
 		{Label: "rate", Value: rate(s.RateBps)},
-		{Label: "chunks", Value: count(s.Chunks)},
-		{Label: "chunks failed", Value: count(s.ChunksFailed)},
-		{Label: "retries", Value: count(s.Retries)},
-		{Label: "chunk errors", Value: count(s.ChunkErrors), Title: "rsync errors that named no path"},
+		{Label: "chunks", Value: human.Count(s.Chunks)},
+		{Label: "chunks failed", Value: human.Count(s.ChunksFailed)},
+		{Label: "retries", Value: human.Count(s.Retries)},
+		{Label: "chunk errors", Value: human.Count(s.ChunkErrors), Title: "rsync errors that named no path"},
 		{Label: "-j range", Value: fmt.Sprintf("%d–%d", s.JobsMin, s.JobsMax)},
-		{Label: "pauses by the throttle", Value: count(s.Suspensions)},
+		{Label: "pauses by the throttle", Value: human.Count(s.Suspensions)},
 		{Label: "rsync time paused", Value: duration(s.SecondsSuspended)},
 		{Label: "proving paths", Value: duration(s.ConfirmSeconds)},
 		{Label: "CPU: prsync, its rsyncs", Value: duration(s.CPUSeconds) + ", " + duration(s.RsyncCPUSeconds)},
-		{Label: "files verified, differing", Value: count(s.FilesVerified) + ", " + count(s.FilesVerifyFailed)},
+		{Label: "files verified, differing", Value: human.Count(s.FilesVerified) + ", " + human.Count(s.FilesVerifyFailed)},
 		{Label: "verification time", Value: duration(s.VerifySeconds)},
 		{Label: "deletion pass", Value: orNone(showLine(s.DeletePass))},
-		{Label: "entries deleted", Value: count(s.FilesDeleted)},
-		{Label: "directories checked, time", Value: count(s.DeleteDirs) + ", " + duration(s.DeleteSeconds)},
+		{Label: "entries deleted", Value: human.Count(s.FilesDeleted)},
+		{Label: "directories checked, time", Value: human.Count(s.DeleteDirs) + ", " + duration(s.DeleteSeconds)},
 	}
 	if s.Shards > 1 {
 		rows = append(rows, Row{Label: "shard", Value: fmt.Sprintf("%d of %d", s.Shard, s.Shards)})
@@ -376,10 +377,10 @@ func throttleRows(rep *Report, v *view) {
 		n += ps.Count
 		var ends []string
 		for _, e := range sortedKeys(ps.EndedBy) {
-			ends = append(ends, fmt.Sprintf("%s %s", count(ps.EndedBy[e]), endedBy(e)))
+			ends = append(ends, fmt.Sprintf("%s %s", human.Count(ps.EndedBy[e]), endedBy(e)))
 		}
 		v.Throttle.Reasons = append(v.Throttle.Reasons, ReasonRow{
-			Reason: reasonName(r), Means: reasonMeaning[r], Count: count(ps.Count), Seconds: duration(ps.Seconds),
+			Reason: reasonName(r), Means: reasonMeaning[r], Count: human.Count(ps.Count), Seconds: duration(ps.Seconds),
 			Mean: duration(ps.Seconds / float64(ps.Count)), Longest: duration(ps.Longest), EndedBy: strings.Join(ends, ", "),
 		})
 	}
@@ -398,7 +399,7 @@ func throttleRows(rep *Report, v *view) {
 		if p.Load != nil {
 			cpu += fmt.Sprintf(", load %.2f", *p.Load)
 		}
-		v.Throttle.Longest = append(v.Throttle.Longest, PauseRow{Start: clock(p.Start), Seconds: duration(p.Seconds),
+		v.Throttle.Longest = append(v.Throttle.Longest, PauseRow{Start: human.Clock(p.Start), Seconds: duration(p.Seconds),
 			Reason: reasonName(p.Reason), EndedBy: endedBy(p.EndedBy), Chunk: fmt.Sprint(p.Chunk), PID: fmt.Sprint(p.PID), CPU: cpu})
 	}
 }
@@ -415,9 +416,9 @@ func failureRows(rep *Report, v *view) {
 		return groups[i].Reason < groups[j].Reason
 	})
 	for _, g := range groups {
-		row := FailureRow{Status: showLine(g.Status), Reason: show(g.Reason), Count: count(g.Count), Paths: g.Paths}
+		row := FailureRow{Status: showLine(g.Status), Reason: show(g.Reason), Count: human.Count(g.Count), Paths: g.Paths}
 		if g.Count > int64(len(g.Paths)) {
-			row.More = fmt.Sprintf("and %s more", count(g.Count-int64(len(g.Paths))))
+			row.More = fmt.Sprintf("and %s more", human.Count(g.Count-int64(len(g.Paths))))
 		}
 		v.Failures = append(v.Failures, row)
 	}
@@ -452,7 +453,7 @@ func sortedCounts(m map[string]int64, meaning func(string) string) []Row {
 		if meaning != nil && meaning(k) != "" {
 			label += " (" + meaning(k) + ")"
 		}
-		rows = append(rows, Row{Label: label, Value: count(m[k])})
+		rows = append(rows, Row{Label: label, Value: human.Count(m[k])})
 	}
 	return rows
 }
@@ -468,7 +469,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 func more(total int64, shown int) string {
 	if total > int64(shown) {
-		return fmt.Sprintf("The first %d of %s are shown.", shown, count(total))
+		return fmt.Sprintf("The first %d of %s are shown.", shown, human.Count(total))
 	}
 	return ""
 }
@@ -479,7 +480,7 @@ func clockOf(s string) string {
 	if _, err := fmt.Sscan(s, &sec); err != nil {
 		return "?"
 	}
-	return clock(sec)
+	return human.Clock(sec)
 }
 
 func stamp(t time.Time) string {
@@ -508,5 +509,5 @@ func wouldTransfer(rep *Report) string {
 	if rep.WouldTransfer == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" rsync would transfer %s of the paths (would_transfer events).", count(rep.WouldTransfer))
+	return fmt.Sprintf(" rsync would transfer %s of the paths (would_transfer events).", human.Count(rep.WouldTransfer))
 }

@@ -125,14 +125,6 @@ func LandsAt(entry []byte) string {
 	return path.Clean(string(entry))
 }
 
-// LandsAtString is LandsAt of an entry held as a string.
-func LandsAtString(entry string) string {
-	if i := strings.Index(entry, "/./"); i >= 0 {
-		return path.Clean(entry[i+3:])
-	}
-	return path.Clean(entry) // allocates nothing when the entry is clean
-}
-
 // clean reports whether a relative path is already what path.Clean makes of it.
 func clean(p []byte) bool {
 	if len(p) == 0 || p[0] == '/' || p[len(p)-1] == '/' {

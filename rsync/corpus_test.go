@@ -34,10 +34,7 @@ var exceptions = map[string]string{
 // run's own reasons) never proven. The outcome and reason of every path are pinned in
 // testdata/corpus.golden (go test ./rsync -run Corpus -update after a deliberate change).
 func TestCorpus(t *testing.T) {
-	cases, err := corpus.Load("testdata/corpus")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := recorded(t)
 	if len(cases) < 100 {
 		t.Fatalf("%d recorded cases; the corpus has over a hundred", len(cases))
 	}
@@ -112,6 +109,16 @@ func TestCorpus(t *testing.T) {
 	if !bytes.Equal(golden.Bytes(), want) {
 		t.Errorf("outcomes differ from %s (go test ./rsync -run Corpus -update after a deliberate change):\n%s", path, diffLines(string(want), golden.String()))
 	}
+}
+
+// recorded returns the recorded runs of the real rsync (testdata/corpus).
+func recorded(t *testing.T) []corpus.Case {
+	t.Helper()
+	cases, err := corpus.Load("testdata/corpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cases
 }
 
 // endpoints returns the source and destination arguments of a recorded run.

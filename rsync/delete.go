@@ -2,6 +2,25 @@ package rsync
 
 import "strings"
 
+// DeleteOnly returns the options that make rsync delete, in each listed directory, what
+// DEST has and the source lacks, and change nothing else: --dirs lists each directory's
+// entries without recursing, --existing creates nothing, --ignore-existing updates nothing.
+func DeleteOnly() []string { return []string{"--dirs", "--delete", "--existing", "--ignore-existing"} }
+
+// DeleteFailed reports a deletion pass's rsync (DeleteOnly) that did not complete, from its
+// exit code and what its output said: a session failure, an error line that DeleteErrors
+// keeps, or an exit other than 0, 23 and 24. Those two alone are no failure of the pass: a
+// listed directory that the source lacks (23) is one that its parent's pass removes from
+// DEST, and an entry that vanished (24) is one the source lacks or DEST no longer has. A
+// path of the pass that failed (KindFailed) is a failure of its own, which the caller
+// names.
+func (r *Result) DeleteFailed(code int) bool {
+	if code == 0 {
+		return false
+	}
+	return len(r.DeleteErrors()) > 0 || r.Session != NoSession || !SessionRan(code)
+}
+
 // DeleteErrors returns the error lines of a deletion pass (an rsync that transfers nothing
 // and only deletes what the source lacks) that name no path and say more than that an
 // entry vanished while rsync listed a directory: a source entry that vanished is one the

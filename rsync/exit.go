@@ -63,6 +63,33 @@ func Classify(code int, cancelled bool, r *Result) Class {
 	return ChunkFailed
 }
 
+// NotStarted is the exit code prsync gives an rsync that could not be started: rsync's own
+// for a command that was not found (RERR_CMD_NOTFOUND).
+const NotStarted = 127
+
+// ExitFailed reports an exit code that says rsync failed at something: any but 0, and 24,
+// which says only that some source files vanished ("rsync warning: some files vanished
+// before they could be transferred").
+func ExitFailed(code int) bool { return code != 0 && code != 24 }
+
+// Pathless reports an rsync failure that names no path but that one path of the list can
+// cause, so that each half of the list run apart may find that path: exit 2 (protocol data
+// it could not use), 11 (a file I/O error, such as a read error, that names no path), 13
+// (program diagnostics), 19 (SIGUSR1: a side died) or 22 (out of memory: too much at once).
+// A refusal or another session failure, a message that names the path rsync stopped on
+// (Stop), ENOSPC and a setup error that every list would meet (1, 3, 4, 5, 6, 14, 21, 25)
+// are not.
+func (r *Result) Pathless(code int) bool {
+	if r.Session != NoSession || len(r.Stop) > 0 || r.NoSpace {
+		return false
+	}
+	switch code {
+	case 2, 11, 13, 19, 22:
+		return true
+	}
+	return false
+}
+
 // SessionRan reports an exit code that only an rsync whose session ran to its transfer
 // gives: 0, 23 (some files failed) or 24 (some vanished). A refused session exits 5 (a
 // daemon) or 255 (ssh), and one that could not connect 10.
@@ -75,7 +102,7 @@ func NoTransfer(code int, r *Result) bool {
 		return true
 	}
 	switch code {
-	case 1, 2, 3, 4, 5, 10, 12, 14, 30, 35, 127, 255:
+	case 1, 2, 3, 4, 5, 10, 12, 14, 30, 35, NotStarted, 255:
 		return true
 	}
 	return code < 0

@@ -1,6 +1,9 @@
 package rsync
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNoTransfer(t *testing.T) {
 	tests := []struct {
@@ -75,6 +78,59 @@ func TestSessionRan(t *testing.T) {
 	for code, want := range map[int]bool{0: true, 23: true, 24: true, 5: false, 10: false, 255: false, 1: false, -1: false, 12: false} {
 		if got := SessionRan(code); got != want {
 			t.Errorf("SessionRan(%d) = %v, want %v", code, got, want)
+		}
+	}
+}
+
+// TestExitFailed: rsync's own words for each exit of the recorded runs, "rsync error" for a
+// failure and "rsync warning" for code 24, agree with ExitFailed.
+func TestExitFailed(t *testing.T) {
+	for code, want := range map[int]bool{0: false, 24: false, 23: true, 1: true, 11: true, 20: true, 255: true, -1: true, NotStarted: true} {
+		if got := ExitFailed(code); got != want {
+			t.Errorf("ExitFailed(%d) = %v, want %v", code, got, want)
+		}
+	}
+	cases := recorded(t)
+	seen := map[bool]int{}
+	for _, c := range cases {
+		if c.Exit == 0 {
+			continue
+		}
+		failed := strings.Contains(c.Stderr, "rsync error: ")
+		warned := strings.Contains(c.Stderr, "rsync warning: ")
+		if ExitFailed(c.Exit) != failed || failed == warned {
+			t.Errorf("%s: exit %d, ExitFailed %v; rsync error %v, warning %v", c.Name, c.Exit, ExitFailed(c.Exit), failed, warned)
+		}
+		seen[failed]++
+	}
+	if seen[true] == 0 || seen[false] == 0 {
+		t.Errorf("the recorded runs hold failures and warnings both: %v", seen)
+	}
+}
+
+func TestPathless(t *testing.T) {
+	plain := &Result{}
+	for _, tt := range []struct {
+		code int
+		r    *Result
+		want bool
+	}{
+		{11, plain, true},
+		{2, plain, true},
+		{13, plain, true},
+		{19, plain, true},
+		{22, plain, true},
+		{0, plain, false},
+		{4, plain, false},
+		{5, plain, false},
+		{23, plain, false},
+		{25, plain, false},
+		{11, &Result{Stop: []int{3}}, false},
+		{11, &Result{Session: PreXfer}, false},
+		{11, &Result{NoSpace: true}, false},
+	} {
+		if got := tt.r.Pathless(tt.code); got != tt.want {
+			t.Errorf("%+v.Pathless(%d) = %v, want %v", tt.r, tt.code, got, tt.want)
 		}
 	}
 }

@@ -3,8 +3,6 @@ package rsync
 import (
 	"strings"
 	"testing"
-
-	"github.com/prsync/prsync/rsync/internal/corpus"
 )
 
 // TestAdvice: the advice of real rsync message lines.
@@ -60,10 +58,7 @@ func TestAdvice(t *testing.T) {
 // recorded run of the real rsync and for every failed path's reason there, and a reason
 // that joins two lines takes the advice that ranks first.
 func TestAdviceAsBefore(t *testing.T) {
-	cases, err := corpus.Load("testdata/corpus")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := recorded(t)
 	vars := map[string]string{"TMP": "/t", "SRC": "/t/src", "DST": "/t/dst", "MOD": "/t/mod",
 		"URL": "rsync://127.0.0.1:873/m/", "HELPER": "/t/helper", "PORT": "873"}
 	hinted := 0

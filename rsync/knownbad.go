@@ -33,6 +33,27 @@ func ParseBanner(out []byte) (Banner, bool) {
 	return b, true
 }
 
+// VersionArgs is the version probe's command line: the run's options args, then
+// --version. rsync reads every option before it answers --version, so that one it does
+// not know fails the probe (exit 1, a syntax or usage error) before any banner.
+func VersionArgs(args []string) []string {
+	return append(append([]string(nil), args...), "--version")
+}
+
+// VersionReply is how an rsync answered the version probe (VersionArgs).
+type VersionReply struct {
+	Out  []byte // its standard output and error, together
+	Code int    // its exit code; -1 when it did not start or was killed
+	Err  error  // the error of running it, or nil
+}
+
+// Rejected reports a probe that rsync failed with exit 1 and no banner: it rejected the
+// options.
+func (v VersionReply) Rejected() bool {
+	_, found := ParseBanner(v.Out)
+	return v.Code == 1 && !found
+}
+
 // String names the rsync as its banner does: GNU rsync 3.4.3 (protocol 32), or openrsync
 // ("rsync 2.6.9 compatible") (protocol 29).
 func (b Banner) String() string {

@@ -163,3 +163,25 @@ func TestJudge(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionReply(t *testing.T) {
+	const banner = "rsync  version 3.5.0  protocol version 32\n"
+	for _, tt := range []struct {
+		v    VersionReply
+		want bool
+	}{
+		{VersionReply{Out: []byte(banner), Code: 0}, false},
+		{VersionReply{Out: []byte("rsync: --no-such: unknown option\nrsync error: syntax or usage error (code 1) at main.c(1886) [client=3.5.0]\n"), Code: 1}, true},
+		{VersionReply{Out: []byte(banner), Code: 1}, false}, // it said what it is: not the options
+		{VersionReply{Code: 2}, false},
+		{VersionReply{Code: -1}, false},
+	} {
+		if got := tt.v.Rejected(); got != tt.want {
+			t.Errorf("%q exit %d: Rejected() = %v, want %v", tt.v.Out, tt.v.Code, got, tt.want)
+		}
+	}
+	args := append(make([]string, 0, 4), "-a") // room to spare: VersionArgs must not write into it
+	if got := VersionArgs(args); !slices.Equal(got, []string{"-a", "--version"}) || args[:2][1] != "" {
+		t.Errorf("VersionArgs(-a) = %q; args' room holds %q", got, args[:2])
+	}
+}

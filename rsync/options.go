@@ -333,6 +333,22 @@ func SkipOption(args []string) string {
 	return ""
 }
 
+// LongValue returns the value of the first long option name in args (--name=V or --name
+// V) before --, or "".
+func LongValue(args []string, name string) string {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return ""
+		case strings.HasPrefix(a, name+"="):
+			return a[len(name)+1:]
+		case a == name && i+1 < len(args):
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
 // shortValue are the short options of rsync that take a value.
 const shortValue = "BTefM@"
 

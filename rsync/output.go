@@ -1,4 +1,4 @@
-// Package rsync is rsync's language: its output formats, messages, exit codes, temp names and options; it starts no processes.
+// Package rsync is rsync's language: its options, endpoints and list entries, its output formats, messages, exit codes and temp names, and a daemon's words; it starts no processes.
 package rsync
 
 import (
@@ -37,6 +37,26 @@ func (it Item) Unchanged() bool {
 		}
 	}
 	return true
+}
+
+// Type returns the type of entry an itemized change names, by its second letter: "file",
+// "dir", "link" or "special" (a device or a special file), or "" for a deletion and a
+// change too short to name one.
+func (it Item) Type() string {
+	if len(it.Change) < 2 || it.IsDeletion() {
+		return ""
+	}
+	switch it.Change[1] {
+	case 'f':
+		return "file"
+	case 'd':
+		return "dir"
+	case 'L':
+		return "link"
+	case 'D', 'S':
+		return "special"
+	}
+	return ""
 }
 
 // IsFile reports whether the item is a regular file sent or received.

@@ -2,7 +2,9 @@ package rsync
 
 import (
 	"bytes"
+	"path"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -111,6 +113,45 @@ func TestTempOf(t *testing.T) {
 		if ok != (want != "") || got != want {
 			t.Errorf("TempOf(%q) = %q, %v", tmp, got, ok)
 		}
+	}
+}
+
+// TestProtectTemp: the deletion pass's filter rule protects every name TempOf takes for a
+// temp file (rsync's wildcards, as path.Match reads them: neither * nor ? matches a slash).
+func TestProtectTemp(t *testing.T) {
+	pattern := strings.TrimPrefix(ProtectTemp, "--filter=P ")
+	for _, name := range []string{".big2.YeplO7", ".a.b.c.XyZ123", ". lead.abcdef", ".x.abcdef", ".big2.Ye", "big2.YeplO7", ".hidden", "plain"} {
+		_, temp := TempOf(name)
+		if matched, _ := path.Match(pattern, name); temp && !matched {
+			t.Errorf("%q is a temp file (TempOf), but %q does not protect it", name, ProtectTemp)
+		}
+	}
+}
+
+func TestItemType(t *testing.T) {
+	for change, want := range map[string]string{
+		">f+++++++++": "file", "cd+++++++++": "dir", "cL+++++++++": "link", "cD+++++++++": "special",
+		"cS+++++++++": "special", ".f..t......": "file", "*deleting  ": "", "": "", ">": "",
+	} {
+		if got := (Item{Change: change}).Type(); got != want {
+			t.Errorf("Item{Change: %q}.Type() = %q, want %q", change, got, want)
+		}
+	}
+	// every entry the real rsync itemized in the recorded runs has a type
+	cases := recorded(t)
+	n := 0
+	for _, c := range cases {
+		for _, l := range c.StdoutLines() {
+			if it, ok := ParseItem([]byte(l)); ok && !it.IsDeletion() {
+				n++
+				if it.Type() == "" {
+					t.Errorf("%s: %q names no type", c.Name, l)
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("%d itemized lines in the recorded runs; they hold hundreds", n)
 	}
 }
 

@@ -1,18 +1,11 @@
 package rsync
 
-import (
-	"testing"
-
-	"github.com/prsync/prsync/rsync/internal/corpus"
-)
+import "testing"
 
 // TestStop: in every recorded disk-full run of the real rsync (push, pull, daemon), rsync
 // stopped on big.bin, and the Result names it, full; no other recorded run stops on a path.
 func TestStop(t *testing.T) {
-	cases, err := corpus.Load("testdata/corpus")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := recorded(t)
 	vars := map[string]string{"TMP": "/t", "SRC": "/t/src", "DST": "/t/dst", "MOD": "/t/mod",
 		"URL": "rsync://127.0.0.1:873/m/", "HELPER": "/t/helper", "PORT": "873"}
 	full := 0

@@ -17,6 +17,10 @@ func TempOf(tmp string) (string, bool) {
 	return tmp[1 : len(tmp)-7], true
 }
 
+// ProtectTemp is the filter rule that keeps rsync's temp files (TempOf's ".NAME.XXXXXX")
+// from deletion: another rsync may be writing them into the same directory now.
+const ProtectTemp = "--filter=P .*.??????"
+
 // landingOf maps a receiver-side name to the path it stands for: a temp file
 // "dir/.NAME.XXXXXX" to "dir/NAME", and a --delay-updates file "dir/.~tmp~/NAME" to
 // "dir/NAME". Other names come back unchanged.

@@ -5,16 +5,6 @@ import (
 	"context"
 )
 
-// BiggestFirst passes chunks from in to the returned channel, holding up to window of them
-// while the consumer is busy and handing over the one with the most bytes first. Chunks
-// flow straight through when the consumer keeps up, so streaming is not delayed; when it
-// does not, big chunks start early and the small ones fill the tail, which balances the
-// last minutes of a copy. The returned channel is closed after in is closed and drained.
-// When ctx ends, held chunks go to unsent.
-func BiggestFirst(ctx context.Context, in <-chan *Chunk, window int, unsent func(*Chunk)) <-chan *Chunk {
-	return BiggestFirstTail(ctx, in, window, unsent, Tail{})
-}
-
 // Tail cuts the chunks that wait to start once the input has ended, when fewer wait than
 // slots are free, so that no slot idles while one rsync copies a long last chunk.
 type Tail struct {
@@ -52,8 +42,14 @@ func (t Tail) split(h *chunkHeap, sent int64) {
 	}
 }
 
-// BiggestFirstTail is BiggestFirst that, once in is closed, cuts the chunks it holds as
-// tail says whenever fewer of them wait than slots are free.
+// BiggestFirstTail passes chunks from in to the returned channel, holding up to window of
+// them while the consumer is busy and handing over the one with the most bytes first.
+// Chunks flow straight through when the consumer keeps up, so streaming is not delayed;
+// when it does not, big chunks start early and the small ones fill the tail, which
+// balances the last minutes of a copy. Once in is closed, it cuts the chunks it holds as
+// tail says whenever fewer of them wait than slots are free (a zero Tail cuts none). The
+// returned channel is closed after in is closed and drained. When ctx ends, held chunks
+// go to unsent.
 func BiggestFirstTail(ctx context.Context, in <-chan *Chunk, window int, unsent func(*Chunk), tail Tail) <-chan *Chunk {
 	out := make(chan *Chunk)
 	go func() {

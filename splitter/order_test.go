@@ -16,7 +16,7 @@ func TestBiggestFirst(t *testing.T) {
 	close(in)
 	// a consumer that was busy while all six arrived sees them biggest first, and among
 	// equals the older first
-	out := BiggestFirst(context.Background(), in, 10, nil)
+	out := BiggestFirstTail(context.Background(), in, 10, nil, Tail{})
 	time.Sleep(100 * time.Millisecond)
 	var got []int
 	for c := range out {
@@ -33,7 +33,7 @@ func TestBiggestFirstOrder(t *testing.T) {
 		in <- &Chunk{ID: i + 1, Bytes: b}
 	}
 	close(in)
-	out := BiggestFirst(context.Background(), in, 4, nil)
+	out := BiggestFirstTail(context.Background(), in, 4, nil, Tail{})
 	time.Sleep(100 * time.Millisecond) // a busy consumer: the window fills with 4 chunks
 	var got []int64
 	for c := range out {
@@ -52,7 +52,7 @@ func TestBiggestFirstCancel(t *testing.T) {
 	}
 	close(in)
 	var unsent int
-	out := BiggestFirst(ctx, in, 10, func(*Chunk) { unsent++ })
+	out := BiggestFirstTail(ctx, in, 10, func(*Chunk) { unsent++ }, Tail{})
 	time.Sleep(50 * time.Millisecond) // in is drained and closed before ctx ends
 	cancel()
 	n := 0

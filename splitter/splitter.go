@@ -19,6 +19,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/prsync/prsync/chunksize"
+	"github.com/prsync/prsync/rsync"
 )
 
 // Chunk is a batch of paths handed to one rsync.
@@ -39,10 +40,9 @@ type Chunk struct {
 	// Sizes holds each path's size when the chunk may be cut in parts (Splitter.Split):
 	// chunks sized by time, without -H; nil otherwise.
 	Sizes []int64
-	// Root says the chunk's one path is the root of its Src ("."), whose contents rsync
-	// lists one level deep for such a name (its --dirs): every top-level name, listed or
-	// not. Its rsync runs with --exclude=/* so that it copies the root alone. Such chunks
-	// are cut last, one per root.
+	// Root says the chunk's one path is the root of its Src ("."): its rsync runs with
+	// rsync.RootAlone, which copies the root alone, not what lies in it. Such chunks are
+	// cut last, one per root.
 	Root bool
 }
 
@@ -1135,16 +1135,13 @@ func joinClean(base, rel string) string {
 	return base + "/" + rel
 }
 
-// protect puts "./" before an entry that rsync would read as a comment ('#' or ';'),
-// and turns the empty path (the source directory itself) into ".".
+// protect makes rel a --files-from entry (rsync.ListEntry: "./" before a name rsync would
+// read as a comment), and turns the empty path (the source directory itself) into ".".
 func protect(rel string) string {
 	if rel == "" {
 		return "."
 	}
-	if rel[0] == '#' || rel[0] == ';' {
-		return "./" + rel
-	}
-	return rel
+	return rsync.ListEntry(rel)
 }
 
 // under reports whether p is root or below it, and the rest of p after root.

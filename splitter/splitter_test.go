@@ -135,7 +135,7 @@ func TestResolve(t *testing.T) {
 			continue
 		}
 		// where the path lands is what rsync makes of the entry, and abs is the source path
-		if want := rsync.LandsAtString(e); lands != want {
+		if want := rsync.LandsAt([]byte(e)); lands != want {
 			t.Errorf("resolve(%q): lands %q, want %q", tt.in, lands, want)
 		}
 		if want := filepath.Join(src, e); abs != want {

@@ -1,8 +1,10 @@
-// Package human formats byte counts and durations for the lines people read.
+// Package human formats counts, byte counts and durations for the lines people read.
 package human
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -28,4 +30,29 @@ func Clock(sec float64) string {
 		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
 	}
 	return fmt.Sprintf("%d:%02d", m, s)
+}
+
+// Count formats n with thousands separators: 1,234,567.
+func Count[T ~int | ~int64](n T) string { return Thousands(strconv.FormatInt(int64(n), 10)) }
+
+// Thousands puts thousands separators into the whole part of a number as strconv writes
+// it in decimal: "-1234567.25" becomes "-1,234,567.25".
+func Thousands(s string) string {
+	whole, frac, dot := strings.Cut(s, ".")
+	sign := ""
+	if strings.HasPrefix(whole, "-") {
+		sign, whole = "-", whole[1:]
+	}
+	var b strings.Builder
+	b.WriteString(sign)
+	for i, c := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if dot {
+		b.WriteString("." + frac)
+	}
+	return b.String()
 }

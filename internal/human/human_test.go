@@ -23,3 +23,27 @@ func TestClock(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tt := range []struct {
+		n    int64
+		want string
+	}{{0, "0"}, {999, "999"}, {1000, "1,000"}, {-1234567, "-1,234,567"}, {100000, "100,000"}} {
+		if got := Count(tt.n); got != tt.want {
+			t.Errorf("Count(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+	if got := Count(12345); got != "12,345" {
+		t.Errorf("Count(int 12345) = %q", got)
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for in, want := range map[string]string{
+		"0": "0", "999.50": "999.50", "1000.5": "1,000.5", "-1234567.25": "-1,234,567.25", "123456": "123,456", "-12": "-12", "": "",
+	} {
+		if got := Thousands(in); got != want {
+			t.Errorf("Thousands(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

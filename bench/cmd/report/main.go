@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/prsync/prsync/bench/internal/results"
+	"github.com/prsync/prsync/internal/human"
 )
 
 func main() {
@@ -142,24 +143,7 @@ func num(x float64) string {
 	default:
 		s = strconv.FormatFloat(x, 'f', 2, 64)
 	}
-	intPart, frac, _ := strings.Cut(s, ".")
-	neg := strings.HasPrefix(intPart, "-")
-	intPart = strings.TrimPrefix(intPart, "-")
-	var b strings.Builder
-	for i, c := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	out := b.String()
-	if frac != "" {
-		out += "." + frac
-	}
-	if neg {
-		out = "-" + out
-	}
-	return out
+	return human.Thousands(s)
 }
 
 func check(s results.Summary) string {
@@ -463,7 +447,7 @@ func writePrsync(w io.Writer, runs []prsRun) {
 		count := func(f func(prsEvent) float64) string {
 			m := results.Median(g.values(f))
 			if m == math.Trunc(m) {
-				return intNum(int64(m))
+				return human.Count(int64(m))
 			}
 			return num(m)
 		}
@@ -474,22 +458,4 @@ func writePrsync(w io.Writer, runs []prsRun) {
 			count(func(e prsEvent) float64 { return e.FilesUpToDate }))
 	}
 	fmt.Fprintln(w)
-}
-
-// intNum formats an integer with thousands separators.
-func intNum(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/prsync/prsync/bench/internal/results"
+	"github.com/prsync/prsync/internal/human"
 )
 
 // prsEvent holds the fields of prsync's summary event that the report uses.
@@ -132,7 +133,7 @@ func countCell(xs []float64) string {
 	}
 	m := results.Median(xs)
 	if m == math.Trunc(m) {
-		return intNum(int64(m))
+		return human.Count(int64(m))
 	}
 	return num(m)
 }
