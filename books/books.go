@@ -122,9 +122,9 @@ func (b *Books) Ended(m exec.ChunkEnded) ChunkTally {
 		b.c.Chunks++
 	}
 	switch m.Status {
-	case "retrying":
+	case exec.ChunkRetrying:
 		b.c.Retries++
-	case "partial", "failed":
+	case exec.ChunkPartial, exec.ChunkFailed:
 		b.c.ChunksFailed++
 	}
 	if v := m.Verify; v != nil {

@@ -80,7 +80,7 @@ func TestBooks(t *testing.T) {
 			reports: []any{
 				&Input{Queued: 2, QueuedBytes: 200},
 				exec.ChunkStarted{Chunk: c1, Attempt: 1},
-				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: "ok", Outcomes: []rsync.Outcome{ok(70), fresh}},
+				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: exec.ChunkOK, Outcomes: []rsync.Outcome{ok(70), fresh}},
 			},
 			want:    Counts{Files: 2, Bytes: 200, Transferred: 1, BytesTransferred: 70, UpToDate: 1, Chunks: 1},
 			jobsMin: 4, jobsMax: 4,
@@ -91,11 +91,11 @@ func TestBooks(t *testing.T) {
 			reports: []any{
 				&Input{Queued: 3, QueuedBytes: 300},
 				exec.ChunkStarted{Chunk: c2, Attempt: 1},
-				exec.ChunkEnded{Chunk: c2, Attempt: 1, Status: "retrying", BytesLogged: 50},
+				exec.ChunkEnded{Chunk: c2, Attempt: 1, Status: exec.ChunkRetrying, BytesLogged: 50},
 				exec.ChunkStarted{Chunk: c2, Attempt: 2},
-				exec.ChunkEnded{Chunk: c2, Attempt: 2, Status: "retrying"},
+				exec.ChunkEnded{Chunk: c2, Attempt: 2, Status: exec.ChunkRetrying},
 				exec.ChunkStarted{Chunk: c2, Attempt: 3},
-				exec.ChunkEnded{Chunk: c2, Attempt: 3, Status: "partial", Outcomes: []rsync.Outcome{ok(100), lost, gone},
+				exec.ChunkEnded{Chunk: c2, Attempt: 3, Status: exec.ChunkPartial, Outcomes: []rsync.Outcome{ok(100), lost, gone},
 					Confirm: &exec.Confirmation{Method: "lstat", Paths: 3, Landed: 1, Seconds: 0.25}},
 			},
 			want: Counts{Files: 3, Bytes: 300, Transferred: 1, BytesTransferred: 100, Failed: 1, Vanished: 1,
@@ -107,7 +107,7 @@ func TestBooks(t *testing.T) {
 			name: "a chunk whose rsync never started counts at its first end",
 			jobs: 4,
 			reports: []any{
-				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: "failed", ExitCode: 127, Outcomes: []rsync.Outcome{lost, lost}},
+				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: exec.ChunkFailed, ExitCode: 127, Outcomes: []rsync.Outcome{lost, lost}},
 			},
 			want:   Counts{Failed: 2, Chunks: 1, ChunksFailed: 1},
 			listed: "a\nb\n", failed: "a failed 1 " + lost.Reason + "; b failed 1 " + lost.Reason + "; ",
@@ -119,7 +119,7 @@ func TestBooks(t *testing.T) {
 			reports: []any{
 				&Input{Queued: 2, QueuedBytes: 200},
 				exec.ChunkStarted{Chunk: c1, Attempt: 1},
-				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: "partial", Unexplained: "rsync: some error",
+				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: exec.ChunkPartial, Unexplained: "rsync: some error",
 					Outcomes: []rsync.Outcome{ok(10), ok(20)}, Verify: &exec.Verification{Paths: 2, Failed: 0, Seconds: 0.5}},
 			},
 			want: Counts{Files: 2, Bytes: 200, Transferred: 2, BytesTransferred: 30, ChunkErrors: 1,
@@ -133,7 +133,7 @@ func TestBooks(t *testing.T) {
 				&Input{Queued: 5, QueuedBytes: 500},
 				exec.ChunkDropped{Chunk: c1, Status: rsync.NotDone, Reason: "interrupted before rsync started"},
 				exec.ChunkStarted{Chunk: c2, Attempt: 1},
-				exec.ChunkEnded{Chunk: c2, Attempt: 1, Status: "retrying"},
+				exec.ChunkEnded{Chunk: c2, Attempt: 1, Status: exec.ChunkRetrying},
 				exec.ChunkDropped{Chunk: c2, Status: rsync.NotDone, Reason: "interrupted while waiting to retry", Started: true},
 			},
 			want:   Counts{Files: 5, Bytes: 500, NotDone: 5, Chunks: 1, Retries: 1},
@@ -199,12 +199,12 @@ func TestBooks(t *testing.T) {
 
 func TestEndedTally(t *testing.T) {
 	b := New(1, nil, 0)
-	got := b.Ended(exec.ChunkEnded{Chunk: chunk(1, "a", "b", "c", "d"), Attempt: 1, Status: "partial",
+	got := b.Ended(exec.ChunkEnded{Chunk: chunk(1, "a", "b", "c", "d"), Attempt: 1, Status: exec.ChunkPartial,
 		Outcomes: []rsync.Outcome{ok(10), ok(5), lost, gone}})
 	if want := (ChunkTally{Transferred: 2, Failed: 1, Vanished: 1, BytesTransferred: 15}); got != want {
 		t.Errorf("tally %+v, want %+v", got, want)
 	}
-	if got := b.Ended(exec.ChunkEnded{Chunk: chunk(2, "e"), Attempt: 1, Status: "retrying", BytesLogged: 9}); got != (ChunkTally{}) {
+	if got := b.Ended(exec.ChunkEnded{Chunk: chunk(2, "e"), Attempt: 1, Status: exec.ChunkRetrying, BytesLogged: 9}); got != (ChunkTally{}) {
 		t.Errorf("a retried attempt's tally %+v, want none", got)
 	}
 }

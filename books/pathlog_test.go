@@ -26,7 +26,7 @@ func TestPathLog(t *testing.T) {
 		&Input{Queued: 5, QueuedBytes: 500, Fresh: 1, FreshBytes: 10, FreshInputs: [][]byte{[]byte("fresh")},
 			Settled: []Settled{{[]byte("outside\xff"), rsync.Failed, "outside --root"}}},
 		exec.ChunkStarted{Chunk: chunk(1, "a", "b", "c"), Attempt: 1, PID: 7},
-		exec.ChunkEnded{Chunk: chunk(1, "a", "b", "c"), Attempt: 1, Status: "partial", ExitCode: 23,
+		exec.ChunkEnded{Chunk: chunk(1, "a", "b", "c"), Attempt: 1, Status: exec.ChunkPartial, ExitCode: 23,
 			Outcomes: []rsync.Outcome{sent(ok(100), ">f+++++++++"), lost, gone}},
 		exec.ChunkDropped{Chunk: chunk(2, "d", "e"), Status: rsync.NotDone, Reason: "interrupted before rsync started"},
 	}

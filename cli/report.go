@@ -126,7 +126,7 @@ func (r *reporter) handle(m any) {
 func (r *reporter) chunkEnded(m exec.ChunkEnded, t books.ChunkTally) {
 	ev := &event.ChunkEnd{
 		Chunk: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes,
-		BytesTransferred: m.BytesLogged, Seconds: m.Seconds, ExitCode: m.ExitCode, Status: m.Status,
+		BytesTransferred: m.BytesLogged, Seconds: m.Seconds, ExitCode: m.ExitCode, Status: string(m.Status),
 		Error: m.Error, Hint: m.Hint, Unexplained: m.Unexplained,
 	}
 	if v := m.Verify; v != nil {
