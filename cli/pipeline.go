@@ -241,8 +241,8 @@ func (h *splitHooks) hooks(examined func()) splitter.Hooks {
 		Fresh:    h.fresh,
 		Accepted: func(size int64) { h.b.Queued++; h.b.QueuedBytes += size },
 		Empty:    func() { h.b.Empty++ },
-		Settled: func(in []byte, status, reason string) {
-			h.b.Settled = append(h.b.Settled, books.Settled{Input: bytes.Clone(in), Status: rsync.Status(status), Reason: reason})
+		Settled: func(in []byte, status rsync.Status, reason string) {
+			h.b.Settled = append(h.b.Settled, books.Settled{Input: bytes.Clone(in), Status: status, Reason: reason})
 			if len(h.b.Settled) >= 256 {
 				h.flush() // bound what waits for the reporter
 			}
