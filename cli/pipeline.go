@@ -408,13 +408,13 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	ab := p.pool.Aborted()
 	var delErr error
 	if del.missed() {
-		delErr = errors.New("the deletion pass " + del.state)
+		delErr = errors.New("the deletion pass " + del.String())
 	}
 	reached := isClosed(p.windowEnded)
 	timeUp := reached && (c.NotDone > 0 || !p.inputComplete || del.cut) // the window left work undone
 	code := exitStatus(interrupted, timeUp, p.inputErr, ab, c, errors.Join(ferr, delErr))
 	s := p.rep.finish(books.End{
-		ExitCode: code, InputComplete: p.inputComplete, DeletePass: del.state, DeleteSeconds: del.stats.Seconds, MaxDurationReached: reached,
+		ExitCode: code, InputComplete: p.inputComplete, DeletePass: del.String(), DeleteSeconds: del.stats.Seconds, MaxDurationReached: reached,
 		CPUSeconds: cpuSeconds(syscall.RUSAGE_SELF), RsyncCPUSeconds: cpuSeconds(syscall.RUSAGE_CHILDREN),
 		Shard: f.shard, Shards: f.shards,
 	})
