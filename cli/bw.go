@@ -108,7 +108,7 @@ func (b *bwLimit) limit() float64 {
 }
 
 // run holds the limit until ctx ends; changes of the limit in force go to the reporter.
-func (b *bwLimit) run(ctx context.Context, report func(any)) {
+func (b *bwLimit) run(ctx context.Context, report func(bwChanged)) {
 	if !exec.IOMeasured() {
 		return // the shares given to each new rsync are all there is
 	}
@@ -131,6 +131,8 @@ func fmtRate(r float64) string {
 
 // bwChanged is a change of the limit in force, for the reporter.
 type bwChanged struct{ ev *event.BWLimit }
+
+func (m bwChanged) apply(r *reporter) { r.enc.Emit(m.ev) }
 
 // bwTarget is the pool as the bandwidth limit sees it.
 type bwTarget struct {

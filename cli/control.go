@@ -7,6 +7,7 @@ import (
 
 	"github.com/prsync/prsync/books"
 	"github.com/prsync/prsync/control"
+	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/internal/cmdline"
 )
 
@@ -28,6 +29,10 @@ type statusRequest struct {
 // controlChange is a change made by live control, for the control event.
 type controlChange struct {
 	what, old, new string
+}
+
+func (m controlChange) apply(r *reporter) {
+	r.enc.Emit(&event.Control{What: m.what, Old: m.old, New: m.new})
 }
 
 func (h *ctlHandler) Status() (control.Status, error) {
@@ -99,9 +104,9 @@ func (p *pipeline) startControl() func() {
 	return func() { srv.Close() }
 }
 
-// status answers a status request: the status event, and for a signal one line on
-// stderr, from one snapshot of the books.
-func (r *reporter) status(req statusRequest) {
+// apply answers a status request: the status event, and for a signal one line on stderr,
+// from one snapshot of the books.
+func (req statusRequest) apply(r *reporter) {
 	s := r.snapshot()
 	r.json.Status(s, req.by)
 	if req.by == "signal" {

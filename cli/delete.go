@@ -131,9 +131,16 @@ type phaseChange struct {
 	dirs  int64 // directories the deletion pass will check
 }
 
+func (m phaseChange) apply(r *reporter) {
+	r.books.SetPhase(m.phase, m.dirs)
+	r.progress()
+}
+
 // countsRequest asks the reporter for its books, once it has handled every report sent
 // before.
 type countsRequest struct{ reply chan books.Counts }
+
+func (m countsRequest) apply(r *reporter) { m.reply <- r.books.Counts() }
 
 // counts returns the books' counts as they stand after every report sent so far.
 func (r *reporter) counts() books.Counts {

@@ -72,14 +72,14 @@ func (r *runner) newPipeline() *pipeline {
 	p.pool = &exec.Pool{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs, ClimbBack: r.tuner == nil,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.observe(m); p.rep.in <- m },
+		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.observe(m); p.rep.in <- report{m} },
 	}
 	p.pool.DestWatch, p.pool.SrcWatch = r.watches()
 	p.sampler = throttle.NewSystemSampler(r.policy, cmdline.Warner(r.stderr), throttle.GroupsOf(p.pool))
 	p.throttle = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
-		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- e },
-		OnNotice: func(n throttle.Notice) { p.rep.in <- n },
+		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- throttled{e} },
+		OnNotice: func(n throttle.Notice) { p.rep.in <- throttleNotice{n} },
 	}
 	if f.Delete {
 		p.dirs = &splitter.Dirs{}
@@ -91,7 +91,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.rep = &reporter{
 		books: books.New(r.jobs, failed, p.sep), json: books.JSON{Enc: p.enc}, enc: p.enc, stderr: r.stderr,
 		pool: p.pool, throttle: p.throttle, bw: p.bw, last: &p.last, t0: p.t0, every: f.ThrottleInterval,
-		jobsAuto: r.tuner != nil, dryRun: f.DryRun, lines: p.sep == '\n', destHint: r.insideDestHint(), in: make(chan any, 16),
+		jobsAuto: r.tuner != nil, dryRun: f.DryRun, lines: p.sep == '\n', destHint: r.insideDestHint(), in: make(chan message, 16),
 		windowCause: windowEnded{d: f.MaxDuration, grace: f.MaxDurationGrace}.Error(), grace: f.MaxDurationGrace,
 	}
 	p.rep.books.Failed = p.rep.pathFailed
@@ -145,14 +145,14 @@ func (r *runner) Run() int {
 		go func() {
 			defer p.pool.RecoverPanic()
 			defer bgDone.Done()
-			b.run(bg, func(m any) { p.rep.in <- m })
+			b.run(bg, func(m bwChanged) { p.rep.in <- m })
 		}()
 	}
 
 	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
 	// and once the input has ended, a chunk waiting while slots are free is cut for them
 	ordered := splitter.BiggestFirstTail(ctx, chunks, r.jobs, func(c *splitter.Chunk) {
-		p.rep.in <- exec.ChunkDropped{Chunk: c, Status: rsync.NotDone, Reason: exec.Stopped(ctx) + " before rsync started"}
+		p.rep.in <- report{exec.ChunkDropped{Chunk: c, Status: rsync.NotDone, Reason: exec.Stopped(ctx) + " before rsync started"}}
 	}, p.tail(p.sp))
 	p.pool.Run(ctx, kill, ordered)
 	<-inputEnded
@@ -226,7 +226,7 @@ func (r *runner) rootShown() string {
 // and before each chunk, so that the per-path hot path costs no channel send.
 type splitHooks struct {
 	b    *books.Input
-	out  chan<- any
+	out  chan<- message
 	stop context.Context // the input's context, whose end leaves paths unsent
 	// keepFresh passes the paths found up to date on, not only their count (--paths-log)
 	keepFresh bool
@@ -249,7 +249,7 @@ func (h *splitHooks) hooks(examined func()) splitter.Hooks {
 		},
 		Unsent: func(inputs [][]byte) {
 			h.flush()
-			h.out <- exec.ChunkDropped{Chunk: &splitter.Chunk{Inputs: inputs}, Status: rsync.NotDone, Reason: exec.Stopped(h.stop) + " before rsync started"}
+			h.out <- report{exec.ChunkDropped{Chunk: &splitter.Chunk{Inputs: inputs}, Status: rsync.NotDone, Reason: exec.Stopped(h.stop) + " before rsync started"}}
 		},
 		Flush: h.flush,
 	}
@@ -272,7 +272,7 @@ func (h *splitHooks) flush() {
 	if b.Queued+b.Fresh+b.Empty == 0 && len(b.Settled) == 0 {
 		return
 	}
-	h.out <- b
+	h.out <- inputRead{b}
 	h.b = &books.Input{}
 }
 

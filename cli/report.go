@@ -16,9 +16,6 @@ import (
 	"github.com/prsync/prsync/throttle"
 )
 
-// inputError ends the input early.
-type inputError struct{ err error }
-
 // reporter is the one goroutine that owns the books during a run: it counts what the
 // pipeline's other goroutines send it on in, writes the events of each report, and hands
 // a snapshot of the books to the printers every interval. Before the loop starts and
@@ -52,8 +49,13 @@ type reporter struct {
 	windowCause string
 	grace       time.Duration
 
-	in chan any
+	in chan message
 }
+
+// A message is news for the reporter from another goroutine of the run. apply hands it on,
+// in the reporter's goroutine: every kind of message says how it is applied, so that none
+// can be sent that the reporter does not take.
+type message interface{ apply(*reporter) }
 
 // loop handles messages until in is closed, and prints the books every interval.
 func (r *reporter) loop() {
@@ -66,7 +68,7 @@ func (r *reporter) loop() {
 			if !ok {
 				return
 			}
-			r.handle(m)
+			m.apply(r)
 		case <-tick.C:
 			r.progress()
 		case <-windowEnded:
@@ -76,50 +78,61 @@ func (r *reporter) loop() {
 	}
 }
 
-func (r *reporter) handle(m any) {
-	switch m := m.(type) {
-	case *books.Input:
-		r.books.Read(m)
-	case exec.ChunkStarted:
-		r.books.Started(m)
-		r.enc.Emit(&event.ChunkStart{Chunk: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes, PID: m.PID})
-	case exec.ChunkEnded:
-		t := r.books.Ended(m)
-		r.wouldTransfer(m)
-		r.chunkEnded(m, t)
-	case exec.ChunkDropped:
-		r.books.Dropped(m)
-	case exec.LimitChanged:
-		r.books.LimitChanged(m)
-		s := r.snapshot()
-		r.json.Jobs(m, s)
-		if m.Reason == "refused" && s.Refusals == 1 {
-			// the limit may come down further: finish says where it ended
-			cmdline.Warnf(r.stderr, "the far side refused a session (%s); prsync runs fewer rsyncs at once, and says at the end how many", m.Detail)
-		}
-	case throttle.Event:
-		r.json.Throttle(m)
-	case throttle.Notice:
-		r.throttleNotice(m)
-	case inputError:
-		r.enc.Emit(&event.Error{Error: m.err.Error()})
-	case statusRequest:
-		r.status(m)
-	case controlChange:
-		r.enc.Emit(&event.Control{What: m.what, Old: m.old, New: m.new})
-	case bwChanged:
-		r.enc.Emit(m.ev)
-	case exec.DeleteEnded:
-		r.deleteEnded(m)
-	case phaseChange:
-		r.books.SetPhase(m.phase, m.dirs)
-		r.progress()
-	case countsRequest:
-		m.reply <- r.books.Counts()
-	default:
-		panic(fmt.Sprintf("reporter: unknown message %T", m))
+// report is a report of the pool: a chunk started, ended or dropped, a change of the
+// limit, a part of the deletion pass. The reporter is its exec.Listener.
+type report struct{ exec.Report }
+
+func (m report) apply(r *reporter) { m.Tell(r) }
+
+// ChunkStarted counts an rsync that started, and writes its chunk_start.
+func (r *reporter) ChunkStarted(m exec.ChunkStarted) {
+	r.books.Started(m)
+	r.enc.Emit(&event.ChunkStart{Chunk: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes, PID: m.PID})
+}
+
+// ChunkEnded counts an rsync that ended, and writes what it came to.
+func (r *reporter) ChunkEnded(m exec.ChunkEnded) {
+	t := r.books.Ended(m)
+	r.wouldTransfer(m)
+	r.chunkEnded(m, t)
+}
+
+// ChunkDropped counts a chunk that no rsync will run.
+func (r *reporter) ChunkDropped(m exec.ChunkDropped) { r.books.Dropped(m) }
+
+// LimitChanged counts a change of the limit, and writes its jobs event.
+func (r *reporter) LimitChanged(m exec.LimitChanged) {
+	r.books.LimitChanged(m)
+	s := r.snapshot()
+	r.json.Jobs(m, s)
+	if m.Reason == "refused" && s.Refusals == 1 {
+		// the limit may come down further: finish says where it ended
+		cmdline.Warnf(r.stderr, "the far side refused a session (%s); prsync runs fewer rsyncs at once, and says at the end how many", m.Detail)
 	}
 }
+
+// DeleteEnded reports one rsync of the deletion pass.
+func (r *reporter) DeleteEnded(m exec.DeleteEnded) { r.deleteEnded(m) }
+
+// inputRead is what the splitter read.
+type inputRead struct{ *books.Input }
+
+func (m inputRead) apply(r *reporter) { r.books.Read(m.Input) }
+
+// throttled is a pause or resume of the throttle.
+type throttled struct{ throttle.Event }
+
+func (m throttled) apply(r *reporter) { r.json.Throttle(m.Event) }
+
+// throttleNotice is the throttle's notice: it holds every rsync, or lets them run again.
+type throttleNotice struct{ throttle.Notice }
+
+func (m throttleNotice) apply(r *reporter) { r.throttleNotice(m.Notice) }
+
+// inputError ends the input early.
+type inputError struct{ err error }
+
+func (m inputError) apply(r *reporter) { r.enc.Emit(&event.Error{Error: m.err.Error()}) }
 
 // chunkEnded writes the chunk_end event of an rsync that ended; t is what its paths
 // came to, once the chunk is settled.

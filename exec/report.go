@@ -5,9 +5,19 @@ import (
 	"github.com/prsync/prsync/splitter"
 )
 
-// Report is what the pool tells the one goroutine that owns the books and writes the
-// events. Reports of one chunk arrive in order.
-type Report interface{ isReport() }
+// Report is what the pool tells the one goroutine that owns the books. Reports of one
+// chunk arrive in order. Tell hands a report to the Listener's method of its kind, so that
+// no kind of report can be sent that a Listener does not take.
+type Report interface{ Tell(Listener) }
+
+// A Listener takes each kind of Report: the books do.
+type Listener interface {
+	ChunkStarted(ChunkStarted)
+	ChunkEnded(ChunkEnded)
+	ChunkDropped(ChunkDropped)
+	LimitChanged(LimitChanged)
+	DeleteEnded(DeleteEnded)
+}
 
 // ChunkStarted says an rsync started on a chunk.
 type ChunkStarted struct {
@@ -93,7 +103,8 @@ type LimitChanged struct {
 	RateBps float64
 }
 
-func (ChunkStarted) isReport() {}
-func (ChunkEnded) isReport()   {}
-func (ChunkDropped) isReport() {}
-func (LimitChanged) isReport() {}
+func (m ChunkStarted) Tell(l Listener) { l.ChunkStarted(m) }
+func (m ChunkEnded) Tell(l Listener)   { l.ChunkEnded(m) }
+func (m ChunkDropped) Tell(l Listener) { l.ChunkDropped(m) }
+func (m LimitChanged) Tell(l Listener) { l.LimitChanged(m) }
+func (m DeleteEnded) Tell(l Listener)  { l.DeleteEnded(m) }
