@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,20 +26,25 @@ func apply(b *Books, m any) {
 	switch m := m.(type) {
 	case *Input:
 		b.Read(m)
-	case exec.ChunkStarted:
-		b.Started(m)
-	case exec.ChunkEnded:
-		b.Ended(m)
-	case exec.ChunkDropped:
-		b.Dropped(m)
-	case exec.LimitChanged:
-		b.LimitChanged(m)
-	case exec.DeleteEnded:
-		b.DeleteEnded(m)
+	case exec.Report:
+		m.Tell(b)
 	default:
 		panic(fmt.Sprintf("apply: %T", m))
 	}
 }
+
+// recorder is a printer that notes the paths told failed and the chunks' tallies.
+type recorder struct {
+	Quiet
+	failed  strings.Builder
+	tallies []ChunkTally
+}
+
+func (r *recorder) PathFailed(f Failure) {
+	fmt.Fprintf(&r.failed, "%s %s %d %s; ", f.Input, f.Status, f.Chunk, f.Reason)
+}
+
+func (r *recorder) ChunkEnded(_ exec.ChunkEnded, t ChunkTally) { r.tallies = append(r.tallies, t) }
 
 func ok(bytes int64) rsync.Outcome { return rsync.Outcome{Status: rsync.Transferred, Bytes: bytes} }
 
@@ -50,7 +56,7 @@ var (
 )
 
 // TestBooks applies a run's reports in order and checks the snapshot they come to: its
-// counts, the --failed list, and the paths passed to Failed.
+// counts, the --failed list, and the paths told failed.
 func TestBooks(t *testing.T) {
 	c1, c2 := chunk(1, "a", "b"), chunk(2, "c", "d", "e")
 	tests := []struct {
@@ -59,7 +65,7 @@ func TestBooks(t *testing.T) {
 		reports  []any
 		want     Counts
 		listed   string // the --failed list, '\n' after each path
-		failed   string // what Failed was called with
+		failed   string // what PathFailed was told
 		jobsMin  int
 		jobsMax  int
 		refusals int
@@ -166,11 +172,8 @@ func TestBooks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var list bytes.Buffer
-			var failed strings.Builder
-			b := New(tt.jobs, nopCloser{&list}, '\n')
-			b.Failed = func(input []byte, status rsync.Status, reason string, chunk int) {
-				fmt.Fprintf(&failed, "%s %s %d %s; ", input, status, chunk, reason)
-			}
+			rec := &recorder{}
+			b := New(Config{Jobs: tt.jobs, Failed: nopCloser{&list}, Sep: '\n', Printers: []Printer{rec}})
 			for _, m := range tt.reports {
 				apply(b, m)
 			}
@@ -187,8 +190,8 @@ func TestBooks(t *testing.T) {
 			if list.String() != tt.listed { // flushed after every report, before Close
 				t.Errorf("--failed list %q, want %q", list.String(), tt.listed)
 			}
-			if failed.String() != tt.failed {
-				t.Errorf("Failed calls\ngot  %q\nwant %q", failed.String(), tt.failed)
+			if rec.failed.String() != tt.failed {
+				t.Errorf("paths told failed\ngot  %q\nwant %q", rec.failed.String(), tt.failed)
 			}
 			if err := b.CloseList(); err != nil {
 				t.Errorf("CloseList: %v", err)
@@ -198,19 +201,19 @@ func TestBooks(t *testing.T) {
 }
 
 func TestEndedTally(t *testing.T) {
-	b := New(1, nil, 0)
-	got := b.Ended(exec.ChunkEnded{Chunk: chunk(1, "a", "b", "c", "d"), Attempt: 1, Status: exec.ChunkPartial,
+	rec := &recorder{}
+	b := New(Config{Jobs: 1, Printers: []Printer{rec}})
+	b.ChunkEnded(exec.ChunkEnded{Chunk: chunk(1, "a", "b", "c", "d"), Attempt: 1, Status: exec.ChunkPartial,
 		Outcomes: []rsync.Outcome{ok(10), ok(5), lost, gone}})
-	if want := (ChunkTally{Transferred: 2, Failed: 1, Vanished: 1, BytesTransferred: 15}); got != want {
-		t.Errorf("tally %+v, want %+v", got, want)
-	}
-	if got := b.Ended(exec.ChunkEnded{Chunk: chunk(2, "e"), Attempt: 1, Status: exec.ChunkRetrying, BytesLogged: 9}); got != (ChunkTally{}) {
-		t.Errorf("a retried attempt's tally %+v, want none", got)
+	b.ChunkEnded(exec.ChunkEnded{Chunk: chunk(2, "e"), Attempt: 1, Status: exec.ChunkRetrying, BytesLogged: 9})
+	want := []ChunkTally{{Transferred: 2, Failed: 1, Vanished: 1, BytesTransferred: 15}, {}} // a retried attempt's: none
+	if !slices.Equal(rec.tallies, want) {
+		t.Errorf("tallies %+v, want %+v", rec.tallies, want)
 	}
 }
 
 func TestSetPhase(t *testing.T) {
-	b := New(1, nil, 0)
+	b := New(Config{Jobs: 1})
 	if s := b.Snapshot(Live{}); s.Phase != "copy" || s.DeleteDirs != 0 {
 		t.Errorf("phase %q %d at the start", s.Phase, s.DeleteDirs)
 	}

@@ -51,7 +51,7 @@ func ended(s Snapshot, e End) Snapshot {
 func encoder(buf *bytes.Buffer) JSON {
 	enc := event.NewEncoder(buf)
 	enc.Now = func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) }
-	return JSON{enc}
+	return JSON{enc: enc}
 }
 
 // TestJSON pins the bytes of each event the JSON printer writes, given a snapshot.
@@ -72,16 +72,20 @@ func TestJSON(t *testing.T) {
 			`"files":1000,"bytes":50000000,"files_transferred":400,"bytes_transferred":20000000,"files_up_to_date":100,"files_failed":3,"files_vanished":2,"files_not_done":1,"empty_records":4,"chunks":12,"chunks_failed":2,"retries":3,"suspensions":5,"seconds_suspended":7,"seconds":12.346,"rate_bps":12960082.9,"cpu_seconds":0.05,"rsync_cpu_seconds":2.5,"exit_code":23,"shard":1,"shards":4,"input_complete":true,"chunk_errors":1,"confirm_seconds":0.123,"jobs_min":2,"jobs_max":8,"files_verified":390,"files_verify_failed":10,"verify_seconds":1.235,"files_deleted":0,"delete_pass":"ran","delete_dirs":0,"delete_seconds":0.25}`},
 		{"summary, deleting", func(j JSON) { j.Finish(ended(deleting(), End{DeletePass: "ran", DeleteSeconds: 0.5, Shards: 1})) }, fmt.Sprintf(at, "summary") +
 			`"files":13,"bytes":4000,"files_transferred":10,"bytes_transferred":3000,"files_up_to_date":3,"files_failed":0,"files_vanished":0,"files_not_done":0,"empty_records":0,"chunks":0,"chunks_failed":0,"retries":0,"suspensions":0,"seconds_suspended":0,"seconds":3,"rate_bps":8000,"cpu_seconds":0,"rsync_cpu_seconds":0,"exit_code":0,"shard":0,"shards":1,"input_complete":false,"chunk_errors":0,"confirm_seconds":0,"jobs_min":8,"jobs_max":8,"files_verified":0,"files_verify_failed":0,"verify_seconds":0,"files_deleted":3,"delete_pass":"ran","delete_dirs":40,"delete_seconds":0.5}`},
-		{"jobs, refused: the rate so far", func(j JSON) { j.Jobs(exec.LimitChanged{Old: 8, New: 2, Reason: "refused", Detail: "max"}, sample()) },
+		{"jobs, refused: the rate so far", func(j JSON) {
+			j.JobsChanged(exec.LimitChanged{Old: 8, New: 2, Reason: "refused", Detail: "max"}, sample())
+		},
 			fmt.Sprintf(at, "jobs") + `"old":8,"new":2,"reason":"refused","detail":"max","rate_bps":13608087.1}`},
-		{"jobs, tuned: the rate measured", func(j JSON) { j.Jobs(exec.LimitChanged{Old: 2, New: 3, Reason: "tune", RateBps: 1234.56}, sample()) },
+		{"jobs, tuned: the rate measured", func(j JSON) {
+			j.JobsChanged(exec.LimitChanged{Old: 2, New: 3, Reason: "tune", RateBps: 1234.56}, sample())
+		},
 			fmt.Sprintf(at, "jobs") + `"old":2,"new":3,"reason":"tune","rate_bps":1234.6}`},
 		{"throttle", func(j JSON) {
-			j.Throttle(throttle.Event{Action: "suspend", Reason: "cgroup-cpu", Chunk: 2, PID: 7, Running: 1, Suspended: 1, Sample: sample().Sample})
+			j.Throttled(throttle.Event{Action: "suspend", Reason: "cgroup-cpu", Chunk: 2, PID: 7, Running: 1, Suspended: 1, Sample: sample().Sample})
 		}, fmt.Sprintf(at, "throttle") +
 			`"action":"suspend","reason":"cgroup-cpu","cpu_percent":91.3,"own_cpu_percent":40,"kernel_cpu_percent":1.6,"load":3.5,"cgroup_cpu_percent":100,"cgroup_own_cpu_percent":50,"chunk":2,"pid":7,"running":1,"suspended":1}`},
 		{"throttle, pressure but no own figures", func(j JSON) {
-			j.Throttle(throttle.Event{Action: "resume", Sample: throttle.Sample{CPU: 12.04, IOPressure: 2.25, HasIO: true, CPUPressure: 7, HasCPUPressure: true,
+			j.Throttled(throttle.Event{Action: "resume", Sample: throttle.Sample{CPU: 12.04, IOPressure: 2.25, HasIO: true, CPUPressure: 7, HasCPUPressure: true,
 				CgroupCPU: 10, CgroupOwn: 5, HasCgroup: true}})
 		}, fmt.Sprintf(at, "throttle") +
 			`"action":"resume","reason":"","cpu_percent":12,"io_pressure":2.3,"cpu_pressure":7,"cgroup_cpu_percent":10,"chunk":0,"pid":0,"running":0,"suspended":0}`},

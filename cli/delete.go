@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/books"
-	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/internal/cmdline"
 )
@@ -109,7 +108,7 @@ func (p *pipeline) deleteBlocked(ctx context.Context, c books.Counts) (why, hint
 		return "the run was interrupted", ""
 	case p.pool.Aborted() != nil:
 		return "the run stopped early: " + p.pool.Aborted().Error(), ""
-	case p.enc.Err() != nil:
+	case p.json.Err() != nil:
 		return "stdout is closed, so no deletion could be reported", "keep the reader of prsync's output running to the end"
 	case after:
 		return "", ""
@@ -133,7 +132,7 @@ type phaseChange struct {
 
 func (m phaseChange) apply(r *reporter) {
 	r.books.SetPhase(m.phase, m.dirs)
-	r.progress()
+	r.books.Update()
 }
 
 // countsRequest asks the reporter for its books, once it has handled every report sent
@@ -147,16 +146,4 @@ func (r *reporter) counts() books.Counts {
 	req := countsRequest{reply: make(chan books.Counts, 1)}
 	r.in <- req
 	return <-req.reply
-}
-
-// deleteEnded reports one rsync of the deletion pass: each entry it deleted, and its error.
-func (r *reporter) deleteEnded(m exec.DeleteEnded) {
-	r.books.DeleteEnded(m)
-	for _, d := range m.Deleted {
-		path, b64 := event.PathFields(d.Path)
-		r.enc.Emit(&event.Deleted{Path: path, PathB64: b64, Kind: d.Kind, DryRun: r.dryRun})
-	}
-	if m.Err != "" && m.Err != "interrupted" {
-		r.enc.Emit(&event.Error{Error: "deletion pass: " + m.Err})
-	}
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/books"
+	"github.com/prsync/prsync/bw"
 	"github.com/prsync/prsync/chunksize"
-	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
@@ -24,13 +24,13 @@ import (
 )
 
 // pipeline is the wiring of one run: input → splitter → pool, with the throttle beside
-// it, and every report flowing one way into the reporter, which owns the books and writes
-// the events.
+// it, and every report flowing one way into the reporter, which owns the books; the books
+// tell their printers (the events, the terminal, the metrics file).
 type pipeline struct {
 	r        *runner
 	t0       time.Time
 	sep      byte
-	enc      *event.Encoder
+	json     books.JSON // the events, on stdout
 	rep      *reporter
 	pool     *exec.Pool
 	sampler  *throttle.SystemSampler
@@ -54,17 +54,17 @@ type pipeline struct {
 
 func (r *runner) newPipeline() *pipeline {
 	f := &r.f
-	p := &pipeline{r: r, t0: time.Now(), sep: '\n', enc: event.NewEncoder(r.stdout), sizer: r.sizer()}
+	p := &pipeline{r: r, t0: time.Now(), sep: '\n', sizer: r.sizer()}
 	if f.Null {
 		p.sep = 0
 	}
-	p.enc.OnError = func(err error) {
+	p.json = books.NewJSON(r.stdout, func(err error) {
 		if errors.Is(err, syscall.EPIPE) {
 			cmdline.Warnf(r.stderr, "stdout closed; no more events are written")
 			return
 		}
 		cmdline.Warnf(r.stderr, "cannot write events (%v); no more events are written", err)
-	}
+	})
 	var failed io.WriteCloser
 	if r.failed != nil {
 		failed = r.failed
@@ -89,21 +89,23 @@ func (r *runner) newPipeline() *pipeline {
 		p.bw = b
 	}
 	p.rep = &reporter{
-		books: books.New(r.jobs, failed, p.sep), json: books.JSON{Enc: p.enc}, enc: p.enc, stderr: r.stderr,
 		pool: p.pool, throttle: p.throttle, bw: p.bw, last: &p.last, t0: p.t0, every: f.ThrottleInterval,
-		jobsAuto: r.tuner != nil, dryRun: f.DryRun, lines: p.sep == '\n', destHint: r.insideDestHint(), in: make(chan message, 16),
+		jobsAuto: r.tuner != nil, in: make(chan message, 16),
 		windowCause: windowEnded{d: f.MaxDuration, grace: f.MaxDurationGrace}.Error(), grace: f.MaxDurationGrace,
 	}
-	p.rep.books.Failed = p.rep.pathFailed
-	if r.pathsLog != nil {
-		p.rep.books.LogPaths(books.NewPathLog(r.pathsLog, nil))
-	}
-	// the printers of the books, in the order they print each snapshot
-	p.rep.tty = r.showProgress()
-	p.rep.printers = []books.Printer{p.rep.json, &books.Text{W: r.stderr, On: p.rep.tty}}
+	// the printers of the books, in the order they are told each piece of news
+	printers := []books.Printer{p.json, &books.Text{W: r.stderr, On: r.showProgress()}}
 	if r.metrics != nil {
-		p.rep.printers = append(p.rep.printers, r.metrics)
+		printers = append(printers, r.metrics)
 	}
+	var paths *books.PathLog
+	if r.pathsLog != nil {
+		paths = books.NewPathLog(r.pathsLog, nil)
+	}
+	p.rep.books = books.New(books.Config{
+		Jobs: r.jobs, Failed: failed, Sep: p.sep, PathLog: paths, Printers: printers, Live: p.rep.live,
+		DryRun: f.DryRun, Lines: p.sep == '\n', InsideDestHint: r.insideDestHint(),
+	})
 	return p
 }
 
@@ -112,7 +114,7 @@ func (r *runner) newPipeline() *pipeline {
 func (r *runner) Run() int {
 	sig, kill := r.sig.contexts()
 	p := r.p
-	p.emitStart()
+	p.start()
 
 	// ctx is what SIGINT ends, and --max-duration when its time window ends (window.go):
 	// then nothing starts, and the rsyncs running are cancelled when drain ends
@@ -145,7 +147,7 @@ func (r *runner) Run() int {
 		go func() {
 			defer p.pool.RecoverPanic()
 			defer bgDone.Done()
-			b.run(bg, func(m bwChanged) { p.rep.in <- m })
+			b.run(bg, func(c bw.Change) { p.rep.in <- bwChanged{c} })
 		}()
 	}
 
@@ -172,30 +174,19 @@ func (r *runner) Run() int {
 	return p.finish(sig.Err() != nil, del)
 }
 
-func (p *pipeline) emitStart() {
+// start tells the books what the run starts with (the start event).
+func (p *pipeline) start() {
 	r, f := p.r, &p.r.f
-	p.enc.Emit(&event.Start{
-		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: r.jobs, JobsAuto: r.tuner != nil, MaxJobs: r.maxJobs,
+	p.rep.books.Start(books.Run{
+		Version: version(), PID: os.Getpid(), Jobs: r.jobs, JobsAuto: r.tuner != nil, MaxJobs: r.maxJobs,
 		Dest: f.Dest, Root: r.rootShown(),
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
-		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkTime: r.chunkTarget().Seconds(), Shard: f.shard, Shards: f.shards,
+		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkTime: r.chunkTarget(), Shard: f.shard, Shards: f.shards,
 		QuickCheck: r.quick != nil, ListDest: r.list != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
-		Cgroup: cgroupEvent(p.sampler.Source()), MaxSuspend: f.MaxSuspend.Seconds(), ControlSocket: p.controlSocket,
-		BWLimit: p.bwShown(), Delete: f.Delete, Verify: f.Verify,
-		SuspendThreshold: r.policy.Suspend, ResumeThreshold: r.policy.Resume, MaxLoad: r.policy.MaxLoad,
-		MaxCPUPressure: r.policy.MaxCPUPressure, MaxIOPressure: r.policy.MaxIOPressure,
-		ThrottleInterval: f.ThrottleInterval.Seconds(), NoThrottle: f.NoThrottle,
-		MaxDuration: f.MaxDuration.Seconds(), MaxDurationGrace: maxDurationGrace(f),
+		Cgroup: p.sampler.Source(), ControlSocket: p.controlSocket, BWLimit: p.bwShown(), Delete: f.Delete, Verify: f.Verify,
+		Policy: r.policy, ThrottleInterval: f.ThrottleInterval, NoThrottle: f.NoThrottle,
+		MaxDuration: f.MaxDuration, MaxDurationGrace: f.MaxDurationGrace,
 	})
-}
-
-// cgroupEvent is what the start event says of the cgroup found.
-func cgroupEvent(c throttle.CgroupInfo) *event.Cgroup {
-	if c.Version == 0 && c.PSI == "" {
-		return nil
-	}
-	return &event.Cgroup{Version: c.Version, Path: c.Path, CPUs: c.CPUs, Usage: c.Usage, PSI: c.PSI,
-		CPUPressureFile: c.CPUPressureFile, IOPressureFile: c.IOPressureFile}
 }
 
 // bwShown is the total bandwidth limit for the start event.
@@ -413,7 +404,7 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	reached := isClosed(p.windowEnded)
 	timeUp := reached && (c.NotDone > 0 || !p.inputComplete || del.cut) // the window left work undone
 	code := exitStatus(interrupted, timeUp, p.inputErr, ab, c, errors.Join(ferr, delErr))
-	s := p.rep.finish(books.End{
+	s := p.rep.books.Finish(books.End{
 		ExitCode: code, InputComplete: p.inputComplete, DeletePass: del.String(), DeleteSeconds: del.stats.Seconds, MaxDurationReached: reached,
 		CPUSeconds: cpuSeconds(syscall.RUSAGE_SELF), RsyncCPUSeconds: cpuSeconds(syscall.RUSAGE_CHILDREN),
 		Shard: f.shard, Shards: f.shards,
