@@ -7,10 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prsync/prsync/bw"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
+	"github.com/prsync/prsync/throttle"
 )
 
 // chunk returns chunk id with the paths named, of 100 bytes each.
@@ -305,4 +308,90 @@ func errOrNil(s string) error {
 		return nil
 	}
 	return errors.New(s)
+}
+
+// teller is a printer that notes each piece of news it is told, with its name.
+type teller struct {
+	name string
+	log  *[]string
+}
+
+func (p teller) note(format string, a ...any) {
+	*p.log = append(*p.log, p.name+" "+fmt.Sprintf(format, a...))
+}
+
+func (p teller) Started(r Run)                    { p.note("started %s", r.Dest) }
+func (p teller) ChunkStarted(m exec.ChunkStarted) { p.note("chunk_start %d", m.Chunk.ID) }
+func (p teller) Hint(h string)                    { p.note("hint %s", h) }
+func (p teller) PathFailed(f Failure)             { p.note("path_failed %q", f.Input) }
+func (p teller) WouldTransfer(in []byte, _ rsync.Outcome, c int) {
+	p.note("would_transfer %s %d", in, c)
+}
+func (p teller) ChunkEnded(m exec.ChunkEnded, t ChunkTally) {
+	p.note("chunk_end %d %s %d", m.Chunk.ID, m.Status, t.Transferred)
+}
+func (p teller) Deleted(d exec.Deleted, dryRun bool)         { p.note("deleted %s %v", d.Path, dryRun) }
+func (p teller) Error(msg string)                            { p.note("error %s", msg) }
+func (p teller) JobsChanged(m exec.LimitChanged, s Snapshot) { p.note("jobs %d %d", m.New, s.Refusals) }
+func (p teller) Throttled(e throttle.Event)                  { p.note("throttle %s", e.Action) }
+func (p teller) ThrottleNotice(throttle.Notice)              { p.note("notice") }
+func (p teller) BWLimitChanged(c bw.Change)                  { p.note("bwlimit %v", c.New) }
+func (p teller) ControlChanged(what, _, new string)          { p.note("control %s %s", what, new) }
+func (p teller) WindowEnded(c string, _ time.Duration, s Snapshot) {
+	p.note("window %s %d", c, s.Running)
+}
+func (p teller) Status(s Snapshot, by string) { p.note("status %s %d", by, s.Done()) }
+func (p teller) Update(s Snapshot)            { p.note("update %s %d", s.Phase, s.Running) }
+func (p teller) Finish(s Snapshot)            { p.note("finish %d", s.End.ExitCode) }
+
+// TestTell: the books tell each piece of news to every printer in turn, in the order the
+// events and lines come out: the hint before the path failure it explains (once), in a
+// dry run each path rsync would transfer before its chunk's end, the deletion pass's
+// error unless it was interrupted; and each snapshot with what Live says.
+func TestTell(t *testing.T) {
+	var log []string
+	b := New(Config{Jobs: 2, Printers: []Printer{teller{"1", &log}, teller{"2", &log}},
+		Live: func() Live { return Live{Running: 3} }, DryRun: true, Lines: true, InsideDestHint: "DEST is inside the source"})
+	c := chunk(1, "a", "b\r", "c")
+	b.Start(Run{Dest: "dst"})
+	b.Read(&Input{Queued: 3, Settled: []Settled{{[]byte("d"), rsync.Failed, splitter.InsideDest}, {[]byte("e"), rsync.Failed, splitter.InsideDest}}})
+	exec.Report(exec.ChunkStarted{Chunk: c, Attempt: 1}).Tell(b)
+	exec.Report(exec.ChunkEnded{Chunk: c, Attempt: 1, Status: exec.ChunkPartial, Outcomes: []rsync.Outcome{ok(1), gone, ok(2)}}).Tell(b)
+	exec.Report(exec.LimitChanged{Old: 2, New: 1, Reason: "refused"}).Tell(b)
+	b.Throttled(throttle.Event{Action: "suspend"})
+	b.ThrottleNotice(throttle.Notice{})
+	b.BWLimitChanged(bw.Change{New: 5})
+	b.ControlChanged("pause", "running", "paused")
+	b.InputFailed(errors.New("read error"))
+	b.WindowEnded("the time window ended", time.Second)
+	b.SetPhase("delete", 2)
+	b.Update()
+	exec.Report(exec.DeleteEnded{Dirs: 1, Deleted: []exec.Deleted{{Path: []byte("old")}}, Err: "code 23"}).Tell(b)
+	exec.Report(exec.DeleteEnded{Dirs: 1, Err: "interrupted"}).Tell(b)
+	if s := b.Status("signal"); s.Running != 3 {
+		t.Errorf("status snapshot %+v: Live not asked", s.Live)
+	}
+	b.Finish(End{ExitCode: 23})
+	want := []string{
+		"started dst",
+		"hint DEST is inside the source", "path_failed \"d\"", "path_failed \"e\"", // the hint once
+		"chunk_start 1",
+		"hint the input has CRLF line ends; convert it with tr -d '\\r'", "path_failed \"b\\r\"",
+		"would_transfer a 1", "would_transfer c 1", "chunk_end 1 partial 2",
+		"jobs 1 1", "throttle suspend", "notice", "bwlimit 5", "control pause paused", "error read error",
+		"window the time window ended 3", "update delete 3",
+		"deleted old true", "error deletion pass: code 23", // and none for the interrupted part
+		"status signal 5", "finish 23",
+	}
+	var got []string // printer 2 is told each piece right after printer 1
+	for i := 0; i+1 < len(log); i += 2 {
+		one, two := strings.TrimPrefix(log[i], "1 "), strings.TrimPrefix(log[i+1], "2 ")
+		if one != two || !strings.HasPrefix(log[i], "1 ") || !strings.HasPrefix(log[i+1], "2 ") {
+			t.Fatalf("told %q then %q: not each printer in turn", log[i], log[i+1])
+		}
+		got = append(got, one)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("told\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
