@@ -1,4 +1,4 @@
-// Package books keeps the books of a run, what became of every path and chunk, and hands them out as one Snapshot that every status, the metrics and the summary print.
+// Package books keeps the books of a run, what became of every path and chunk, and tells their printers every piece of news: the events, the lines on stderr and the snapshots that every status, the metrics and the summary print.
 package books
 
 import (
