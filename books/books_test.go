@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prsync/prsync/bw"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
+	"github.com/prsync/prsync/throttle"
 )
 
 // chunk returns chunk id with the paths named, of 100 bytes each.
@@ -25,20 +29,25 @@ func apply(b *Books, m any) {
 	switch m := m.(type) {
 	case *Input:
 		b.Read(m)
-	case exec.ChunkStarted:
-		b.Started(m)
-	case exec.ChunkEnded:
-		b.Ended(m)
-	case exec.ChunkDropped:
-		b.Dropped(m)
-	case exec.LimitChanged:
-		b.LimitChanged(m)
-	case exec.DeleteEnded:
-		b.DeleteEnded(m)
+	case exec.Report:
+		m.Tell(b)
 	default:
 		panic(fmt.Sprintf("apply: %T", m))
 	}
 }
+
+// recorder is a printer that notes the paths told failed and the chunks' tallies.
+type recorder struct {
+	Quiet
+	failed  strings.Builder
+	tallies []ChunkTally
+}
+
+func (r *recorder) PathFailed(f Failure) {
+	fmt.Fprintf(&r.failed, "%s %s %d %s; ", f.Input, f.Status, f.Chunk, f.Reason)
+}
+
+func (r *recorder) ChunkEnded(_ exec.ChunkEnded, t ChunkTally) { r.tallies = append(r.tallies, t) }
 
 func ok(bytes int64) rsync.Outcome { return rsync.Outcome{Status: rsync.Transferred, Bytes: bytes} }
 
@@ -50,7 +59,7 @@ var (
 )
 
 // TestBooks applies a run's reports in order and checks the snapshot they come to: its
-// counts, the --failed list, and the paths passed to Failed.
+// counts, the --failed list, and the paths told failed.
 func TestBooks(t *testing.T) {
 	c1, c2 := chunk(1, "a", "b"), chunk(2, "c", "d", "e")
 	tests := []struct {
@@ -59,7 +68,7 @@ func TestBooks(t *testing.T) {
 		reports  []any
 		want     Counts
 		listed   string // the --failed list, '\n' after each path
-		failed   string // what Failed was called with
+		failed   string // what PathFailed was told
 		jobsMin  int
 		jobsMax  int
 		refusals int
@@ -80,7 +89,7 @@ func TestBooks(t *testing.T) {
 			reports: []any{
 				&Input{Queued: 2, QueuedBytes: 200},
 				exec.ChunkStarted{Chunk: c1, Attempt: 1},
-				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: "ok", Outcomes: []rsync.Outcome{ok(70), fresh}},
+				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: exec.ChunkOK, Outcomes: []rsync.Outcome{ok(70), fresh}},
 			},
 			want:    Counts{Files: 2, Bytes: 200, Transferred: 1, BytesTransferred: 70, UpToDate: 1, Chunks: 1},
 			jobsMin: 4, jobsMax: 4,
@@ -91,11 +100,11 @@ func TestBooks(t *testing.T) {
 			reports: []any{
 				&Input{Queued: 3, QueuedBytes: 300},
 				exec.ChunkStarted{Chunk: c2, Attempt: 1},
-				exec.ChunkEnded{Chunk: c2, Attempt: 1, Status: "retrying", BytesLogged: 50},
+				exec.ChunkEnded{Chunk: c2, Attempt: 1, Status: exec.ChunkRetrying, BytesLogged: 50},
 				exec.ChunkStarted{Chunk: c2, Attempt: 2},
-				exec.ChunkEnded{Chunk: c2, Attempt: 2, Status: "retrying"},
+				exec.ChunkEnded{Chunk: c2, Attempt: 2, Status: exec.ChunkRetrying},
 				exec.ChunkStarted{Chunk: c2, Attempt: 3},
-				exec.ChunkEnded{Chunk: c2, Attempt: 3, Status: "partial", Outcomes: []rsync.Outcome{ok(100), lost, gone},
+				exec.ChunkEnded{Chunk: c2, Attempt: 3, Status: exec.ChunkPartial, Outcomes: []rsync.Outcome{ok(100), lost, gone},
 					Confirm: &exec.Confirmation{Method: "lstat", Paths: 3, Landed: 1, Seconds: 0.25}},
 			},
 			want: Counts{Files: 3, Bytes: 300, Transferred: 1, BytesTransferred: 100, Failed: 1, Vanished: 1,
@@ -107,7 +116,7 @@ func TestBooks(t *testing.T) {
 			name: "a chunk whose rsync never started counts at its first end",
 			jobs: 4,
 			reports: []any{
-				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: "failed", ExitCode: 127, Outcomes: []rsync.Outcome{lost, lost}},
+				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: exec.ChunkFailed, ExitCode: 127, Outcomes: []rsync.Outcome{lost, lost}},
 			},
 			want:   Counts{Failed: 2, Chunks: 1, ChunksFailed: 1},
 			listed: "a\nb\n", failed: "a failed 1 " + lost.Reason + "; b failed 1 " + lost.Reason + "; ",
@@ -119,7 +128,7 @@ func TestBooks(t *testing.T) {
 			reports: []any{
 				&Input{Queued: 2, QueuedBytes: 200},
 				exec.ChunkStarted{Chunk: c1, Attempt: 1},
-				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: "partial", Unexplained: "rsync: some error",
+				exec.ChunkEnded{Chunk: c1, Attempt: 1, Status: exec.ChunkPartial, Unexplained: "rsync: some error",
 					Outcomes: []rsync.Outcome{ok(10), ok(20)}, Verify: &exec.Verification{Paths: 2, Failed: 0, Seconds: 0.5}},
 			},
 			want: Counts{Files: 2, Bytes: 200, Transferred: 2, BytesTransferred: 30, ChunkErrors: 1,
@@ -133,7 +142,7 @@ func TestBooks(t *testing.T) {
 				&Input{Queued: 5, QueuedBytes: 500},
 				exec.ChunkDropped{Chunk: c1, Status: rsync.NotDone, Reason: "interrupted before rsync started"},
 				exec.ChunkStarted{Chunk: c2, Attempt: 1},
-				exec.ChunkEnded{Chunk: c2, Attempt: 1, Status: "retrying"},
+				exec.ChunkEnded{Chunk: c2, Attempt: 1, Status: exec.ChunkRetrying},
 				exec.ChunkDropped{Chunk: c2, Status: rsync.NotDone, Reason: "interrupted while waiting to retry", Started: true},
 			},
 			want:   Counts{Files: 5, Bytes: 500, NotDone: 5, Chunks: 1, Retries: 1},
@@ -166,11 +175,8 @@ func TestBooks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var list bytes.Buffer
-			var failed strings.Builder
-			b := New(tt.jobs, nopCloser{&list}, '\n')
-			b.Failed = func(input []byte, status rsync.Status, reason string, chunk int) {
-				fmt.Fprintf(&failed, "%s %s %d %s; ", input, status, chunk, reason)
-			}
+			rec := &recorder{}
+			b := New(Config{Jobs: tt.jobs, Failed: nopCloser{&list}, Sep: '\n', Printers: []Printer{rec}})
 			for _, m := range tt.reports {
 				apply(b, m)
 			}
@@ -187,8 +193,8 @@ func TestBooks(t *testing.T) {
 			if list.String() != tt.listed { // flushed after every report, before Close
 				t.Errorf("--failed list %q, want %q", list.String(), tt.listed)
 			}
-			if failed.String() != tt.failed {
-				t.Errorf("Failed calls\ngot  %q\nwant %q", failed.String(), tt.failed)
+			if rec.failed.String() != tt.failed {
+				t.Errorf("paths told failed\ngot  %q\nwant %q", rec.failed.String(), tt.failed)
 			}
 			if err := b.CloseList(); err != nil {
 				t.Errorf("CloseList: %v", err)
@@ -198,19 +204,19 @@ func TestBooks(t *testing.T) {
 }
 
 func TestEndedTally(t *testing.T) {
-	b := New(1, nil, 0)
-	got := b.Ended(exec.ChunkEnded{Chunk: chunk(1, "a", "b", "c", "d"), Attempt: 1, Status: "partial",
+	rec := &recorder{}
+	b := New(Config{Jobs: 1, Printers: []Printer{rec}})
+	b.ChunkEnded(exec.ChunkEnded{Chunk: chunk(1, "a", "b", "c", "d"), Attempt: 1, Status: exec.ChunkPartial,
 		Outcomes: []rsync.Outcome{ok(10), ok(5), lost, gone}})
-	if want := (ChunkTally{Transferred: 2, Failed: 1, Vanished: 1, BytesTransferred: 15}); got != want {
-		t.Errorf("tally %+v, want %+v", got, want)
-	}
-	if got := b.Ended(exec.ChunkEnded{Chunk: chunk(2, "e"), Attempt: 1, Status: "retrying", BytesLogged: 9}); got != (ChunkTally{}) {
-		t.Errorf("a retried attempt's tally %+v, want none", got)
+	b.ChunkEnded(exec.ChunkEnded{Chunk: chunk(2, "e"), Attempt: 1, Status: exec.ChunkRetrying, BytesLogged: 9})
+	want := []ChunkTally{{Transferred: 2, Failed: 1, Vanished: 1, BytesTransferred: 15}, {}} // a retried attempt's: none
+	if !slices.Equal(rec.tallies, want) {
+		t.Errorf("tallies %+v, want %+v", rec.tallies, want)
 	}
 }
 
 func TestSetPhase(t *testing.T) {
-	b := New(1, nil, 0)
+	b := New(Config{Jobs: 1})
 	if s := b.Snapshot(Live{}); s.Phase != "copy" || s.DeleteDirs != 0 {
 		t.Errorf("phase %q %d at the start", s.Phase, s.DeleteDirs)
 	}
@@ -302,4 +308,90 @@ func errOrNil(s string) error {
 		return nil
 	}
 	return errors.New(s)
+}
+
+// teller is a printer that notes each piece of news it is told, with its name.
+type teller struct {
+	name string
+	log  *[]string
+}
+
+func (p teller) note(format string, a ...any) {
+	*p.log = append(*p.log, p.name+" "+fmt.Sprintf(format, a...))
+}
+
+func (p teller) Started(r Run)                    { p.note("started %s", r.Dest) }
+func (p teller) ChunkStarted(m exec.ChunkStarted) { p.note("chunk_start %d", m.Chunk.ID) }
+func (p teller) Hint(h string)                    { p.note("hint %s", h) }
+func (p teller) PathFailed(f Failure)             { p.note("path_failed %q", f.Input) }
+func (p teller) WouldTransfer(in []byte, _ rsync.Outcome, c int) {
+	p.note("would_transfer %s %d", in, c)
+}
+func (p teller) ChunkEnded(m exec.ChunkEnded, t ChunkTally) {
+	p.note("chunk_end %d %s %d", m.Chunk.ID, m.Status, t.Transferred)
+}
+func (p teller) Deleted(d exec.Deleted, dryRun bool)         { p.note("deleted %s %v", d.Path, dryRun) }
+func (p teller) Error(msg string)                            { p.note("error %s", msg) }
+func (p teller) JobsChanged(m exec.LimitChanged, s Snapshot) { p.note("jobs %d %d", m.New, s.Refusals) }
+func (p teller) Throttled(e throttle.Event)                  { p.note("throttle %s", e.Action) }
+func (p teller) ThrottleNotice(throttle.Notice)              { p.note("notice") }
+func (p teller) BWLimitChanged(c bw.Change)                  { p.note("bwlimit %v", c.New) }
+func (p teller) ControlChanged(what, _, new string)          { p.note("control %s %s", what, new) }
+func (p teller) WindowEnded(c string, _ time.Duration, s Snapshot) {
+	p.note("window %s %d", c, s.Running)
+}
+func (p teller) Status(s Snapshot, by string) { p.note("status %s %d", by, s.Done()) }
+func (p teller) Update(s Snapshot)            { p.note("update %s %d", s.Phase, s.Running) }
+func (p teller) Finish(s Snapshot)            { p.note("finish %d", s.End.ExitCode) }
+
+// TestTell: the books tell each piece of news to every printer in turn, in the order the
+// events and lines come out: the hint before the path failure it explains (once), in a
+// dry run each path rsync would transfer before its chunk's end, the deletion pass's
+// error unless it was interrupted; and each snapshot with what Live says.
+func TestTell(t *testing.T) {
+	var log []string
+	b := New(Config{Jobs: 2, Printers: []Printer{teller{"1", &log}, teller{"2", &log}},
+		Live: func() Live { return Live{Running: 3} }, DryRun: true, Lines: true, InsideDestHint: "DEST is inside the source"})
+	c := chunk(1, "a", "b\r", "c")
+	b.Start(Run{Dest: "dst"})
+	b.Read(&Input{Queued: 3, Settled: []Settled{{[]byte("d"), rsync.Failed, splitter.InsideDest}, {[]byte("e"), rsync.Failed, splitter.InsideDest}}})
+	exec.Report(exec.ChunkStarted{Chunk: c, Attempt: 1}).Tell(b)
+	exec.Report(exec.ChunkEnded{Chunk: c, Attempt: 1, Status: exec.ChunkPartial, Outcomes: []rsync.Outcome{ok(1), gone, ok(2)}}).Tell(b)
+	exec.Report(exec.LimitChanged{Old: 2, New: 1, Reason: "refused"}).Tell(b)
+	b.Throttled(throttle.Event{Action: "suspend"})
+	b.ThrottleNotice(throttle.Notice{})
+	b.BWLimitChanged(bw.Change{New: 5})
+	b.ControlChanged("pause", "running", "paused")
+	b.InputFailed(errors.New("read error"))
+	b.WindowEnded("the time window ended", time.Second)
+	b.SetPhase("delete", 2)
+	b.Update()
+	exec.Report(exec.DeleteEnded{Dirs: 1, Deleted: []exec.Deleted{{Path: []byte("old")}}, Err: "code 23"}).Tell(b)
+	exec.Report(exec.DeleteEnded{Dirs: 1, Err: "interrupted"}).Tell(b)
+	if s := b.Status("signal"); s.Running != 3 {
+		t.Errorf("status snapshot %+v: Live not asked", s.Live)
+	}
+	b.Finish(End{ExitCode: 23})
+	want := []string{
+		"started dst",
+		"hint DEST is inside the source", "path_failed \"d\"", "path_failed \"e\"", // the hint once
+		"chunk_start 1",
+		"hint the input has CRLF line ends; convert it with tr -d '\\r'", "path_failed \"b\\r\"",
+		"would_transfer a 1", "would_transfer c 1", "chunk_end 1 partial 2",
+		"jobs 1 1", "throttle suspend", "notice", "bwlimit 5", "control pause paused", "error read error",
+		"window the time window ended 3", "update delete 3",
+		"deleted old true", "error deletion pass: code 23", // and none for the interrupted part
+		"status signal 5", "finish 23",
+	}
+	var got []string // printer 2 is told each piece right after printer 1
+	for i := 0; i+1 < len(log); i += 2 {
+		one, two := strings.TrimPrefix(log[i], "1 "), strings.TrimPrefix(log[i+1], "2 ")
+		if one != two || !strings.HasPrefix(log[i], "1 ") || !strings.HasPrefix(log[i+1], "2 ") {
+			t.Fatalf("told %q then %q: not each printer in turn", log[i], log[i+1])
+		}
+		got = append(got, one)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("told\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -19,14 +19,13 @@ import (
 func TestPathLog(t *testing.T) {
 	var buf bytes.Buffer
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	b := New(2, nil, 0)
-	b.LogPaths(NewPathLog(nopCloser{&buf}, func() time.Time { return at }))
+	b := New(Config{Jobs: 2, PathLog: NewPathLog(nopCloser{&buf}, func() time.Time { return at })})
 	sent := func(o rsync.Outcome, change string) rsync.Outcome { o.Change = change; return o }
 	reports := []any{
 		&Input{Queued: 5, QueuedBytes: 500, Fresh: 1, FreshBytes: 10, FreshInputs: [][]byte{[]byte("fresh")},
 			Settled: []Settled{{[]byte("outside\xff"), rsync.Failed, "outside --root"}}},
 		exec.ChunkStarted{Chunk: chunk(1, "a", "b", "c"), Attempt: 1, PID: 7},
-		exec.ChunkEnded{Chunk: chunk(1, "a", "b", "c"), Attempt: 1, Status: "partial", ExitCode: 23,
+		exec.ChunkEnded{Chunk: chunk(1, "a", "b", "c"), Attempt: 1, Status: exec.ChunkPartial, ExitCode: 23,
 			Outcomes: []rsync.Outcome{sent(ok(100), ">f+++++++++"), lost, gone}},
 		exec.ChunkDropped{Chunk: chunk(2, "d", "e"), Status: rsync.NotDone, Reason: "interrupted before rsync started"},
 	}
@@ -67,9 +66,8 @@ func TestPathLogErrors(t *testing.T) {
 		{"a write fails", &badWriter{n: 10}, "write --paths-log: disk full"},
 		{"the close fails", &badWriter{n: 1000, closeErr: errors.New("EIO")}, "close --paths-log: EIO"},
 	} {
-		b := New(1, &badWriter{n: 1000, closeErr: errors.New("EROFS")}, '\n')
-		b.LogPaths(NewPathLog(tt.w, nil))
-		b.Dropped(exec.ChunkDropped{Chunk: chunk(1, "a"), Status: rsync.NotDone, Reason: "interrupted"})
+		b := New(Config{Jobs: 1, Failed: &badWriter{n: 1000, closeErr: errors.New("EROFS")}, Sep: '\n', PathLog: NewPathLog(tt.w, nil)})
+		b.ChunkDropped(exec.ChunkDropped{Chunk: chunk(1, "a"), Status: rsync.NotDone, Reason: "interrupted"})
 		err := b.CloseList()
 		if want := "close --failed list: EROFS\n" + tt.err; fmt.Sprint(err) != want {
 			t.Errorf("%s: %v, want %q", tt.name, err, want)

@@ -3,13 +3,17 @@ package books
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prsync/prsync/bw"
 	"github.com/prsync/prsync/control"
 	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/rsync"
+	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
 )
 
@@ -51,7 +55,7 @@ func ended(s Snapshot, e End) Snapshot {
 func encoder(buf *bytes.Buffer) JSON {
 	enc := event.NewEncoder(buf)
 	enc.Now = func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) }
-	return JSON{enc}
+	return JSON{enc: enc}
 }
 
 // TestJSON pins the bytes of each event the JSON printer writes, given a snapshot.
@@ -72,16 +76,56 @@ func TestJSON(t *testing.T) {
 			`"files":1000,"bytes":50000000,"files_transferred":400,"bytes_transferred":20000000,"files_up_to_date":100,"files_failed":3,"files_vanished":2,"files_not_done":1,"empty_records":4,"chunks":12,"chunks_failed":2,"retries":3,"suspensions":5,"seconds_suspended":7,"seconds":12.346,"rate_bps":12960082.9,"cpu_seconds":0.05,"rsync_cpu_seconds":2.5,"exit_code":23,"shard":1,"shards":4,"input_complete":true,"chunk_errors":1,"confirm_seconds":0.123,"jobs_min":2,"jobs_max":8,"files_verified":390,"files_verify_failed":10,"verify_seconds":1.235,"files_deleted":0,"delete_pass":"ran","delete_dirs":0,"delete_seconds":0.25,"own_cpu_seconds":3.142}`},
 		{"summary, deleting", func(j JSON) { j.Finish(ended(deleting(), End{DeletePass: "ran", DeleteSeconds: 0.5, Shards: 1})) }, fmt.Sprintf(at, "summary") +
 			`"files":13,"bytes":4000,"files_transferred":10,"bytes_transferred":3000,"files_up_to_date":3,"files_failed":0,"files_vanished":0,"files_not_done":0,"empty_records":0,"chunks":0,"chunks_failed":0,"retries":0,"suspensions":0,"seconds_suspended":0,"seconds":3,"rate_bps":8000,"cpu_seconds":0,"rsync_cpu_seconds":0,"exit_code":0,"shard":0,"shards":1,"input_complete":false,"chunk_errors":0,"confirm_seconds":0,"jobs_min":8,"jobs_max":8,"files_verified":0,"files_verify_failed":0,"verify_seconds":0,"files_deleted":3,"delete_pass":"ran","delete_dirs":40,"delete_seconds":0.5}`},
-		{"jobs, refused: the rate so far", func(j JSON) { j.Jobs(exec.LimitChanged{Old: 8, New: 2, Reason: "refused", Detail: "max"}, sample()) },
+		{"jobs, refused: the rate so far", func(j JSON) {
+			j.JobsChanged(exec.LimitChanged{Old: 8, New: 2, Reason: "refused", Detail: "max"}, sample())
+		},
 			fmt.Sprintf(at, "jobs") + `"old":8,"new":2,"reason":"refused","detail":"max","rate_bps":13608087.1}`},
-		{"jobs, tuned: the rate measured", func(j JSON) { j.Jobs(exec.LimitChanged{Old: 2, New: 3, Reason: "tune", RateBps: 1234.56}, sample()) },
+		{"jobs, tuned: the rate measured", func(j JSON) {
+			j.JobsChanged(exec.LimitChanged{Old: 2, New: 3, Reason: "tune", RateBps: 1234.56}, sample())
+		},
 			fmt.Sprintf(at, "jobs") + `"old":2,"new":3,"reason":"tune","rate_bps":1234.6}`},
 		{"throttle", func(j JSON) {
-			j.Throttle(throttle.Event{Action: "suspend", Reason: "cgroup-cpu", Chunk: 2, PID: 7, Running: 1, Suspended: 1, Sample: sample().Sample})
+			j.Throttled(throttle.Event{Action: "suspend", Reason: "cgroup-cpu", Chunk: 2, PID: 7, Running: 1, Suspended: 1, Sample: sample().Sample})
 		}, fmt.Sprintf(at, "throttle") +
 			`"action":"suspend","reason":"cgroup-cpu","cpu_percent":91.3,"own_cpu_percent":40,"kernel_cpu_percent":1.6,"load":3.5,"cgroup_cpu_percent":100,"cgroup_own_cpu_percent":50,"chunk":2,"pid":7,"running":1,"suspended":1}`},
+		{"start, with a time window", func(j JSON) { j.Started(run(true)) }, fmt.Sprintf(at, "start") +
+			`"version":"v1.2.3","schema":1,"pid":4242,"jobs":4,"jobs_auto":true,"max_jobs":32,"dest":"host::mod/dst","root":"/src","rsync":"/usr/bin/rsync","rsync_version":"3.4.1","rsync_args":["-a"],"null":true,"dry_run":false,"chunk_files":1000,"chunk_bytes":1073741824,"chunk_time":2.5,"shard":1,"shards":4,"quick_check":true,"list_dest":false,"transport":"direct","source_remote":false,"sizes":false,"cgroup":{"version":2,"path":"/user.slice","cpus":1.5,"usage":"cpu.stat","psi":"cgroup"},"max_suspend":30,"control_socket":"/run/prsync/4242.sock","bwlimit":"20M","delete":true,"verify":"transferred","suspend_threshold":80,"resume_threshold":60,"max_load":8,"max_cpu_pressure":0,"max_io_pressure":40,"throttle_interval":0.5,"no_throttle":false,"max_duration":3600,"max_duration_grace":90}`},
+		{"start, no window, no cgroup", func(j JSON) { j.Started(run(false)) }, fmt.Sprintf(at, "start") +
+			`"version":"v1.2.3","schema":1,"pid":4242,"jobs":4,"jobs_auto":true,"max_jobs":32,"dest":"host::mod/dst","root":"/src","rsync":"/usr/bin/rsync","rsync_version":"3.4.1","rsync_args":["-a"],"null":true,"dry_run":false,"chunk_files":1000,"chunk_bytes":1073741824,"chunk_time":2.5,"shard":1,"shards":4,"quick_check":true,"list_dest":false,"transport":"direct","source_remote":false,"sizes":false,"max_suspend":30,"control_socket":"/run/prsync/4242.sock","bwlimit":"20M","delete":true,"verify":"transferred","suspend_threshold":80,"resume_threshold":60,"max_load":8,"max_cpu_pressure":0,"max_io_pressure":40,"throttle_interval":0.5,"no_throttle":false}`},
+		{"chunk_start", func(j JSON) { j.ChunkStarted(exec.ChunkStarted{Chunk: sampleChunk(), Attempt: 2, PID: 77}) }, fmt.Sprintf(at, "chunk_start") +
+			`"chunk":3,"attempt":2,"files":2,"bytes":300,"pid":77}`},
+		{"chunk_end, retrying: no tally", func(j JSON) {
+			j.ChunkEnded(exec.ChunkEnded{Chunk: sampleChunk(), Attempt: 1, Status: exec.ChunkRetrying, ExitCode: 12, Seconds: 1.5,
+				BytesLogged: 50, Error: "rsync error: error in rsync protocol data stream (code 12)", Hint: "a hint"}, ChunkTally{Transferred: 9})
+		}, fmt.Sprintf(at, "chunk_end") +
+			`"chunk":3,"attempt":1,"files":2,"bytes":300,"files_transferred":0,"bytes_transferred":50,"files_failed":0,"files_vanished":0,"seconds":1.5,"exit_code":12,"status":"retrying","error":"rsync error: error in rsync protocol data stream (code 12)","hint":"a hint"}`},
+		{"chunk_end, settled: the tally, the proof and the check", func(j JSON) {
+			j.ChunkEnded(exec.ChunkEnded{Chunk: sampleChunk(), Attempt: 2, Status: exec.ChunkPartial, ExitCode: 23, Seconds: 2,
+				BytesLogged: 50, Outcomes: []rsync.Outcome{}, Unexplained: "rsync: some error",
+				Confirm: &exec.Confirmation{Method: "lstat", Paths: 2, Landed: 1, Seconds: 0.01},
+				Verify:  &exec.Verification{Paths: 1, Failed: 0, Seconds: 0.2}}, ChunkTally{Transferred: 1, Failed: 1, BytesTransferred: 200})
+		}, fmt.Sprintf(at, "chunk_end") +
+			`"chunk":3,"attempt":2,"files":2,"bytes":300,"files_transferred":1,"bytes_transferred":200,"files_failed":1,"files_vanished":0,"seconds":2,"exit_code":23,"status":"partial","confirmed_by":"lstat","confirm_paths":2,"confirm_landed":1,"confirm_seconds":0.01,"unexplained":"rsync: some error","verify_paths":1,"verify_seconds":0.2}`},
+		{"path_failed, a name that is not UTF-8", func(j JSON) {
+			j.PathFailed(Failure{Input: []byte("bad\xff"), Status: rsync.Vanished, Reason: "file has vanished", Chunk: 3})
+		}, fmt.Sprintf(at, "path_failed") + `"path":"bad\ufffd","path_b64":"YmFk/w==","status":"vanished","reason":"file has vanished","chunk":3}`},
+		{"path_failed, settled by the splitter", func(j JSON) {
+			j.PathFailed(Failure{Input: []byte("/out"), Status: rsync.Failed, Reason: "outside --root"})
+		}, fmt.Sprintf(at, "path_failed") + `"path":"/out","status":"failed","reason":"outside --root"}`},
+		{"would_transfer", func(j JSON) {
+			j.WouldTransfer([]byte("a b"), rsync.Outcome{Status: rsync.Transferred, Change: ">f+++++++++", Bytes: 100}, 3)
+		}, fmt.Sprintf(at, "would_transfer") + `"path":"a b","itemize":">f+++++++++","bytes":100,"chunk":3}`},
+		{"deleted, dry run", func(j JSON) { j.Deleted(exec.Deleted{Path: []byte("old\n"), Kind: "file"}, true) }, fmt.Sprintf(at, "deleted") +
+			`"path":"old\n","kind":"file","dry_run":true}`},
+		{"error", func(j JSON) { j.Error("deletion pass: x") }, fmt.Sprintf(at, "error") + `"error":"deletion pass: x"}`},
+		{"control", func(j JSON) { j.ControlChanged("jobs", "8", "2") }, fmt.Sprintf(at, "control") + `"what":"jobs","old":"8","new":"2"}`},
+		{"bwlimit, until the next change", func(j JSON) {
+			j.BWLimitChanged(bw.Change{Old: bw.Unlimited, New: 20e6, Next: time.Date(2026, 11, 29, 19, 0, 0, 0, time.FixedZone("CET", 3600))})
+		}, fmt.Sprintf(at, "bwlimit") + `"old":"off","new":"` + bw.FormatRate(20e6) + `","next":"2026-11-29T18:00:00Z"}`},
+		{"bwlimit, off", func(j JSON) { j.BWLimitChanged(bw.Change{Old: 20e6, New: bw.Unlimited, Unlimited: true}) }, fmt.Sprintf(at, "bwlimit") +
+			`"old":"` + bw.FormatRate(20e6) + `","new":"off"}`},
 		{"throttle, pressure but no own figures", func(j JSON) {
-			j.Throttle(throttle.Event{Action: "resume", Sample: throttle.Sample{CPU: 12.04, IOPressure: 2.25, HasIO: true, CPUPressure: 7, HasCPUPressure: true,
+			j.Throttled(throttle.Event{Action: "resume", Sample: throttle.Sample{CPU: 12.04, IOPressure: 2.25, HasIO: true, CPUPressure: 7, HasCPUPressure: true,
 				CgroupCPU: 10, CgroupOwn: 5, HasCgroup: true}})
 		}, fmt.Sprintf(at, "throttle") +
 			`"action":"resume","reason":"","cpu_percent":12,"io_pressure":2.3,"cpu_pressure":7,"cgroup_cpu_percent":10,"chunk":0,"pid":0,"running":0,"suspended":0}`},
@@ -93,6 +137,27 @@ func TestJSON(t *testing.T) {
 			t.Errorf("%s:\ngot  %s\nwant %s", tt.name, got, tt.want)
 		}
 	}
+}
+
+// run is what a run starts with, with a time window or without (and then no cgroup).
+func run(window bool) Run {
+	r := Run{Version: "v1.2.3", PID: 4242, Jobs: 4, MaxJobs: 32, JobsAuto: true, Dest: "host::mod/dst", Root: "/src",
+		Rsync: "/usr/bin/rsync", RsyncVersion: "3.4.1", RsyncArgs: []string{"-a"}, Null: true,
+		ChunkFiles: 1000, ChunkBytes: 1 << 30, ChunkTime: 2500 * time.Millisecond, Shard: 1, Shards: 4, QuickCheck: true,
+		Transport: "direct", ControlSocket: "/run/prsync/4242.sock", BWLimit: "20M", Delete: true, Verify: "transferred",
+		Policy:           throttle.Policy{Suspend: 80, Resume: 60, MaxLoad: 8, MaxIOPressure: 40, MaxSuspend: 30 * time.Second},
+		ThrottleInterval: 500 * time.Millisecond, MaxDurationGrace: 90 * time.Second,
+	}
+	if window {
+		r.MaxDuration = time.Hour
+		r.Cgroup = throttle.CgroupInfo{Version: 2, Path: "/user.slice", CPUs: 1.5, Usage: "cpu.stat", PSI: "cgroup"}
+	}
+	return r
+}
+
+// sampleChunk is chunk 3: two paths, 300 bytes.
+func sampleChunk() *splitter.Chunk {
+	return &splitter.Chunk{ID: 3, Inputs: [][]byte{[]byte("a"), []byte("b")}, Bytes: 300}
 }
 
 func TestLine(t *testing.T) {
@@ -212,5 +277,71 @@ func TestControlStatus(t *testing.T) {
 		FilesDone: 13, BytesDone: 3000, InputDone: true, RateBps: 8000, Elapsed: 3}
 	if got := ControlStatus(s); got != want {
 		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+// TestTextNews: the lines the terminal printer writes on stderr besides the status line:
+// the ones said terminal or not, and the ones only beside a progress line, which they
+// clear first.
+func TestTextNews(t *testing.T) {
+	refused := exec.LimitChanged{Old: 8, New: 4, Reason: "refused", Detail: "@ERROR: max connections (4) reached"}
+	once := sample() // Refusals: 1
+	again := sample()
+	again.Refusals = 2
+	idle := deleting()
+	idle.Running, idle.Suspended = 0, 0
+	notice := throttle.Notice{Held: false, For: 12 * time.Second}
+	msg, _ := notice.Message()
+	tests := []struct {
+		name    string
+		tell    func(*Text)
+		off, on string // printed with On false, and true
+	}{
+		{"a hint", func(p *Text) { p.Hint("convert it") }, "prsync: hint: convert it\n", "prsync: hint: convert it\n"},
+		{"the first refusal", func(p *Text) { p.JobsChanged(refused, once) },
+			"prsync: warning: the far side refused a session (@ERROR: max connections (4) reached); prsync runs fewer rsyncs at once, and says at the end how many\n",
+			"prsync: warning: the far side refused a session (@ERROR: max connections (4) reached); prsync runs fewer rsyncs at once, and says at the end how many\n"},
+		{"a later refusal, a change that is none", func(p *Text) {
+			p.JobsChanged(refused, again)
+			p.JobsChanged(exec.LimitChanged{Old: 4, New: 5, Reason: "tune"}, once)
+		}, "", ""},
+		{"the throttle's notice", func(p *Text) { p.ThrottleNotice(notice) }, "prsync: " + msg + "\n", "\r\033[Kprsync: " + msg + "\n"},
+		{"the window, nothing running", func(p *Text) { p.WindowEnded("the time window ended (--max-duration 1h)", time.Minute, idle) },
+			"prsync: the time window ended (--max-duration 1h): no rsync starts any more\n", "prsync: the time window ended (--max-duration 1h): no rsync starts any more\n"},
+		{"a status by signal, and by socket", func(p *Text) { p.Status(sample(), "signal"); p.Status(sample(), "socket") },
+			StatusLine(sample()) + "\n", StatusLine(sample()) + "\n"},
+		{"a path a dry run would copy", func(p *Text) {
+			p.WouldTransfer([]byte("a\nb"), rsync.Outcome{Status: rsync.Transferred, Change: ">f+++++++++"}, 1)
+			p.WouldTransfer([]byte("c"), rsync.Outcome{Status: rsync.Transferred}, 1)
+		}, "", "\r\033[K>f+++++++++ a\\#012b\n\r\033[K? c\n"},
+		{"events only", func(p *Text) {
+			p.Started(run(true))
+			p.ChunkStarted(exec.ChunkStarted{Chunk: sampleChunk()})
+			p.PathFailed(Failure{Input: []byte("a"), Status: rsync.Failed})
+			p.ChunkEnded(exec.ChunkEnded{Chunk: sampleChunk()}, ChunkTally{})
+			p.Deleted(exec.Deleted{Path: []byte("x")}, false)
+			p.Error("x")
+			p.Throttled(throttle.Event{Action: "suspend"})
+			p.BWLimitChanged(bw.Change{})
+			p.ControlChanged("jobs", "1", "2")
+		}, "", ""},
+	}
+	for _, tt := range tests {
+		for _, on := range []bool{false, true} {
+			var buf bytes.Buffer
+			tt.tell(&Text{W: &buf, On: on})
+			want := tt.off
+			if on {
+				want = tt.on
+			}
+			if buf.String() != want {
+				t.Errorf("%s, on %v:\ngot  %q\nwant %q", tt.name, on, buf.String(), want)
+			}
+		}
+	}
+	var buf bytes.Buffer // with rsyncs running: until when they may finish
+	(&Text{W: &buf}).WindowEnded("the time window ended (--max-duration 1h)", time.Minute, sample())
+	if !regexp.MustCompile(`^prsync: the time window ended \(--max-duration 1h\): no rsync starts any more; the 6 running have until \d\d:\d\d:\d\d to finish\n$`).MatchString(buf.String()) {
+		t.Errorf("the window, 4 running and 2 paused: %q", buf.String())
 	}
 }

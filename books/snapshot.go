@@ -82,12 +82,5 @@ func (s Snapshot) Rate() float64 {
 // per second over the whole run: the summary's.
 func (s Snapshot) AverageRate() float64 { return float64(s.BytesTransferred) * 8 / s.Elapsed }
 
-// A Printer shows snapshots of the books: one every interval while the run goes on
-// (Update), and the last, with its End, once the run has ended (Finish).
-type Printer interface {
-	Update(Snapshot)
-	Finish(Snapshot)
-}
-
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

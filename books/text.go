@@ -1,19 +1,86 @@
 package books
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/internal/human"
+	"github.com/prsync/prsync/rsync"
+	"github.com/prsync/prsync/throttle"
 )
 
-// Text prints the books for a person on a terminal: one status line, redrawn in place
-// every interval, and one summary line at the end, as parasync does. When On is false
-// it prints nothing.
+// Text prints the news of a run for a person, on stderr: every line prsync writes there
+// while it runs. When On (stderr is a terminal), that is one status line, redrawn in place
+// every interval, and one summary line at the end, as parasync does, and in a dry run each
+// path rsync would transfer; terminal or not, the hints, the throttle's notices, the far
+// side's first refusal, the end of the time window and the status a signal asks for.
 type Text struct {
+	Quiet
 	W     io.Writer
 	On    bool
 	drawn bool
+}
+
+// Hint writes the advice.
+func (t *Text) Hint(h string) { cmdline.Hintf(t.W, "%s", h) }
+
+// WouldTransfer writes, where the progress line is shown, a line as rsync -n -i prints it
+// (">f+++++++++ path", the name escaped as rsync escapes it).
+func (t *Text) WouldTransfer(input []byte, o rsync.Outcome, _ int) {
+	if !t.On {
+		return
+	}
+	t.clearLine()
+	fmt.Fprintf(t.W, "%s %s\n", cmp.Or(o.Change, "?"), rsync.Escape(input))
+}
+
+// JobsChanged says, at the far side's first refusal, that fewer rsyncs run at once (the
+// limit may come down further: the end of the run says where it ended).
+func (t *Text) JobsChanged(m exec.LimitChanged, s Snapshot) {
+	if m.Reason == "refused" && s.Refusals == 1 {
+		cmdline.Warnf(t.W, "the far side refused a session (%s); prsync runs fewer rsyncs at once, and says at the end how many", m.Detail)
+	}
+}
+
+// ThrottleNotice writes the throttle's notice, terminal or not: every rsync has been
+// paused a while, why, and the flags that change it; or they run again.
+func (t *Text) ThrottleNotice(n throttle.Notice) {
+	msg, warning := n.Message()
+	t.clearLine()
+	if warning {
+		cmdline.Warnf(t.W, "%s", msg)
+	} else {
+		cmdline.Printf(t.W, "%s", msg)
+	}
+}
+
+// WindowEnded says that the window ended, and what the rsyncs running (or paused: they
+// are continued) get.
+func (t *Text) WindowEnded(cause string, grace time.Duration, s Snapshot) {
+	if n := s.Running + s.Suspended; n > 0 {
+		cmdline.Printf(t.W, "%s: no rsync starts any more; the %d running have until %s to finish", cause,
+			n, time.Now().Add(grace).Format("15:04:05"))
+		return
+	}
+	cmdline.Printf(t.W, "%s: no rsync starts any more", cause)
+}
+
+// Status writes the status line a signal asks for (SIGUSR1, SIGINFO).
+func (t *Text) Status(s Snapshot, by string) {
+	if by == "signal" {
+		fmt.Fprintln(t.W, StatusLine(s))
+	}
+}
+
+// clearLine clears the progress line, when one is drawn, before a line of stderr.
+func (t *Text) clearLine() {
+	if t.On {
+		io.WriteString(t.W, "\r\033[K")
+	}
 }
 
 // Update redraws the status line.

@@ -3,10 +3,8 @@ package cli
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/prsync/prsync/bw"
-	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
 )
 
@@ -107,30 +105,14 @@ func (b *bwLimit) limit() float64 {
 	return rate
 }
 
-// run holds the limit until ctx ends; changes of the limit in force go to the reporter.
-func (b *bwLimit) run(ctx context.Context, report func(any)) {
+// run holds the limit until ctx ends; changes of the limit in force go to report.
+func (b *bwLimit) run(ctx context.Context, report func(bw.Change)) {
 	if !exec.IOMeasured() {
 		return // the shares given to each new rsync are all there is
 	}
-	b.c.OnChange = func(c bw.Change) {
-		ev := &event.BWLimit{Old: fmtRate(c.Old), New: fmtRate(c.New)}
-		if !c.Next.IsZero() {
-			ev.Next = c.Next.UTC().Format(time.RFC3339)
-		}
-		report(bwChanged{ev})
-	}
+	b.c.OnChange = report
 	b.c.Run(ctx)
 }
-
-func fmtRate(r float64) string {
-	if r == bw.Unlimited {
-		return "off"
-	}
-	return bw.FormatRate(r)
-}
-
-// bwChanged is a change of the limit in force, for the reporter.
-type bwChanged struct{ ev *event.BWLimit }
 
 // bwTarget is the pool as the bandwidth limit sees it.
 type bwTarget struct {

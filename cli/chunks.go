@@ -63,7 +63,7 @@ func (p *pipeline) observe(m exec.Report) {
 	if !ok {
 		return
 	}
-	if e.Attempt == 1 && e.Outcomes != nil && !e.Paused && (e.Status == "ok" || e.Status == "vanished") {
+	if e.Attempt == 1 && e.Outcomes != nil && !e.Paused && (e.Status == exec.ChunkOK || e.Status == exec.ChunkVanished) {
 		p.sizer.Observe(chunksize.Sample{Files: e.Chunk.Len(), Bytes: e.Chunk.Bytes, Seconds: e.Seconds, First: e.FirstLine})
 	}
 	// after Observe: once Opening sees the probe's end, the budget has learnt from it
@@ -105,7 +105,7 @@ func (b *probeBox) ended(e exec.ChunkEnded) {
 	}
 	pr := chunksize.Probe{Files: e.Chunk.Len(), First: e.FirstLine, Elapsed: e.Seconds, CPU: e.CPUSeconds, Ended: true}
 	// refused, failed or paused: its time says nothing of what its paths cost
-	pr.Failed = e.Attempt != 1 || e.Paused || e.Status != "ok" && e.Status != "vanished"
+	pr.Failed = e.Attempt != 1 || e.Paused || e.Status != exec.ChunkOK && e.Status != exec.ChunkVanished
 	b.end = &pr
 }
 

@@ -81,12 +81,12 @@ func TestObserveProbe(t *testing.T) {
 		wantProbe  *chunksize.Probe
 		wantBudget int // the sizer's budget after it: 32 before any sample
 	}{
-		{"the probe ended", exec.ChunkEnded{Chunk: chunk(1, 16), Attempt: 1, Status: "ok", Seconds: 0.1, FirstLine: 0.06, CPUSeconds: 0.05, Outcomes: []rsync.Outcome{}},
+		{"the probe ended", exec.ChunkEnded{Chunk: chunk(1, 16), Attempt: 1, Status: exec.ChunkOK, Seconds: 0.1, FirstLine: 0.06, CPUSeconds: 0.05, Outcomes: []rsync.Outcome{}},
 			// split at its first line: a start of 0.057 s, 2.7 ms a path, so 728 paths fill 2 s
 			&chunksize.Probe{Files: 16, First: 0.06, Elapsed: 0.1, CPU: 0.05, Ended: true}, 728},
-		{"the probe failed", exec.ChunkEnded{Chunk: chunk(1, 16), Attempt: 1, Status: "failed", Seconds: 0.1, Outcomes: []rsync.Outcome{}},
+		{"the probe failed", exec.ChunkEnded{Chunk: chunk(1, 16), Attempt: 1, Status: exec.ChunkFailed, Seconds: 0.1, Outcomes: []rsync.Outcome{}},
 			&chunksize.Probe{Files: 16, Elapsed: 0.1, Ended: true, Failed: true}, 32},
-		{"another chunk", exec.ChunkEnded{Chunk: chunk(2, 16), Attempt: 1, Status: "ok", Seconds: 0.1, Outcomes: []rsync.Outcome{}},
+		{"another chunk", exec.ChunkEnded{Chunk: chunk(2, 16), Attempt: 1, Status: exec.ChunkOK, Seconds: 0.1, Outcomes: []rsync.Outcome{}},
 			nil, 320},
 	}
 	for _, tc := range tests {
@@ -114,7 +114,7 @@ func TestOpeningFunc(t *testing.T) {
 	}
 	probe := &splitter.Chunk{ID: 1, Inputs: make([][]byte, 16)}
 	// nothing logged, all its time CPU: the CPUs run 1 part per CPU
-	ended := exec.ChunkEnded{Chunk: probe, Attempt: 1, Status: "ok", Seconds: 0.1, CPUSeconds: 0.1, Outcomes: []rsync.Outcome{}}
+	ended := exec.ChunkEnded{Chunk: probe, Attempt: 1, Status: exec.ChunkOK, Seconds: 0.1, CPUSeconds: 0.1, Outcomes: []rsync.Outcome{}}
 
 	p := newPipeline()
 	opening := p.openingFunc()

@@ -12,7 +12,7 @@ import (
 
 // ctlHandler answers live control (prsync ctl) for a run. Its methods run on the control
 // server's goroutines: what they change goes through the pool's own lock, and what they
-// report goes to the reporter, the one owner of the books and the events.
+// report goes to the reporter, the one owner of the books, which write the events.
 type ctlHandler struct {
 	p      *pipeline
 	pinned atomic.Bool // jobs was set by hand: -j auto stops tuning
@@ -29,6 +29,8 @@ type statusRequest struct {
 type controlChange struct {
 	what, old, new string
 }
+
+func (m controlChange) apply(r *reporter) { r.books.ControlChanged(m.what, m.old, m.new) }
 
 func (h *ctlHandler) Status() (control.Status, error) {
 	req := statusRequest{by: "socket", reply: make(chan control.Status, 1)}
@@ -99,15 +101,11 @@ func (p *pipeline) startControl() func() {
 	return func() { srv.Close() }
 }
 
-// status answers a status request: the status event, and for a signal one line on
-// stderr, from one snapshot of the books.
-func (r *reporter) status(req statusRequest) {
-	s := r.snapshot()
-	r.json.Status(s, req.by)
-	if req.by == "signal" {
-		fmt.Fprintln(r.stderr, books.StatusLine(s))
-	}
-	if req.reply != nil {
-		req.reply <- books.ControlStatus(s)
+// apply answers a status request: the books tell the status (an event, and for a signal
+// one line on stderr) from one snapshot, which the reply gets too.
+func (m statusRequest) apply(r *reporter) {
+	s := r.books.Status(m.by)
+	if m.reply != nil {
+		m.reply <- books.ControlStatus(s)
 	}
 }

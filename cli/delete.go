@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/books"
-	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/internal/cmdline"
 )
@@ -29,25 +28,47 @@ func (r *runner) probeDelete() error {
 	return &cmdline.Error{Code: max(ab.ExitCode, 1), Msg: "DEST cannot take the deletion pass: " + ab.Msg, Hint: hint}
 }
 
+// passState is how the deletion pass ended, as the summary's delete_pass says it.
+type passState string
+
+// The states of the deletion pass.
+const (
+	passNotRequested passState = "not requested"
+	passRan          passState = "ran"
+	passSkipped      passState = "skipped" // it did not run, and why says why
+	passFailed       passState = "failed"  // it ran and did not complete, and why says why
+	passInterrupted  passState = "interrupted"
+)
+
 // deletion is what became of the deletion pass, for the summary.
 type deletion struct {
-	state string // ran, not requested, skipped: …, failed: …, interrupted
+	state passState
+	why   string // why it was skipped or failed
 	stats exec.DeleteStats
 	cut   bool // an interrupt or the time window kept it from running or cut it short
 }
 
+// String is the summary's delete_pass: the state, and why it was skipped or failed
+// ("skipped: …", "failed: …").
+func (d deletion) String() string {
+	if d.why == "" {
+		return string(d.state)
+	}
+	return string(d.state) + ": " + d.why
+}
+
 // failed reports a pass that ran and did not complete.
-func (d deletion) failed() bool { return strings.HasPrefix(d.state, "failed") }
+func (d deletion) failed() bool { return d.state == passFailed }
 
 // missed reports a pass that was asked for and did not complete, or did not run: the run
 // must not exit 0.
-func (d deletion) missed() bool { return d.failed() || strings.HasPrefix(d.state, "skipped") }
+func (d deletion) missed() bool { return d.state == passFailed || d.state == passSkipped }
 
 // deletePass decides whether the deletion pass may run, and runs it.
 func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
 	f := &p.r.f
 	if !f.Delete {
-		return deletion{state: "not requested"}
+		return deletion{state: passNotRequested}
 	}
 	// a progress event first: a stdout that is gone fails its write, and stops the pass
 	p.rep.in <- phaseChange{phase: "delete", dirs: int64(p.dirs.Len())}
@@ -57,18 +78,18 @@ func (p *pipeline) deletePass(ctx, kill context.Context) deletion {
 		if hint != "" {
 			cmdline.Hintf(p.r.stderr, "%s", hint)
 		}
-		return deletion{state: "skipped: " + why, cut: ctx.Err() != nil}
+		return deletion{state: passSkipped, why: why, cut: ctx.Err() != nil}
 	}
 	lists := p.dirs.Lists()
 	st := p.pool.Delete(ctx, kill, lists, exec.DeleteOptions{
 		FirstID: p.chunks + 1, DryRun: f.DryRun, Shared: f.shards > 1, LocalSource: p.r.srcRemote == "",
 	})
-	d := deletion{state: "ran", stats: st}
+	d := deletion{state: passRan, stats: st}
 	switch {
 	case st.Interrupted:
-		d.state, d.cut = "interrupted", true
+		d.state, d.cut = passInterrupted, true
 	case st.Err != "":
-		d.state = "failed: " + st.Err
+		d.state, d.why = passFailed, st.Err
 	}
 	return d
 }
@@ -87,7 +108,7 @@ func (p *pipeline) deleteBlocked(ctx context.Context, c books.Counts) (why, hint
 		return "the run was interrupted", ""
 	case p.pool.Aborted() != nil:
 		return "the run stopped early: " + p.pool.Aborted().Error(), ""
-	case p.enc.Err() != nil:
+	case p.json.Err() != nil:
 		return "stdout is closed, so no deletion could be reported", "keep the reader of prsync's output running to the end"
 	case after:
 		return "", ""
@@ -109,25 +130,20 @@ type phaseChange struct {
 	dirs  int64 // directories the deletion pass will check
 }
 
+func (m phaseChange) apply(r *reporter) {
+	r.books.SetPhase(m.phase, m.dirs)
+	r.books.Update()
+}
+
 // countsRequest asks the reporter for its books, once it has handled every report sent
 // before.
 type countsRequest struct{ reply chan books.Counts }
+
+func (m countsRequest) apply(r *reporter) { m.reply <- r.books.Counts() }
 
 // counts returns the books' counts as they stand after every report sent so far.
 func (r *reporter) counts() books.Counts {
 	req := countsRequest{reply: make(chan books.Counts, 1)}
 	r.in <- req
 	return <-req.reply
-}
-
-// deleteEnded reports one rsync of the deletion pass: each entry it deleted, and its error.
-func (r *reporter) deleteEnded(m exec.DeleteEnded) {
-	r.books.DeleteEnded(m)
-	for _, d := range m.Deleted {
-		path, b64 := event.PathFields(d.Path)
-		r.enc.Emit(&event.Deleted{Path: path, PathB64: b64, Kind: d.Kind, DryRun: r.dryRun})
-	}
-	if m.Err != "" && m.Err != "interrupted" {
-		r.enc.Emit(&event.Error{Error: "deletion pass: " + m.Err})
-	}
 }

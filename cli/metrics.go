@@ -36,6 +36,8 @@ import (
 // (prsync_last_update_timestamp_seconds), so that a run that died without its last write
 // (SIGKILL) shows as one that stopped updating.
 type metrics struct {
+	books.Quiet // a printer of the snapshots alone
+
 	path   string
 	reg    *prometheus.Registry
 	stderr io.Writer

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/books"
+	"github.com/prsync/prsync/bw"
 	"github.com/prsync/prsync/chunksize"
-	"github.com/prsync/prsync/event"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
@@ -24,13 +24,13 @@ import (
 )
 
 // pipeline is the wiring of one run: input → splitter → pool, with the throttle beside
-// it, and every report flowing one way into the reporter, which owns the books and writes
-// the events.
+// it, and every report flowing one way into the reporter, which owns the books; the books
+// tell their printers (the events, the terminal, the metrics file).
 type pipeline struct {
 	r        *runner
 	t0       time.Time
 	sep      byte
-	enc      *event.Encoder
+	json     books.JSON // the events, on stdout
 	rep      *reporter
 	pool     *exec.Pool
 	sampler  *throttle.SystemSampler
@@ -54,17 +54,17 @@ type pipeline struct {
 
 func (r *runner) newPipeline() *pipeline {
 	f := &r.f
-	p := &pipeline{r: r, t0: time.Now(), sep: '\n', enc: event.NewEncoder(r.stdout), sizer: r.sizer()}
+	p := &pipeline{r: r, t0: time.Now(), sep: '\n', sizer: r.sizer()}
 	if f.Null {
 		p.sep = 0
 	}
-	p.enc.OnError = func(err error) {
+	p.json = books.NewJSON(r.stdout, func(err error) {
 		if errors.Is(err, syscall.EPIPE) {
 			cmdline.Warnf(r.stderr, "stdout closed; no more events are written")
 			return
 		}
 		cmdline.Warnf(r.stderr, "cannot write events (%v); no more events are written", err)
-	}
+	})
 	var failed io.WriteCloser
 	if r.failed != nil {
 		failed = r.failed
@@ -72,14 +72,14 @@ func (r *runner) newPipeline() *pipeline {
 	p.pool = &exec.Pool{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs, ClimbBack: r.tuner == nil,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.observe(m); p.rep.in <- m },
+		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.observe(m); p.rep.in <- report{m} },
 	}
 	p.pool.DestWatch, p.pool.SrcWatch = r.watches()
 	p.sampler = throttle.NewSystemSampler(r.policy, cmdline.Warner(r.stderr), throttle.GroupsOf(p.pool))
 	p.throttle = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
-		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- e },
-		OnNotice: func(n throttle.Notice) { p.rep.in <- n },
+		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- throttled{e} },
+		OnNotice: func(n throttle.Notice) { p.rep.in <- throttleNotice{n} },
 	}
 	if f.Delete {
 		p.dirs = &splitter.Dirs{}
@@ -89,21 +89,23 @@ func (r *runner) newPipeline() *pipeline {
 		p.bw = b
 	}
 	p.rep = &reporter{
-		books: books.New(r.jobs, failed, p.sep), json: books.JSON{Enc: p.enc}, enc: p.enc, stderr: r.stderr,
 		pool: p.pool, throttle: p.throttle, bw: p.bw, last: &p.last, t0: p.t0, every: f.ThrottleInterval,
-		jobsAuto: r.tuner != nil, dryRun: f.DryRun, lines: p.sep == '\n', destHint: r.insideDestHint(), in: make(chan any, 16),
+		jobsAuto: r.tuner != nil, in: make(chan message, 16),
 		windowCause: windowEnded{d: f.MaxDuration, grace: f.MaxDurationGrace}.Error(), grace: f.MaxDurationGrace,
 	}
-	p.rep.books.Failed = p.rep.pathFailed
-	if r.pathsLog != nil {
-		p.rep.books.LogPaths(books.NewPathLog(r.pathsLog, nil))
-	}
-	// the printers of the books, in the order they print each snapshot
-	p.rep.tty = r.showProgress()
-	p.rep.printers = []books.Printer{p.rep.json, &books.Text{W: r.stderr, On: p.rep.tty}}
+	// the printers of the books, in the order they are told each piece of news
+	printers := []books.Printer{p.json, &books.Text{W: r.stderr, On: r.showProgress()}}
 	if r.metrics != nil {
-		p.rep.printers = append(p.rep.printers, r.metrics)
+		printers = append(printers, r.metrics)
 	}
+	var paths *books.PathLog
+	if r.pathsLog != nil {
+		paths = books.NewPathLog(r.pathsLog, nil)
+	}
+	p.rep.books = books.New(books.Config{
+		Jobs: r.jobs, Failed: failed, Sep: p.sep, PathLog: paths, Printers: printers, Live: p.rep.live,
+		DryRun: f.DryRun, Lines: p.sep == '\n', InsideDestHint: r.insideDestHint(),
+	})
 	return p
 }
 
@@ -112,7 +114,7 @@ func (r *runner) newPipeline() *pipeline {
 func (r *runner) Run() int {
 	sig, kill := r.sig.contexts()
 	p := r.p
-	p.emitStart()
+	p.start()
 
 	// ctx is what SIGINT ends, and --max-duration when its time window ends (window.go):
 	// then nothing starts, and the rsyncs running are cancelled when drain ends
@@ -145,14 +147,14 @@ func (r *runner) Run() int {
 		go func() {
 			defer p.pool.RecoverPanic()
 			defer bgDone.Done()
-			b.run(bg, func(m any) { p.rep.in <- m })
+			b.run(bg, func(c bw.Change) { p.rep.in <- bwChanged{c} })
 		}()
 	}
 
 	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
 	// and once the input has ended, a chunk waiting while slots are free is cut for them
 	ordered := splitter.BiggestFirstTail(ctx, chunks, r.jobs, func(c *splitter.Chunk) {
-		p.rep.in <- exec.ChunkDropped{Chunk: c, Status: rsync.NotDone, Reason: exec.Stopped(ctx) + " before rsync started"}
+		p.rep.in <- report{exec.ChunkDropped{Chunk: c, Status: rsync.NotDone, Reason: exec.Stopped(ctx) + " before rsync started"}}
 	}, p.tail(p.sp))
 	p.pool.Run(ctx, kill, ordered)
 	<-inputEnded
@@ -172,30 +174,19 @@ func (r *runner) Run() int {
 	return p.finish(sig.Err() != nil, del)
 }
 
-func (p *pipeline) emitStart() {
+// start tells the books what the run starts with (the start event).
+func (p *pipeline) start() {
 	r, f := p.r, &p.r.f
-	p.enc.Emit(&event.Start{
-		Version: version(), Schema: event.Schema, PID: os.Getpid(), Jobs: r.jobs, JobsAuto: r.tuner != nil, MaxJobs: r.maxJobs,
+	p.rep.books.Start(books.Run{
+		Version: version(), PID: os.Getpid(), Jobs: r.jobs, JobsAuto: r.tuner != nil, MaxJobs: r.maxJobs,
 		Dest: f.Dest, Root: r.rootShown(),
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
-		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkTime: r.chunkTarget().Seconds(), Shard: f.shard, Shards: f.shards,
+		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkTime: r.chunkTarget(), Shard: f.shard, Shards: f.shards,
 		QuickCheck: r.quick != nil, ListDest: r.list != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
-		Cgroup: cgroupEvent(p.sampler.Source()), MaxSuspend: f.MaxSuspend.Seconds(), ControlSocket: p.controlSocket,
-		BWLimit: p.bwShown(), Delete: f.Delete, Verify: f.Verify,
-		SuspendThreshold: r.policy.Suspend, ResumeThreshold: r.policy.Resume, MaxLoad: r.policy.MaxLoad,
-		MaxCPUPressure: r.policy.MaxCPUPressure, MaxIOPressure: r.policy.MaxIOPressure,
-		ThrottleInterval: f.ThrottleInterval.Seconds(), NoThrottle: f.NoThrottle,
-		MaxDuration: f.MaxDuration.Seconds(), MaxDurationGrace: maxDurationGrace(f),
+		Cgroup: p.sampler.Source(), ControlSocket: p.controlSocket, BWLimit: p.bwShown(), Delete: f.Delete, Verify: f.Verify,
+		Policy: r.policy, ThrottleInterval: f.ThrottleInterval, NoThrottle: f.NoThrottle,
+		MaxDuration: f.MaxDuration, MaxDurationGrace: f.MaxDurationGrace,
 	})
-}
-
-// cgroupEvent is what the start event says of the cgroup found.
-func cgroupEvent(c throttle.CgroupInfo) *event.Cgroup {
-	if c.Version == 0 && c.PSI == "" {
-		return nil
-	}
-	return &event.Cgroup{Version: c.Version, Path: c.Path, CPUs: c.CPUs, Usage: c.Usage, PSI: c.PSI,
-		CPUPressureFile: c.CPUPressureFile, IOPressureFile: c.IOPressureFile}
 }
 
 // bwShown is the total bandwidth limit for the start event.
@@ -226,7 +217,7 @@ func (r *runner) rootShown() string {
 // and before each chunk, so that the per-path hot path costs no channel send.
 type splitHooks struct {
 	b    *books.Input
-	out  chan<- any
+	out  chan<- message
 	stop context.Context // the input's context, whose end leaves paths unsent
 	// keepFresh passes the paths found up to date on, not only their count (--paths-log)
 	keepFresh bool
@@ -241,15 +232,15 @@ func (h *splitHooks) hooks(examined func()) splitter.Hooks {
 		Fresh:    h.fresh,
 		Accepted: func(size int64) { h.b.Queued++; h.b.QueuedBytes += size },
 		Empty:    func() { h.b.Empty++ },
-		Settled: func(in []byte, status, reason string) {
-			h.b.Settled = append(h.b.Settled, books.Settled{Input: bytes.Clone(in), Status: rsync.Status(status), Reason: reason})
+		Settled: func(in []byte, status rsync.Status, reason string) {
+			h.b.Settled = append(h.b.Settled, books.Settled{Input: bytes.Clone(in), Status: status, Reason: reason})
 			if len(h.b.Settled) >= 256 {
 				h.flush() // bound what waits for the reporter
 			}
 		},
 		Unsent: func(inputs [][]byte) {
 			h.flush()
-			h.out <- exec.ChunkDropped{Chunk: &splitter.Chunk{Inputs: inputs}, Status: rsync.NotDone, Reason: exec.Stopped(h.stop) + " before rsync started"}
+			h.out <- report{exec.ChunkDropped{Chunk: &splitter.Chunk{Inputs: inputs}, Status: rsync.NotDone, Reason: exec.Stopped(h.stop) + " before rsync started"}}
 		},
 		Flush: h.flush,
 	}
@@ -272,7 +263,7 @@ func (h *splitHooks) flush() {
 	if b.Queued+b.Fresh+b.Empty == 0 && len(b.Settled) == 0 {
 		return
 	}
-	h.out <- b
+	h.out <- inputRead{b}
 	h.b = &books.Input{}
 }
 
@@ -408,14 +399,14 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	ab := p.pool.Aborted()
 	var delErr error
 	if del.missed() {
-		delErr = errors.New("the deletion pass " + del.state)
+		delErr = errors.New("the deletion pass " + del.String())
 	}
 	reached := isClosed(p.windowEnded)
 	timeUp := reached && (c.NotDone > 0 || !p.inputComplete || del.cut) // the window left work undone
 	code := exitStatus(interrupted, timeUp, p.inputErr, ab, c, errors.Join(ferr, delErr))
 	own, hasOwn := p.sampler.OwnCPUSeconds()
-	s := p.rep.finish(books.End{
-		ExitCode: code, InputComplete: p.inputComplete, DeletePass: del.state, DeleteSeconds: del.stats.Seconds, MaxDurationReached: reached,
+	s := p.rep.books.Finish(books.End{
+		ExitCode: code, InputComplete: p.inputComplete, DeletePass: del.String(), DeleteSeconds: del.stats.Seconds, MaxDurationReached: reached,
 		CPUSeconds: cpuSeconds(syscall.RUSAGE_SELF), RsyncCPUSeconds: cpuSeconds(syscall.RUSAGE_CHILDREN),
 		Shard: f.shard, Shards: f.shards, OwnCPUSeconds: own, HasOwnCPU: hasOwn,
 	})

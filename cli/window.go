@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/prsync/prsync/internal/cmdline"
 )
 
 // The time window (--max-duration D, as rclone's, for backup windows).
@@ -64,18 +62,6 @@ func (p *pipeline) window(sig context.Context) (start, drain context.Context, en
 	}
 }
 
-// windowNote says on stderr that the window ended, and what the rsyncs running (or
-// paused: they are continued) get.
-func (r *reporter) windowNote() {
-	running, paused := r.pool.Counts()
-	if running+paused == 0 {
-		cmdline.Printf(r.stderr, "%s: no rsync starts any more", r.windowCause)
-		return
-	}
-	cmdline.Printf(r.stderr, "%s: no rsync starts any more; the %d running have until %s to finish", r.windowCause,
-		running+paused, time.Now().Add(r.grace).Format("15:04:05"))
-}
-
 // shortDuration writes d as a flag takes it, without the zero units time.Duration's String
 // ends with: 6h, 1h30m, 90s as 1m30s, 500ms.
 func shortDuration(d time.Duration) string {
@@ -87,13 +73,4 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
-}
-
-// maxDurationGrace is the start event's max_duration_grace: only with a window.
-func maxDurationGrace(f *Flags) *float64 {
-	if f.MaxDuration <= 0 {
-		return nil
-	}
-	g := f.MaxDurationGrace.Seconds()
-	return &g
 }

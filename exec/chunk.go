@@ -86,7 +86,7 @@ func (p *Pool) runOnce(ctx context.Context, st *chunkState, set []int, rerun boo
 		class := rsync.Classify(res.code, res.cancelled, res.r)
 		retry, delay := p.retryAfter(class, try, &free, res)
 		if retry && ctx.Err() == nil && res.lost == nil {
-			p.report(p.endReport(sub, st.attempt, res, "retrying"))
+			p.report(p.endReport(sub, st.attempt, res, ChunkRetrying))
 			if !p.wait(ctx, class, delay) {
 				if rerun {
 					// the chunk's last chunk_end, with every outcome, is this attempt's
@@ -182,7 +182,7 @@ func (p *Pool) flushPending(st *chunkState) {
 		return
 	}
 	st.pending = nil
-	ev := p.endReport(rn.sub, rn.attempt, rn.res, "isolating")
+	ev := p.endReport(rn.sub, rn.attempt, rn.res, ChunkIsolating)
 	ev.Confirm = rn.conf
 	p.report(ev)
 }
@@ -336,9 +336,9 @@ func (p *Pool) finish(ctx context.Context, st *chunkState, held bool) bool {
 }
 
 // chunkStatus names how a settled chunk ended.
-func chunkStatus(class rsync.Class, outcomes []rsync.Outcome, unexplained string) string {
+func chunkStatus(class rsync.Class, outcomes []rsync.Outcome, unexplained string) ChunkStatus {
 	if class == rsync.Cancelled {
-		return "cancelled"
+		return ChunkCancelled
 	}
 	var proven, failed, vanished int
 	for _, o := range outcomes {
@@ -353,21 +353,21 @@ func chunkStatus(class rsync.Class, outcomes []rsync.Outcome, unexplained string
 	}
 	switch {
 	case failed > 0 && proven == 0 && vanished == 0:
-		return "failed"
+		return ChunkFailed
 	case failed > 0 || unexplained != "":
-		return "partial"
+		return ChunkPartial
 	case vanished > 0:
-		return "vanished"
+		return ChunkVanished
 	}
-	return "ok"
+	return ChunkOK
 }
 
-func (p *Pool) endReport(c *splitter.Chunk, attempt int, res result, status string) ChunkEnded {
+func (p *Pool) endReport(c *splitter.Chunk, attempt int, res result, status ChunkStatus) ChunkEnded {
 	ev := ChunkEnded{
 		Chunk: c, Attempt: attempt, Status: status, ExitCode: res.code, Seconds: res.seconds, FirstLine: res.firstLine, CPUSeconds: res.cpu, Paused: res.paused,
 		BytesLogged: res.logged, Error: res.stderr,
 	}
-	if rsync.ExitFailed(res.code) || status == "partial" {
+	if rsync.ExitFailed(res.code) || status == ChunkPartial {
 		ev.Hint = rsync.Hint(res.code, res.r, p.Dest)
 	}
 	return ev

@@ -48,8 +48,6 @@ type DeleteEnded struct {
 	Seconds float64
 }
 
-func (DeleteEnded) isReport() {}
-
 // DeleteStats sum up a deletion pass.
 type DeleteStats struct {
 	Dirs, Deleted int64

@@ -307,7 +307,7 @@ func TestFreeCountsRefused(t *testing.T) {
 		Dest: t.TempDir(), Jobs: 2, MaxJobs: 8, Retries: 8, RetryDelay: 100 * time.Millisecond, Grace: time.Second, Confirm: ConfirmNothing,
 	}
 	p.Reports = func(r Report) {
-		if e, ok := r.(ChunkEnded); ok && e.Status == "retrying" {
+		if e, ok := r.(ChunkEnded); ok && e.Status == ChunkRetrying {
 			retrying <- struct{}{}
 		}
 	}
@@ -572,7 +572,7 @@ func TestDrain(t *testing.T) {
 		t.Fatalf("chunk ends %+v, want one", ended)
 	}
 	e := ended[0].(ChunkEnded)
-	if e.Status != "cancelled" || len(e.Outcomes) != 1 || e.Outcomes[0].Status != rsync.NotDone || e.Outcomes[0].Reason != "the grace ended" {
+	if e.Status != ChunkCancelled || len(e.Outcomes) != 1 || e.Outcomes[0].Status != rsync.NotDone || e.Outcomes[0].Reason != "the grace ended" {
 		t.Errorf("chunk %d ended %s with %+v, want cancelled and not done for \"the grace ended\"", e.Chunk.ID, e.Status, e.Outcomes)
 	}
 }

@@ -5,9 +5,19 @@ import (
 	"github.com/prsync/prsync/splitter"
 )
 
-// Report is what the pool tells the one goroutine that owns the books and writes the
-// events. Reports of one chunk arrive in order.
-type Report interface{ isReport() }
+// Report is what the pool tells the one goroutine that owns the books. Reports of one
+// chunk arrive in order. Tell hands a report to the Listener's method of its kind, so that
+// no kind of report can be sent that a Listener does not take.
+type Report interface{ Tell(Listener) }
+
+// A Listener takes each kind of Report: the books do.
+type Listener interface {
+	ChunkStarted(ChunkStarted)
+	ChunkEnded(ChunkEnded)
+	ChunkDropped(ChunkDropped)
+	LimitChanged(LimitChanged)
+	DeleteEnded(DeleteEnded)
+}
 
 // ChunkStarted says an rsync started on a chunk.
 type ChunkStarted struct {
@@ -23,7 +33,7 @@ type ChunkStarted struct {
 type ChunkEnded struct {
 	Chunk    *splitter.Chunk
 	Attempt  int
-	Status   string // ok, partial, vanished, failed, retrying, cancelled
+	Status   ChunkStatus
 	ExitCode int
 	Seconds  float64
 	// FirstLine is the seconds from the rsync's start to its first logged line; 0: none.
@@ -46,6 +56,24 @@ type ChunkEnded struct {
 	// Verify is what the verification pass checked, when it ran.
 	Verify *Verification
 }
+
+// ChunkStatus is how an rsync on a chunk ended: the status of its chunk_end event.
+type ChunkStatus string
+
+// The statuses of a chunk. A chunk's last chunk_end says how it settled; the ones before it
+// say that another rsync follows.
+const (
+	ChunkOK        ChunkStatus = "ok"        // every path proven
+	ChunkPartial   ChunkStatus = "partial"   // some paths failed, or rsync reported an error that names no path
+	ChunkVanished  ChunkStatus = "vanished"  // some paths vanished, and none failed
+	ChunkFailed    ChunkStatus = "failed"    // every path failed
+	ChunkCancelled ChunkStatus = "cancelled" // prsync stopped its rsync
+	// ChunkRetrying: the attempt failed in a way that passes; the chunk runs again.
+	ChunkRetrying ChunkStatus = "retrying"
+	// ChunkIsolating: rsync stopped on one path, or failed for no path; the unproven paths
+	// run again without it, or in halves.
+	ChunkIsolating ChunkStatus = "isolating"
+)
 
 // Confirmation is what proving a chunk's paths after a non-zero exit cost.
 type Confirmation struct {
@@ -75,7 +103,8 @@ type LimitChanged struct {
 	RateBps float64
 }
 
-func (ChunkStarted) isReport() {}
-func (ChunkEnded) isReport()   {}
-func (ChunkDropped) isReport() {}
-func (LimitChanged) isReport() {}
+func (m ChunkStarted) Tell(l Listener) { l.ChunkStarted(m) }
+func (m ChunkEnded) Tell(l Listener)   { l.ChunkEnded(m) }
+func (m ChunkDropped) Tell(l Listener) { l.ChunkDropped(m) }
+func (m LimitChanged) Tell(l Listener) { l.LimitChanged(m) }
+func (m DeleteEnded) Tell(l Listener)  { l.DeleteEnded(m) }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prsync/prsync/rsync"
 )
 
 // TestCRLF: a record is a CRLF list's line when it ends in CR and only the name without
@@ -60,8 +62,8 @@ func TestSplitterCRLF(t *testing.T) {
 			input = "1\ta/f1\n1\ta/f2\r\n1\ta/cr\r\n1\ta/gone\r\n"
 		}
 		var reasons []string
-		s := New(Config{Sep: '\n', Cwd: dir, Sizes: sizes, ChunkFiles: 100}, Hooks{Settled: func(in []byte, status, reason string) {
-			reasons = append(reasons, status+" "+reason)
+		s := New(Config{Sep: '\n', Cwd: dir, Sizes: sizes, ChunkFiles: 100}, Hooks{Settled: func(in []byte, status rsync.Status, reason string) {
+			reasons = append(reasons, string(status)+" "+reason)
 		}})
 		out := make(chan *Chunk, 100)
 		if err := s.Run(context.Background(), strings.NewReader(input), out); err != nil {

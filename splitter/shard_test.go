@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/prsync/prsync/rsync"
 )
 
 // shardVectors freeze the --shard hash: XXH64, seed 0, over the raw record bytes, mod N.
@@ -113,7 +115,7 @@ type result struct {
 	chunks   [][]string // inputs per chunk, in send order
 	accepted int
 	fresh    []string
-	settled  map[string]string
+	settled  map[string]rsync.Status
 	empty    int
 }
 
@@ -128,7 +130,7 @@ func (r *result) all() []string {
 
 func split(t *testing.T, cfg Config, input []byte) *result {
 	t.Helper()
-	res := &result{settled: map[string]string{}}
+	res := &result{settled: map[string]rsync.Status{}}
 	if cfg.Sep == 0 && !bytes.Contains(input, []byte{0}) {
 		cfg.Sep = '\n'
 	}
@@ -136,7 +138,7 @@ func split(t *testing.T, cfg Config, input []byte) *result {
 		cfg.Cwd = "/"
 	}
 	sp := New(cfg, Hooks{
-		Settled:  func(in []byte, status, _ string) { res.settled[string(in)] = status },
+		Settled:  func(in []byte, status rsync.Status, _ string) { res.settled[string(in)] = status },
 		Accepted: func(int64) { res.accepted++ },
 		Fresh:    func(in []byte, _ int64) { res.fresh = append(res.fresh, string(in)) },
 		Empty:    func() { res.empty++ },
@@ -192,7 +194,7 @@ func TestShardPartition(t *testing.T) {
 		if got := r.all(); !slices.Equal(got, want) {
 			t.Errorf("%+v: got %d paths, want all %d", cfg, len(got), len(want))
 		}
-		if r.accepted != 300 || r.settled["/nonexistent/zzz"] != Vanished || r.empty != 1 {
+		if r.accepted != 300 || r.settled["/nonexistent/zzz"] != rsync.Vanished || r.empty != 1 {
 			t.Errorf("%+v: accepted %d, settled %v, empty %d", cfg, r.accepted, r.settled, r.empty)
 		}
 	}

@@ -49,12 +49,6 @@ type Chunk struct {
 // Len returns the number of paths in the chunk.
 func (c *Chunk) Len() int { return len(c.Inputs) }
 
-// Status of a path that the splitter settles itself, without rsync.
-const (
-	Vanished = "vanished"
-	Failed   = "failed"
-)
-
 // DefaultStatWorkers is how many goroutines examine records when Config.StatWorkers is 0.
 const DefaultStatWorkers = 8
 
@@ -126,8 +120,9 @@ type Config struct {
 
 // Hooks receive what the splitter settles without rsync. Any may be nil.
 type Hooks struct {
-	// Settled is called for a path that will not go to rsync: status is Vanished or Failed.
-	Settled func(input []byte, status, reason string)
+	// Settled is called for a path that will not go to rsync: status is rsync.Vanished or
+	// rsync.Failed.
+	Settled func(input []byte, status rsync.Status, reason string)
 	// Accepted is called for each path put into a chunk.
 	Accepted func(size int64)
 	// Fresh is called for each path the quick check found up to date.
@@ -680,7 +675,7 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 		if s.cfg.HardLinks && s.otherShard(l.path) {
 			return nil
 		}
-		s.settle(in, Failed, l.err.Error())
+		s.settle(in, rsync.Failed, l.err.Error())
 		return nil
 	case l.statErr != nil:
 		if s.cfg.HardLinks && s.otherShard(l.path) {
@@ -694,11 +689,11 @@ func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Ch
 		}
 		switch {
 		case lost != nil:
-			s.settle(in, Failed, "lstat: "+l.statErr.Error()+"; "+lost.Error())
+			s.settle(in, rsync.Failed, "lstat: "+l.statErr.Error()+"; "+lost.Error())
 		case gone:
-			s.settle(in, Vanished, "lstat: "+l.statErr.Error())
+			s.settle(in, rsync.Vanished, "lstat: "+l.statErr.Error())
 		default:
-			s.settle(in, Failed, "lstat: "+l.statErr.Error())
+			s.settle(in, rsync.Failed, "lstat: "+l.statErr.Error())
 		}
 		return nil
 	}
@@ -786,7 +781,7 @@ func (s *Splitter) touch(l *look) {
 	s.cfg.Dirs.add(l.src, l.entry, dir, keepTop)
 }
 
-func (s *Splitter) settle(in []byte, status, reason string) {
+func (s *Splitter) settle(in []byte, status rsync.Status, reason string) {
 	if s.hooks.Settled != nil {
 		s.hooks.Settled(in, status, reason)
 	}

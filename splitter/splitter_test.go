@@ -18,8 +18,8 @@ import (
 func collect(t *testing.T, cfg Config, input string) ([]*Chunk, []string) {
 	t.Helper()
 	var settled []string
-	s := New(cfg, Hooks{Settled: func(in []byte, status, reason string) {
-		settled = append(settled, status+":"+string(in))
+	s := New(cfg, Hooks{Settled: func(in []byte, status rsync.Status, reason string) {
+		settled = append(settled, string(status)+":"+string(in))
 	}})
 	out := make(chan *Chunk, 1000)
 	if err := s.Run(context.Background(), strings.NewReader(input), out); err != nil {
@@ -282,7 +282,7 @@ func FuzzRecords(f *testing.F) {
 		var got [][]byte
 		var empty int
 		s := New(Config{Sep: sep, Root: "/", Cwd: "/", ChunkFiles: 1 << 20, BlockSize: block}, Hooks{
-			Settled: func(in []byte, _, _ string) { got = append(got, bytes.Clone(in)) },
+			Settled: func(in []byte, _ rsync.Status, _ string) { got = append(got, bytes.Clone(in)) },
 			Empty:   func() { empty++ },
 		})
 		out := make(chan *Chunk, 1<<10)
