@@ -113,10 +113,10 @@ func Line(s Snapshot) string {
 	if f, ok := s.Fraction(); ok {
 		files += fmt.Sprintf("  %d%%", int(f*100)) // rounded down: 100% once done, not before
 	}
-	line := fmt.Sprintf("prsync: %s  %s  %s/s  running %d  queued %d",
+	line := cmdline.Sprintf("%s  %s  %s/s  running %d  queued %d",
 		files, human.Bytes(s.BytesDone()), human.Bytes(int64(rate/8)), s.Running, s.Queued)
 	if s.Phase == "delete" {
-		line = fmt.Sprintf("prsync: deleting: %d/%d dirs checked  %d deleted  running %d", s.DirsChecked, s.DeleteDirs, s.Deleted, s.Running)
+		line = cmdline.Sprintf("deleting: %d/%d dirs checked  %d deleted  running %d", s.DirsChecked, s.DeleteDirs, s.Deleted, s.Running)
 	} else if s.Verified+s.VerifyFailed > 0 {
 		line += fmt.Sprintf("  verified %d", s.Verified)
 		if s.VerifyFailed > 0 {
@@ -168,7 +168,7 @@ func (s Snapshot) Fraction() (float64, bool) {
 // SummaryLine is the one line that sums up a run that has ended: its rate in bytes per
 // second, as the status line gives it.
 func SummaryLine(s Snapshot) string {
-	line := fmt.Sprintf("prsync: %d files, %s, %s/s, %.1f s", s.Files, human.Bytes(s.BytesTransferred),
+	line := cmdline.Sprintf("%d files, %s, %s/s, %.1f s", s.Files, human.Bytes(s.BytesTransferred),
 		human.Bytes(int64(s.AverageRate()/8)), s.Elapsed)
 	if s.Verified+s.VerifyFailed > 0 {
 		line += fmt.Sprintf(", %d verified", s.Verified)
@@ -184,7 +184,7 @@ func SummaryLine(s Snapshot) string {
 
 // StatusLine is the status a signal asks for (SIGUSR1, SIGINFO), for stderr.
 func StatusLine(s Snapshot) string {
-	return fmt.Sprintf("prsync: status: %d files done (%d not ok), %s, %s/s, running %d, paused %d, queued %d, jobs %d, bwlimit %s, %s",
+	return cmdline.Sprintf("status: %d files done (%d not ok), %s, %s/s, running %d, paused %d, queued %d, jobs %d, bwlimit %s, %s",
 		s.Done(), s.NotOK(), human.Bytes(s.BytesDone()), human.Bytes(int64(s.Rate()/8)), s.Running, s.Suspended,
 		s.Queued, s.Jobs, s.BWLimitNow, human.Clock(round3(s.Elapsed)))
 }

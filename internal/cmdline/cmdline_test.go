@@ -117,3 +117,10 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+// TestSprintf: a line drawn by its writer carries the prefix every stderr line has.
+func TestSprintf(t *testing.T) {
+	if got := Sprintf("status: %d files", 3); got != "prsync: status: 3 files" {
+		t.Errorf("Sprintf = %q", got)
+	}
+}

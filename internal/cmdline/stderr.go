@@ -39,6 +39,12 @@ func Printf(w io.Writer, format string, a ...any) {
 	fmt.Fprintf(w, prefix+format+"\n", a...)
 }
 
+// Sprintf returns a line with the "prsync: " prefix and no newline, for a writer that
+// draws it itself: the progress line, redrawn in place on a terminal.
+func Sprintf(format string, a ...any) string {
+	return prefix + fmt.Sprintf(format, a...)
+}
+
 // Errorf writes a "prsync: error: …" line on w.
 func Errorf(w io.Writer, format string, a ...any) { Printf(w, "error: "+format, a...) }
 
