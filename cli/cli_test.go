@@ -84,8 +84,8 @@ func TestUsageExitCodes(t *testing.T) {
 }
 
 func TestExitStatus(t *testing.T) {
-	ab := &exec.AbortError{ExitCode: 10}
-	killed := &exec.AbortError{ExitCode: -1}
+	ab := &exec.AbortError{Code: 10}
+	killed := &exec.AbortError{Code: -1}
 	tests := []struct {
 		name                string
 		interrupted, timeUp bool

@@ -25,7 +25,7 @@ func (r *runner) probeDelete() error {
 	if strings.Contains(ab.Msg, "refuse") && strings.Contains(ab.Msg, "--delete") {
 		hint = "the rsync daemon refuses --delete for this module (refuse options in rsyncd.conf): allow it there, or run without --delete"
 	}
-	return &cmdline.Error{Code: max(ab.ExitCode, 1), Msg: "DEST cannot take the deletion pass: " + ab.Msg, Hint: hint}
+	return &cmdline.Error{Code: max(ab.Code, 1), Msg: "DEST cannot take the deletion pass: " + ab.Msg, Hint: hint}
 }
 
 // passState is how the deletion pass ended, as the summary's delete_pass says it.

@@ -477,8 +477,8 @@ func exitStatus(interrupted, timeUp bool, inputErr error, ab *exec.AbortError, c
 		return ExitInterrupted
 	case inputErr != nil:
 		return ExitInput
-	case ab != nil && ab.ExitCode > 0:
-		return ab.ExitCode
+	case ab != nil && ab.Code > 0:
+		return ab.ExitCode()
 	case timeUp:
 		return ExitMaxDuration
 	case ab != nil || c.Failed > 0 || c.NotDone > 0 || c.ChunkErrors > 0 || ferr != nil:

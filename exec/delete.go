@@ -296,7 +296,7 @@ func (p *Pool) Probe(ctx context.Context, extra []string) *AbortError {
 	p.init()
 	tmp, err := os.MkdirTemp("", "prsync-probe-")
 	if err != nil {
-		return &AbortError{ExitCode: 3, Msg: fmt.Sprintf("probe: %v", err)}
+		return &AbortError{Code: 3, Msg: fmt.Sprintf("probe: %v", err)}
 	}
 	defer os.RemoveAll(tmp)
 	c := &splitter.Chunk{ID: 0, Src: tmp}
@@ -304,7 +304,7 @@ func (p *Pool) Probe(ctx context.Context, extra []string) *AbortError {
 	if res.code == 0 || res.cancelled {
 		return nil
 	}
-	return &AbortError{ExitCode: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, p.Dest)}
+	return &AbortError{Code: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, p.Dest)}
 }
 
 func kindOfMode(m os.FileMode) string {

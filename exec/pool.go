@@ -137,13 +137,24 @@ func (pr *proc) spoke() bool { return pr.lines != nil && pr.lines.Load() > 0 }
 // AbortError says the run stopped early because rsync failed in a way that every
 // later chunk would share (the destination is unreachable, full or refused).
 type AbortError struct {
-	Chunk    int
-	ExitCode int
-	Msg      string
-	Hint     string
+	Chunk int
+	// Code is rsync's exit code that stopped the run, or prsync's own (LostExitCode); 0
+	// when none is known
+	Code int
+	Msg  string
+	Hint string
 	// Lost: DEST or the source stopped being the storage it was at the start (storage.go);
 	// Msg says which, and no rsync's exit is to blame
 	Lost bool
+}
+
+// ExitCode is the code a run that stopped for e ends with: its Code, or rsync's 23 (some
+// paths were not transferred) when it has none.
+func (e *AbortError) ExitCode() int {
+	if e.Code > 0 {
+		return e.Code
+	}
+	return 23
 }
 
 func (e *AbortError) Error() string {
@@ -153,7 +164,7 @@ func (e *AbortError) Error() string {
 	if e.Lost {
 		return fmt.Sprintf("chunk %d: %s", e.Chunk, e.Msg)
 	}
-	return fmt.Sprintf("chunk %d: rsync exited with code %d: %s", e.Chunk, e.ExitCode, e.Msg)
+	return fmt.Sprintf("chunk %d: rsync exited with code %d: %s", e.Chunk, e.Code, e.Msg)
 }
 
 // Aborted returns the error that stopped the run early, or nil.

@@ -67,7 +67,7 @@ func (p *Pool) abortLost(id int, lost error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.abort == nil {
-		p.abort = &AbortError{Chunk: id, ExitCode: LostExitCode, Msg: lost.Error(), Hint: lostHint, Lost: true}
+		p.abort = &AbortError{Chunk: id, Code: LostExitCode, Msg: lost.Error(), Hint: lostHint, Lost: true}
 		p.cond.Broadcast()
 	}
 }
