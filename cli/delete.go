@@ -14,7 +14,7 @@ import (
 // probeDelete asks a remote DEST whether it takes the deletion pass's options before
 // anything is copied: a daemon module that refuses --delete says so at once.
 func (r *runner) probeDelete() error {
-	pool := &exec.Pool{Rsync: r.rsync, Args: r.args, Dest: r.f.Dest, Env: r.env, Transport: exec.Direct, Grace: 10 * time.Second}
+	pool := &exec.Pool{Rsync: r.rsync, Args: r.args, Dest: r.f.Dest, Env: r.rsyncEnv(), Transport: exec.Direct, Grace: 10 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ab := pool.Probe(ctx, exec.DeleteProbeArgs())

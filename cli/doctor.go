@@ -62,6 +62,7 @@ func Doctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		rsyncErr = errors.New(strings.TrimPrefix(err.Error(), "rsync not found: "))
 	}
+	r.derive()
 	plan, err := r.doctorPlan(f.Sample)
 	if err != nil {
 		return fail(stderr, &cmdline.Error{Code: ExitInput, Msg: fmt.Sprintf("--from: %v", err)})
@@ -91,7 +92,7 @@ func (r *runner) doctorPlan(sample int) (doctor.Plan, error) {
 	f := &r.f
 	p := doctor.Plan{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Root: r.srcRemote,
-		Jobs: r.jobs, Env: r.env,
+		Jobs: r.jobs, Env: r.rsyncEnv(),
 		Policy: r.policy, NoThrottle: f.NoThrottle, NoControl: f.NoControl,
 		Source: doctor.SourceConfig{Sep: '\n', Sizes: f.Sizes, Base: r.root, Remote: r.srcRemote != "", Sample: sample},
 	}

@@ -7,12 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/prsync/prsync/internal/cmdline"
 )
 
-// TestValidateHasNoSideEffects: Validate creates, opens and writes nothing, and Close
+// TestValidateHasNoSideEffects: Validate creates, opens, writes and sets nothing, and Close
 // after it releases nothing and does not fail.
 func TestValidateHasNoSideEffects(t *testing.T) {
 	dir := t.TempDir()
@@ -29,8 +30,12 @@ func TestValidateHasNoSideEffects(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	r := &runner{f: f, stdin: bytes.NewReader(nil), stdout: io.Discard, stderr: &stderr, argv: args}
+	before := *r
 	if err := r.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
+	}
+	if !reflect.DeepEqual(*r, before) {
+		t.Errorf("Validate set something: the runner was %+v, is %+v (derive sets what the flags decide)", before, *r)
 	}
 	for _, p := range []string{dest, filepath.Dir(dest), failed} {
 		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {

@@ -54,7 +54,7 @@ func (r *runner) check() error {
 		return err
 	}
 	r.pickTransport(ver)
-	if f.DryRun && r.verify != exec.VerifyOff {
+	if f.DryRun && r.verifyMode() != exec.VerifyOff {
 		cmdline.Warnf(r.stderr, "--verify checks nothing in a dry run (-n): nothing is copied")
 	}
 	if o := rsync.SkipOption(f.RsyncArgs); o != "" {
@@ -131,7 +131,8 @@ func (r *runner) create() (err error) {
 	}
 	if f.MetricsFile != "" {
 		_, statErr := os.Lstat(f.MetricsFile)
-		r.metrics = newMetrics(f.MetricsFile, r.mlabels, f.ThrottleInterval, r.stderr)
+		labels, _ := metricsLabels(f.MetricsLabel, f.Dest, f.shard, f.shards) // checked by Validate
+		r.metrics = newMetrics(f.MetricsFile, labels, f.ThrottleInterval, r.stderr)
 		if err := r.metrics.open(); err != nil {
 			return usage(fmt.Sprintf("--metrics-file %s: %v", f.MetricsFile, err), "")
 		}

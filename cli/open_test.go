@@ -33,6 +33,7 @@ func checked(t *testing.T, args ...string) *runner {
 	if err := r.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
+	r.derive()
 	if err := r.check(); err != nil {
 		t.Fatalf("check: %v", err)
 	}

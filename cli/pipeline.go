@@ -38,6 +38,8 @@ type pipeline struct {
 	control  *ctlHandler
 	bw       bwControl // the total bandwidth limit; nil where it cannot be measured
 	last     sampleBox
+	quick    *splitter.QuickCheck // the quick check of a local DEST, or nil
+	list     *splitter.Lister     // DEST's directories listed ahead: DEST on a network filesystem
 
 	controlSocket string
 	dirs          *splitter.Dirs // the directories the paths touched, with --delete
@@ -54,7 +56,7 @@ type pipeline struct {
 
 func (r *runner) newPipeline() *pipeline {
 	f := &r.f
-	p := &pipeline{r: r, t0: time.Now(), sep: '\n', sizer: r.sizer()}
+	p := &pipeline{r: r, t0: time.Now(), sep: '\n', sizer: r.sizer(), quick: r.quickCheck(), list: r.destLister()}
 	if f.Null {
 		p.sep = 0
 	}
@@ -72,7 +74,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.pool = &exec.Pool{
 		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs, ClimbBack: r.tuner == nil,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirm, LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verify, Env: r.env, Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.observe(m); p.rep.in <- report{m} },
+		Confirm: r.confirmMode(), LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verifyMode(), Env: r.rsyncEnv(), Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.observe(m); p.rep.in <- report{m} },
 	}
 	p.pool.DestWatch, p.pool.SrcWatch = r.watches()
 	p.sampler = throttle.NewSystemSampler(r.policy, cmdline.Warner(r.stderr), throttle.GroupsOf(p.pool))
@@ -182,7 +184,7 @@ func (p *pipeline) start() {
 		Dest: f.Dest, Root: r.rootShown(),
 		Rsync: r.rsync, RsyncVersion: r.rsyncVersion.String(), RsyncArgs: r.args, Null: f.Null, DryRun: f.DryRun,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkTime: r.chunkTarget(), Shard: f.shard, Shards: f.shards,
-		QuickCheck: r.quick != nil, ListDest: r.list != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
+		QuickCheck: p.quick != nil, ListDest: p.list != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
 		Cgroup: p.sampler.Source(), ControlSocket: p.controlSocket, BWLimit: p.bwShown(), Delete: f.Delete, Verify: f.Verify,
 		Policy: r.policy, ThrottleInterval: f.ThrottleInterval, NoThrottle: f.NoThrottle,
 		MaxDuration: f.MaxDuration, MaxDurationGrace: f.MaxDurationGrace,
@@ -275,7 +277,7 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 	sp := splitter.New(splitter.Config{
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Dest: r.destPaths, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
 		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit, Opening: p.openingFunc(),
-		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: r.quick, List: r.list, Dirs: p.dirs,
+		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: p.quick, List: p.list, Dirs: p.dirs,
 		SourceLost: p.sourceLost(),
 	}, h.hooks(r.examined))
 	p.sp = sp

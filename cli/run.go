@@ -16,7 +16,6 @@ import (
 	"github.com/prsync/prsync/htmlreport"
 	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
-	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
 	"github.com/prsync/prsync/tune"
 )
@@ -83,6 +82,7 @@ func run(sig *signals, tune func(stats bool) (examined func()), args []string, s
 	if err := r.Validate(); err != nil {
 		return fail(stderr, err)
 	}
+	r.derive()
 	if tune != nil {
 		r.examined = tune(r.stats())
 	}
@@ -113,18 +113,12 @@ type runner struct {
 	pathsLog     *os.File // --paths-log
 	metrics      *metrics // --metrics-file, written once by Open
 	policy       throttle.Policy
-	quick        *splitter.QuickCheck
-	list         *splitter.Lister // DEST's directories listed ahead: DEST on a network filesystem
-	confirm      exec.ConfirmMode
 	srcRemote    string // a remote --root, as rsync's source; "" for a local one
 	jobs         int    // rsyncs at once when the run starts
 	maxJobs      int    // the most that -j auto or live control may set
 	tuner        *tune.Tuner
-	env          []string // the rsyncs' environment; nil: prsync's
 	transport    exec.Transport
 	helper       string // the -e value of the pipe transport
-	verify       exec.VerifyMode
-	mlabels      map[string]string // the labels of every series of the metrics file (metricsLabels)
 	argv         []string
 	examined     func() // called once the splitter examined every path (tuneRuntime); nil: none
 
