@@ -10,13 +10,18 @@
 #   5 capped       --net: 100 Mbit/s per TCP stream, 2 Gbit/s in all, to a daemon
 #   6 maxconn      a daemon on 127.0.0.1 with max connections = 3
 #   7 pull         from a daemon on 127.0.0.1 (--root rsync://...)
+#   8 capped-large 5 with 12,000 files (~260 MB): one rsync -a takes 20 s or more,
+#                  so that start costs stop hiding what the policy does (issue 45)
+#   9 maxconn-large 6 with the "many" profile (200,000 tiny files)
+#  10 pull-large   7 with the "many" profile
 #
 # Each scenario runs prsync's defaults, one rsync -a, and a sweep of chunk size x jobs
 # for GNU parallel + rsync, fpsync and prsync (--chunk-files C -j J). Every copy is
 # compared with its source (a tree listing plus checksums); a copy that differs is a
 # FAIL and never the best of anything. See bench/README.md (Seven scenarios).
 #
-#   bench/scenarios.sh                    # all seven, 5 repetitions, sweep {250,2000} x {4,8,16}
+#   bench/scenarios.sh                    # 1 to 7, 5 repetitions, sweep {250,2000} x {1,2,4,8,16}
+#   bench/scenarios.sh --scenarios "8 9 10" --tools "rsync rsync-list prsync-default prsync"
 #   bench/scenarios.sh --quick            # 1 repetition, sweep {250,2000} x {8}
 #   bench/scenarios.sh --smoke            # tiny trees, scenarios 1 (when sshfs exists), 6, 7 (CI)
 #   bench/scenarios.sh --scenarios "1 3" --reps 3
@@ -31,8 +36,10 @@ ME=scenarios.sh
 
 REPS=${BENCH_REPS:-5}
 SCENARIOS=${BENCH_SCENARIOS:-"1 2 3 4 5 6 7"}
+LARGE_NET_FILES=${BENCH_LARGE_NET_FILES:-12000}
+LARGE_TREE=${BENCH_LARGE_TREE:-many}
 CHUNKS=${BENCH_CHUNKS:-"250 2000"}
-JOBS=${BENCH_JOBS:-"4 8 16"}
+JOBS=${BENCH_JOBS:-"1 2 4 8 16"}
 TOOLS=${BENCH_TOOLS:-"rsync rsync-list prsync-default prsync parallel fpsync"}
 SEED=${BENCH_SEED:-1}
 WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
@@ -63,10 +70,10 @@ usage() {
 	cat <<EOF
 usage: bench/scenarios.sh [options]
 
-  --scenarios LIST   any of 1..7 (default "1 2 3 4 5 6 7")               [BENCH_SCENARIOS]
+  --scenarios LIST   any of 1..10 (default "1 2 3 4 5 6 7"; 8-10 large)  [BENCH_SCENARIOS]
   --reps N           repetitions, interleaved; medians of N (default 5)    [BENCH_REPS]
   --chunks LIST      files per chunk of the sweep (default "250 2000")     [BENCH_CHUNKS]
-  --jobs LIST        jobs of the sweep (default "4 8 16")                  [BENCH_JOBS]
+  --jobs LIST        jobs of the sweep (default "1 2 4 8 16")              [BENCH_JOBS]
   --tools LIST       subset of: rsync prsync-default prsync-auto prsync parallel fpsync
                      rsync-list (one rsync -a --files-from with the whole list)
                      prsync-base (defaults, with --prsync-base)
@@ -133,7 +140,7 @@ if [ "$SMOKE" = 1 ]; then
 fi
 TREE=${TREE_OPT:-${BENCH_TREE:-$TREE}}
 case "$REPS" in '' | *[!0-9]* | 0) die "--reps must be a positive integer" ;; esac
-for s in $SCENARIOS; do case "$s" in [1-7]) ;; *) die "unknown scenario $s (1..7)" ;; esac; done
+for s in $SCENARIOS; do case "$s" in [1-9] | 10) ;; *) die "unknown scenario $s (1..10)" ;; esac; done
 for c in $CHUNKS $JOBS; do case "$c" in '' | *[!0-9]* | 0) die "bad sweep value $c" ;; esac; done
 
 STAMP=$(date +%Y%m%d-%H%M%S)
@@ -292,10 +299,10 @@ methods_of() {
 	for t in $TOOLS; do
 		case "$t" in
 		rsync | rsync-list | prsync-default | prsync-auto) echo "$t" ;;
-		prsync-trust) if [ "$1" = 7 ]; then echo "$t"; fi ;;
+		prsync-trust) if [ "$1" = 7 ] || [ "$1" = 10 ]; then echo "$t"; fi ;;
 		prsync-base) [ -n "$PRSYNC_BASE" ] || die "prsync-base needs --prsync-base PATH"; echo "$t" ;;
 		prsync | parallel | fpsync)
-			if [ "$t" = fpsync ] && [ "$1" = 7 ]; then continue; fi
+			if [ "$t" = fpsync ] && { [ "$1" = 7 ] || [ "$1" = 10 ]; }; then continue; fi
 			if [ "$t" = parallel ] && ! have parallel; then continue; fi
 			if [ "$t" = fpsync ] && ! have fpsync; then continue; fi
 			local js=$JOBS cs=$CHUNKS v
@@ -303,7 +310,7 @@ methods_of() {
 			v=BENCH_CHUNKS_S$1 && cs=${!v:-$cs}
 			# The daemon takes DAEMON_MAXCONN sessions: the peers, which have no
 			# way to absorb a refusal, also get that many jobs.
-			if [ "$1" = 6 ] && [ "$t" != prsync ]; then js="$DAEMON_MAXCONN $js"; fi
+			if { [ "$1" = 6 ] || [ "$1" = 9 ]; } && [ "$t" != prsync ]; then js="$DAEMON_MAXCONN $js"; fi
 			for c in $cs; do for j in $js; do echo "$t-c$c-j$j"; done; done ;;
 		*) die "unknown tool $t" ;;
 		esac
@@ -399,6 +406,15 @@ EOF
 	return 1
 }
 
+# large_tree: the whole tree of the $LARGE_TREE profile (scenarios 9 and 10), generated
+# once and printed; SRC and META stay the main tree's.
+large_tree() {
+	local src=$SRC meta=$META
+	prepare_tree "$LARGE_TREE" >&2
+	echo "$SRC"
+	SRC=$src META=$meta
+}
+
 # scenario_setup S: 0 when it can run (sets the variables above), 1 to skip.
 scenario_setup() {
 	S=$1 WRAP=() URL='' RX='' LINKS='' DSTDIR=$SC/dst
@@ -428,23 +444,29 @@ scenario_setup() {
 	4)
 		[ -d "$USR_ROOT" ] || { SKIPPED+=("scenario 4: no $USR_ROOT"); return 1; }
 		SRC=$USR_ROOT DEST=$SC/dst RX=-H LINKS=links NAME="real tree: $USR_ROOT (-H)" ;;
-	5)
-		if [ "$IS_ROOT" != 1 ] || ! have ip || ! have tc; then SKIPPED+=("scenario 5: needs root, ip and tc"); return 1; fi
-		SRC=$(subset_tree net5k "$NET_FILES")
+	5 | 8)
+		if [ "$IS_ROOT" != 1 ] || ! have ip || ! have tc; then SKIPPED+=("scenario $S: needs root, ip and tc"); return 1; fi
+		if [ "$S" = 5 ]; then SRC=$(subset_tree net5k "$NET_FILES")
+		else SRC=$(subset_tree "net$((LARGE_NET_FILES / 1000))k" "$LARGE_NET_FILES"); fi
 		NET_MAXCONN=0
-		net_setup || { SKIPPED+=("scenario 5: network setup failed"); net_teardown; return 1; }
+		net_setup || { SKIPPED+=("scenario $S: network setup failed"); net_teardown; return 1; }
 		DEST=rsync://10.200.0.2/bench DSTDIR=$WORK/net-dst WRAP=(ip netns exec "$NS_A")
-		NAME="capped streams: $NET_STREAM per stream, $NET_LINK in all, to a daemon" ;;
-	6)
+		NAME="capped streams: $NET_STREAM per stream, $NET_LINK in all, to a daemon"
+		[ "$S" = 5 ] || NAME="$NAME (large: $LARGE_NET_FILES files)" ;;
+	6 | 9)
 		SRC=$(subset_tree d10k "$DAEMON_FILES")
+		[ "$S" = 6 ] || SRC=$(large_tree)
 		DSTDIR=$SC/ddst
 		mkdir -p "$DSTDIR"
-		daemon_start "$DSTDIR" false "$DAEMON_MAXCONN" || { SKIPPED+=("scenario 6: the daemon did not start"); stop_pid D_PID; return 1; }
-		DEST=rsync://127.0.0.1:$D_PORT/bench NAME="daemon with max connections = $DAEMON_MAXCONN" ;;
-	7)
+		daemon_start "$DSTDIR" false "$DAEMON_MAXCONN" || { SKIPPED+=("scenario $S: the daemon did not start"); stop_pid D_PID; return 1; }
+		DEST=rsync://127.0.0.1:$D_PORT/bench NAME="daemon with max connections = $DAEMON_MAXCONN"
+		[ "$S" = 6 ] || NAME="$NAME (large: the $LARGE_TREE profile)" ;;
+	7 | 10)
 		SRC=$(subset_tree d10k "$DAEMON_FILES")
-		daemon_start "$SRC" true 0 || { SKIPPED+=("scenario 7: the daemon did not start"); stop_pid D_PID; return 1; }
-		URL=rsync://127.0.0.1:$D_PORT/bench DEST=$SC/dst NAME="pull from a daemon" ;;
+		[ "$S" = 7 ] || SRC=$(large_tree)
+		daemon_start "$SRC" true 0 || { SKIPPED+=("scenario $S: the daemon did not start"); stop_pid D_PID; return 1; }
+		URL=rsync://127.0.0.1:$D_PORT/bench DEST=$SC/dst NAME="pull from a daemon"
+		[ "$S" = 7 ] || NAME="$NAME (large: the $LARGE_TREE profile)" ;;
 	esac
 	if [ "$S" = 2 ]; then
 		awk '$1=="M"{print $2}' "$SRC.manifest" 2>/dev/null | sed 's|^\./||' >"$OUT/ref/s$S.extra" || true
@@ -455,8 +477,8 @@ scenario_setup() {
 scenario_teardown() {
 	case "$S" in
 	1 | 2) umount_nas || true ;;
-	5) net_teardown ;;
-	6 | 7) stop_pid D_PID ;;
+	5 | 8) net_teardown ;;
+	6 | 7 | 9 | 10) stop_pid D_PID ;;
 	esac
 	rm -rf "$SC/dst" "$SC/ddst" "$WORK/net-dst"
 }
@@ -466,8 +488,8 @@ pre_run() {
 		umount_nas
 		if [ "$S" = 1 ]; then rm -rf "$SC/served"; mkdir -p "$SC/served"
 		else rsync -a --delete "$NAS_BASE_DIR"/ "$SC/served"/; fi ;;
-	5) rm -rf "$WORK/net-dst" && mkdir -p "$WORK/net-dst" ;;
-	6) find "$SC/ddst" -mindepth 1 -delete ;;
+	5 | 8) rm -rf "$WORK/net-dst" && mkdir -p "$WORK/net-dst" ;;
+	6 | 9) find "$SC/ddst" -mindepth 1 -delete ;;
 	*) rm -rf "$SC/dst" && mkdir -p "$SC/dst" ;;
 	esac
 	rm -rf "$WORK/fpsync-tmp"
@@ -547,7 +569,7 @@ ELAPSED=$(($(date +%s) - T0))
 	echo "nproc: $(nproc)"
 	echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	[ -z "${NAS_DESC:-}" ] || echo "nas: $NAS_DESC"
-	echo "net: $NET_STREAM per stream, $NET_LINK in all (tc htb, scenario 5)"
+	echo "net: $NET_STREAM per stream, $NET_LINK in all (tc htb, scenarios 5 and 8)"
 	echo "daemon max connections: $DAEMON_MAXCONN (scenario 6)"
 	echo "daemon socket options: ${DAEMON_SOCKOPTS:-none} (scenarios 5 to 7)"
 	echo "repetitions: $REPS"
@@ -563,7 +585,7 @@ ELAPSED=$(($(date +%s) - T0))
 } >"$OUT/machine.txt"
 "$BIN/scenreport" -in "$RESULTS" -machine "$OUT/machine.txt" -md "$OUT/RESULTS.md" -summary "$OUT/summary.csv"
 if [ "$SMOKE" != 1 ]; then
-	pl=$(for s in 1 3; do case " $SCENARIOS " in *" $s "*) printf '%s,' "$s" ;; esac; done)
+	pl=$(for s in 1 3 5 8; do case " $SCENARIOS " in *" $s "*) printf '%s,' "$s" ;; esac; done)
 	[ -z "$pl" ] || "$BIN/plotchunks" -logs "$OUT/logs" -scenarios "${pl%,}" -out "$OUT/chunks" || say "$ME: the plot failed"
 fi
 if [ "$PUBLISH" = 1 ]; then

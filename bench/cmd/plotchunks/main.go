@@ -1,5 +1,6 @@
 // Command plotchunks draws, from prsync's JSON-lines events kept by bench/scenarios.sh,
-// the rsyncs running (counted from chunk_start and chunk_end) and the size of each chunk
+// the rsyncs running (counted from chunk_start and chunk_end), the limit on them (-j: the
+// start event's jobs, then each jobs event's new, dashed) and the size of each chunk
 // (chunk_start's files, a point at its start) over time: one PNG per scenario, two
 // panels, one colour per repetition.
 //
@@ -71,10 +72,12 @@ func main() {
 
 type point struct{ X, Y float64 }
 
-// run is one repetition: the running rsyncs as steps, the chunk sizes as points.
+// run is one repetition: the running rsyncs and the limit as steps, the chunk sizes as
+// points.
 type run struct {
 	Rep     int
 	Running []point
+	Limit   []point
 	Chunks  []point
 	End     float64
 }
@@ -83,6 +86,8 @@ type event struct {
 	Type  string    `json:"type"`
 	Time  time.Time `json:"time"`
 	Files int       `json:"files"`
+	Jobs  int       `json:"jobs"` // start: the limit the run starts with
+	New   int       `json:"new"`  // jobs: the limit from now on
 }
 
 func load(dir, sc, method string) ([]run, error) {
@@ -128,6 +133,7 @@ func parse(rd io.Reader) (run, error) {
 		if e.Type == "start" {
 			t0, started = e.Time, true
 			r.Running = append(r.Running, point{0, 0})
+			r.Limit = append(r.Limit, point{0, float64(e.Jobs)})
 			continue
 		}
 		if !started {
@@ -144,6 +150,11 @@ func parse(rd io.Reader) (run, error) {
 			r.Running = append(r.Running, point{x, n})
 			n--
 			r.Running = append(r.Running, point{x, n})
+		case "jobs":
+			if k := len(r.Limit); k > 0 {
+				r.Limit = append(r.Limit, point{x, r.Limit[k-1].Y})
+			}
+			r.Limit = append(r.Limit, point{x, float64(e.New)})
 		case "summary":
 			r.End = x
 		}
@@ -154,6 +165,9 @@ func parse(rd io.Reader) (run, error) {
 	}
 	if !started {
 		return r, fmt.Errorf("no start event")
+	}
+	if k := len(r.Limit); k > 0 {
+		r.Limit = append(r.Limit, point{r.End, r.Limit[k-1].Y})
 	}
 	return r, nil
 }
@@ -166,7 +180,7 @@ var colors = []color.Color{
 
 func draw2(name, sc, method string, runs []run) error {
 	top, bottom := plot.New(), plot.New()
-	top.Title.Text = fmt.Sprintf("scenario %s, %s: rsyncs running (from chunk_start/chunk_end)", sc, method)
+	top.Title.Text = fmt.Sprintf("scenario %s, %s: rsyncs running (chunk_start/chunk_end), and -j dashed", sc, method)
 	bottom.Title.Text = fmt.Sprintf("scenario %s, %s: files per chunk, at each chunk_start", sc, method)
 	for _, p := range []*plot.Plot{top, bottom} {
 		p.X.Label.Text = "seconds since start"
@@ -189,6 +203,18 @@ func draw2(name, sc, method string, runs []run) error {
 		l.Color, l.Width = col, vg.Points(1.5)
 		top.Add(l)
 		top.Legend.Add(fmt.Sprintf("rep %d (%.1f s)", r.Rep, r.End), l)
+		if len(r.Limit) > 0 {
+			lim := make(plotter.XYs, len(r.Limit))
+			for k, q := range r.Limit {
+				lim[k] = plotter.XY{X: q.X, Y: q.Y}
+			}
+			ll, err := plotter.NewLine(lim)
+			if err != nil {
+				return err
+			}
+			ll.Color, ll.Width, ll.Dashes = col, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(3)}
+			top.Add(ll)
+		}
 		if len(r.Chunks) > 0 {
 			pts := make(plotter.XYs, len(r.Chunks))
 			for k, q := range r.Chunks {

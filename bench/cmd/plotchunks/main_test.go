@@ -11,6 +11,7 @@ const events = `{"type":"start","time":"2026-12-02T10:00:00Z","jobs":8}
 {"type":"chunk_start","time":"2026-12-02T10:00:01Z","chunk":1,"files":250}
 {"type":"chunk_start","time":"2026-12-02T10:00:02Z","chunk":2,"files":500}
 {"type":"chunk_end","time":"2026-12-02T10:00:03Z","chunk":1,"files":250}
+{"type":"jobs","time":"2026-12-02T10:00:03.5Z","old":8,"new":3,"reason":"refused"}
 {"type":"chunk_end","time":"2026-12-02T10:00:04Z","chunk":2,"files":500}
 {"type":"summary","time":"2026-12-02T10:00:05Z"}
 `
@@ -32,6 +33,10 @@ func TestParse(t *testing.T) {
 	}
 	if r.End != 5 {
 		t.Errorf("end %v, want 5", r.End)
+	}
+	// -j: 8 from the start, 3 from the jobs event at 3.5 s, to the end
+	if want := []point{{0, 8}, {3.5, 8}, {3.5, 3}, {5, 3}}; len(r.Limit) != len(want) || r.Limit[0] != want[0] || r.Limit[2] != want[2] || r.Limit[3] != want[3] {
+		t.Errorf("limit %v, want %v", r.Limit, want)
 	}
 	if _, err := parse(strings.NewReader(`{"type":"chunk_start"}`)); err == nil {
 		t.Error("no error without a start event")
