@@ -119,12 +119,11 @@ func (r *runner) create() (err error) {
 		r.destPaths = r.localDestPaths(f.Dest)
 	}
 	if f.Failed != "" {
-		_, statErr := os.Lstat(f.Failed)
-		fh, err := os.OpenFile(f.Failed, os.O_WRONLY|os.O_CREATE, 0o644)
+		fh, created, err := openOutput("--failed", f.Failed)
 		if err != nil {
-			return usage(fmt.Sprintf("--failed: %v", err), "")
+			return err
 		}
-		if errors.Is(statErr, fs.ErrNotExist) {
+		if created {
 			made = append(made, f.Failed)
 		}
 		r.failed = fh // the reporter closes it with its list
@@ -141,12 +140,11 @@ func (r *runner) create() (err error) {
 		}
 	}
 	if f.PathsLog != "" {
-		_, statErr := os.Lstat(f.PathsLog)
-		fh, err := os.OpenFile(f.PathsLog, os.O_WRONLY|os.O_CREATE, 0o644)
+		fh, created, err := openOutput("--paths-log", f.PathsLog)
 		if err != nil {
-			return usage(fmt.Sprintf("--paths-log: %v", err), "")
+			return err
 		}
-		if errors.Is(statErr, fs.ErrNotExist) {
+		if created {
 			made = append(made, f.PathsLog)
 		}
 		r.pathsLog = fh // the reporter closes it with its record
@@ -180,6 +178,17 @@ func missingDirs(dir string) []string {
 	}
 	slices.Reverse(missing)
 	return missing
+}
+
+// openOutput opens path, which flag names, for writing, without emptying it (create does
+// that last), and reports whether it created it.
+func openOutput(flag, path string) (*os.File, bool, error) {
+	_, statErr := os.Lstat(path)
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, false, usage(fmt.Sprintf("%s: %v", flag, err), "")
+	}
+	return fh, errors.Is(statErr, fs.ErrNotExist), nil
 }
 
 // parentDir returns the directory part of p as os.MkdirAll takes it: the string before

@@ -52,17 +52,17 @@ func (r *runner) files() []clash.File {
 	const list = "the list prsync reads"
 	var files []clash.File
 	if f.From != "" && f.From != "-" {
-		if fi := streamInfo(r.input); fi != nil {
+		if fi := clash.StreamInfo(r.input); fi != nil {
 			files = append(files, clash.File{Flag: "--from", Path: f.From, Info: fi, Noun: list})
 		}
-	} else if fi := streamInfo(r.stdin); fi != nil {
+	} else if fi := clash.StreamInfo(r.stdin); fi != nil {
 		files = append(files, clash.File{Flag: "stdin", Info: fi, Noun: list})
 	}
 	if !f.NoControl {
 		dir, _ := control.LookupDir() // the directory it would be in, also when it is not there yet
 		files = append(files, clash.File{Flag: "the control socket", Path: control.SocketPath(dir, os.Getpid()), Out: true})
 	}
-	if fi := streamInfo(r.stdout); fi != nil {
+	if fi := clash.StreamInfo(r.stdout); fi != nil {
 		files = append(files, clash.File{Flag: "stdout", Info: fi, Out: true})
 	}
 	if f.Failed != "" {
@@ -75,19 +75,6 @@ func (r *runner) files() []clash.File {
 		files = append(files, clash.File{Flag: "--paths-log", Path: f.PathsLog, Out: true})
 	}
 	return files
-}
-
-// streamInfo returns the Stat of a stream that is a file, or nil.
-func streamInfo(s any) fs.FileInfo {
-	fh, ok := s.(*os.File)
-	if !ok {
-		return nil
-	}
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil
-	}
-	return fi
 }
 
 // writable returns the error that opening path for writing would fail with, without

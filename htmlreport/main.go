@@ -154,26 +154,13 @@ func files(f flags, stdin io.Reader, stdout io.Writer, toStdout bool) []clash.Fi
 	var files []clash.File
 	if f.Events != "-" {
 		files = append(files, clash.File{Flag: "EVENTS", Path: f.Events, Noun: noun})
-	} else if fi := streamInfo(stdin); fi != nil {
+	} else if fi := clash.StreamInfo(stdin); fi != nil {
 		files = append(files, clash.File{Flag: "stdin", Info: fi, Noun: noun})
 	}
 	if !toStdout {
 		files = append(files, clash.File{Flag: "-o", Path: f.Output, Out: true})
-	} else if fi := streamInfo(stdout); fi != nil {
+	} else if fi := clash.StreamInfo(stdout); fi != nil {
 		files = append(files, clash.File{Flag: "stdout", Info: fi, Out: true})
 	}
 	return files
-}
-
-// streamInfo returns the Stat of a stream that is a file, or nil.
-func streamInfo(s any) os.FileInfo {
-	fh, ok := s.(*os.File)
-	if !ok {
-		return nil
-	}
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil
-	}
-	return fi
 }

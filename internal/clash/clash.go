@@ -165,3 +165,17 @@ func parent(p string) string {
 	}
 	return p[:i]
 }
+
+// StreamInfo returns the Stat of a stream that is a file (stdin, stdout, a list opened
+// with --from), to be given as a File's Info, or nil for any other stream.
+func StreamInfo(s any) fs.FileInfo {
+	fh, ok := s.(*os.File)
+	if !ok {
+		return nil
+	}
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil
+	}
+	return fi
+}
