@@ -220,8 +220,10 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 				p.drop(ctx, c, false)
 			}
 			q.chunks = nil
-			for c := range in {
-				p.drop(ctx, c, false)
+			if in != nil {
+				for c := range in {
+					p.drop(ctx, c, false)
+				}
 			}
 			break
 		}

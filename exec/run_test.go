@@ -176,3 +176,41 @@ func TestWatchLines(t *testing.T) {
 		t.Errorf("after the run: %+v, want it ended", pr)
 	}
 }
+
+// TestRunAbortAfterInput: a chunk whose rsync stops the whole run (exit 1, a setup every
+// chunk shares) once the input has ended: Run drops the chunks that wait as not attempted
+// and returns. It waited on the closed input for ever (TestOneBadFullDest hung).
+func TestRunAbortAfterInput(t *testing.T) {
+	var mu sync.Mutex
+	var dropped []int
+	p := &Pool{Rsync: "/bin/sh", Args: []string{"-c", "cat >/dev/null; echo 'rsync error: syntax or usage error' >&2; exit 1", "sh"},
+		Dest: t.TempDir(), Jobs: 4, Grace: time.Second, Confirm: ConfirmNothing,
+		Reports: func(r Report) {
+			if d, ok := r.(ChunkDropped); ok {
+				mu.Lock()
+				dropped = append(dropped, d.Chunk.ID)
+				mu.Unlock()
+			}
+		}}
+	p.SetLimit(1, "test", "", 0) // one runs; Run holds the others and sees the input's end
+	in := make(chan *splitter.Chunk, 3)
+	for i := 1; i <= 3; i++ {
+		in <- chunkOf(i, 1)
+	}
+	close(in)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background(), context.Background(), in) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return once the run was stopped")
+	}
+	if p.Aborted() == nil {
+		t.Fatal("the run was not stopped")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dropped) != 2 {
+		t.Errorf("chunks %v dropped, want the 2 that waited", dropped)
+	}
+}
