@@ -186,7 +186,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	}
 	pid := cmd.Process.Pid
 	p.mu.Lock()
-	pr := &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, first: &sk.first, lines: &sk.lines}
+	pr := &proc{chunk: c.ID, pid: pid, files: len(entries), bytes: c.Bytes, started: t0, bwCap: bwCap, first: &sk.first, lines: &sk.lines}
 	p.procs[c.ID] = pr
 	if p.slots.holding() {
 		stopGroup(pid) // Ctrl-Z or a pause came while it started

@@ -110,6 +110,8 @@ type Pool struct {
 type proc struct {
 	chunk    int
 	pid      int
+	files    int   // the paths of its run
+	bytes    int64 // their bytes
 	started  time.Time
 	pausedBy reason        // who paused this group: the throttle, the bandwidth limit
 	pausedAt time.Time     // when the throttle paused it
@@ -186,9 +188,15 @@ func (p *Pool) report(r Report) {
 	case ChunkStarted:
 		p.Plan.Started(time.Now(), m.Chunk.ID, m.Attempt)
 	case ChunkEnded:
-		p.Plan.Ended(time.Now(), plan.End{ID: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes,
+		c, ok := p.Plan.Ended(time.Now(), plan.End{ID: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes,
 			Seconds: m.Seconds, First: m.FirstLine, CPU: m.CPUSeconds, Paused: m.Paused,
 			OK: m.Status == ChunkOK || m.Status == ChunkVanished, Settled: m.Outcomes != nil})
+		defer func() {
+			if ok { // after the chunk_end that taught it
+				p.slots.wake()
+				p.report(LimitChanged{Old: c.Old, New: c.New, Reason: c.Reason, Detail: c.Detail})
+			}
+		}()
 	}
 	if p.Reports != nil {
 		p.Reports(r)
@@ -269,26 +277,43 @@ func (p *Pool) start(ctx context.Context, g *errgroup.Group, c *splitter.Chunk, 
 	})
 }
 
-// cutTail cuts the biggest waiting chunk, once the input has ended, while fewer chunks wait
-// than slots are free and the planner says it is worth it (plan.Planner.TailCuts): no slot
-// idles while one rsync copies a long last chunk.
+// cutTail cuts the biggest waiting chunk, once the input has ended, as the planner says
+// (plan.Planner.TailCuts): for slots that would idle, or into parts of the share of each
+// slot in the work left. The last chunks end together.
 func (p *Pool) cutTail(q *waitingChunks) {
 	if p.Split == nil {
 		return
 	}
 	for {
-		free, n := p.slots.free(), q.copies()
-		if n == 0 || n >= free {
+		i := q.biggest()
+		if i < 0 {
 			return
 		}
-		i := q.biggest()
 		c := q.chunks[i]
-		parts := p.Split(c, p.Plan.TailCuts(c.Sizes, c.Bytes, n, free))
+		parts := p.Split(c, p.Plan.TailCuts(c.Sizes, c.Bytes, q.copies(), p.slots.free(), p.work(q, i)))
 		if len(parts) < 2 {
 			return
 		}
 		q.chunks = append(q.chunks[:i], append(parts, q.chunks[i+1:]...)...)
 	}
+}
+
+// work returns the rest of the work as the tail sees it: the chunks waiting but the one at
+// skip, and the rsyncs running.
+func (p *Pool) work(q *waitingChunks, skip int) []plan.Work {
+	var out []plan.Work
+	for i, c := range q.chunks {
+		if i != skip && !c.Root {
+			out = append(out, plan.Work{Files: c.Len(), Bytes: c.Bytes})
+		}
+	}
+	now := time.Now()
+	p.mu.Lock()
+	for _, pr := range p.procs {
+		out = append(out, plan.Work{Files: pr.files, Bytes: pr.bytes, Ran: now.Sub(pr.started).Seconds()})
+	}
+	p.mu.Unlock()
+	return out
 }
 
 // watch arranges that running rsyncs get KILL when kill ends, and that waiters wake to

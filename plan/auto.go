@@ -83,6 +83,7 @@ func (p *Planner) Sampled(now time.Time, s Sample, apply bool) (Change, bool) {
 	}
 	if o.Refused > 0 {
 		o.Accepted = accepted
+		o.Stated, o.Shared = p.jobs.far.Last()
 	}
 	if w.cpuN == w.n { // measured all along the window
 		o.CPUs, o.Busy, o.Own = w.cpus, w.busy/float64(w.n), w.own/float64(w.n)
@@ -101,4 +102,31 @@ func (p *Planner) Sampled(now time.Time, s Sample, apply bool) (Change, bool) {
 		return Change{}, false
 	}
 	return Change{Old: old, New: n, Reason: "auto-" + d.Reason, Detail: detail, RateBps: d.Rate * 8}, true
+}
+
+// cpuBoundShare is the CPU a probe's rsync used per second of its time from which its copy
+// is CPU work: three quarters of its time on a CPU (a local rsync's start is mostly its
+// fork, exec and file list, CPU too).
+const cpuBoundShare = 0.75
+
+// probeBound applies what the probe showed to -j auto's number of rsyncs: one that was busy
+// on a CPU all along (its processes' CPU time over its duration) says the copy is CPU work,
+// and more rsyncs than the CPUs it may use only queue for them, so the limit comes down to
+// them at once rather than once a window has shown the CPUs saturated (2 to 4 s later). The
+// caller holds p.mu.
+func (p *Planner) probeBound(pr Probe) (Change, bool) {
+	t := p.cfg.Auto
+	if t == nil || pr.Failed || p.cfg.CPUs <= 0 || !(pr.Elapsed > 0) || pr.CPU < cpuBoundShare*pr.Elapsed {
+		return Change{}, false
+	}
+	d, ok := t.CPUBound(float64(p.cfg.CPUs))
+	if !ok {
+		return Change{}, false
+	}
+	old, n := p.setLimit(d.Limit)
+	if n == old {
+		return Change{}, false
+	}
+	detail := fmt.Sprintf("the probe's rsync used %.3g CPU-s in %.3g s: %d CPUs run %d", pr.CPU, pr.Elapsed, p.cfg.CPUs, n)
+	return Change{Old: old, New: n, Reason: "auto-" + d.Reason, Detail: detail}, true
 }

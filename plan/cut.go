@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"time"
 
 	"github.com/prsync/prsync/chunksize"
@@ -161,17 +162,54 @@ func (p *Planner) tailParts(files int, bytes int64, queued, slots int) int {
 	return max(n, 1)
 }
 
+// Work is a chunk as the tail sees it: its paths and bytes, and the seconds its rsync has
+// run (0: it waits).
+type Work struct {
+	Files int
+	Bytes int64
+	Ran   float64
+}
+
 // TailCuts says where to cut a chunk that waits to start once the input has ended, when
-// queued chunks wait (it among them) and free slots are free: the index where each part
-// after the first starts, in parts of about equal predicted cost; nil leaves it whole.
-// sizes are the sizes of its paths (nil: it cannot be cut, as with -H).
-func (p *Planner) TailCuts(sizes []int64, bytes int64, queued, free int) []int {
+// queued chunks wait (it among them), free slots are free and others is the rest of the work
+// (the other chunks waiting, and the rsyncs running): the index where each part after the
+// first starts, in parts of about equal predicted cost; nil leaves it whole. sizes are the
+// sizes of its paths (nil: it cannot be cut, as with -H).
+//
+// It is cut for the free slots (tailParts), and, once what a path costs is known, into parts
+// about the share of each slot in all the work left, when it is more than 1.5 times that:
+// the last chunks end together. Before, the three chunks of 2 s that waited while three
+// slots were free started whole, and ended 1.5 s after the other five slots had run out of
+// work (the simulated copy of TestPolicyTail).
+func (p *Planner) TailCuts(sizes []int64, bytes int64, queued, free int, others []Work) []int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.est == nil || sizes == nil || queued >= free {
+	if p.est == nil || sizes == nil {
 		return nil
 	}
-	return p.est.Cuts(sizes, p.tailParts(len(sizes), bytes, queued, free))
+	n := 1
+	if queued < free {
+		n = p.tailParts(len(sizes), bytes, queued, free)
+	}
+	if f := p.est.Fit(); f.N > 0 {
+		d := f.Predict(len(sizes), bytes)
+		left := d
+		for _, o := range others {
+			left += max(f.Predict(o.Files, o.Bytes)-o.Ran, 0)
+		}
+		share := max(left/float64(max(p.jobs.limit, 1)), p.pol.MinPart.Seconds())
+		if d > 1.5*share {
+			// parts of about the share, each with its start, no fewer paths than
+			// minPartFiles, and no shorter than MinPart
+			k := int(math.Ceil((d - f.Start) / max(share-f.Start, 1e-9)))
+			k = min(k, len(sizes)/minPartFiles)
+			if m := p.pol.MinPart.Seconds(); m > f.Start {
+				k = min(k, int((d-f.Start)/(m-f.Start)))
+			}
+			n = max(n, k)
+		}
+	}
+	return p.est.Cuts(sizes, n)
 }
 
 // HoldCap returns the most paths the splitter holds while the opening waits: as many as a

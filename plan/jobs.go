@@ -11,15 +11,32 @@ import (
 // -j N pins the number of rsyncs, and so does the default (the CPUs, at least 8); -j auto
 // hands it to the tuner (package tune), which searches for the number that moves the most
 // with a cost for each extra rsync, from the windows Sampled measures: the copy's own CPU
-// against the CPUs it may use (a copy whose rsyncs saturate them comes down to their number
-// at once), the rate of bytes and files (a copy bound by per-path latency or by a cap on
-// each stream climbs, since more rsyncs move more), and the far side's refusals (a ceiling).
+// against the CPUs it may use (a copy whose rsyncs saturate them comes down to their number;
+// one whose probe was CPU work all along does so at the probe's end, probeBound), the rate of
+// bytes and files (a copy bound by per-path latency or by a cap on each stream climbs, since
+// more rsyncs move more), and the far side's refusals (a ceiling).
 //
 // The far side's refusals (an rsync daemon's max connections, sshd's MaxStartups) lower the
 // number to what it accepts, whatever set it (refusal.FarSide), and hold new sessions back a
-// moment. A pinned number lowered so climbs back a step at a time while sessions are
-// accepted and work waits (refusal.FarSide.Climb): the far side, or another client of it,
-// may free slots. -j auto's tuner has its own ceiling, which climbs back the same way.
+// moment. A pinned number lowered so climbs back a step at a time while work waits and no
+// session is refused (refusal.FarSide.Climb): the far side, or another client of it, may
+// free slots. -j auto's tuner has its own ceiling, which climbs back the same way.
+//
+// # Neighbours
+//
+// Two prsyncs against one far side share it. When the far side says how many sessions it
+// takes (a daemon's "max connections (N)") and refuses one while prsync's own sessions,
+// running or just ended, are fewer, another client holds the rest. Then prsync keeps what it
+// holds, at most a fair share (half of N, rounded up), and not what it ran lately; below a
+// fair share it asks for a slot again every half second, without the doubled holds and waits
+// of its own refusals and without using up a chunk's --retries; above it, it climbs only
+// once the neighbour has refused none of its sessions for a while. The one that came first
+// so gives way at the first session of the other's that beats it to a slot, and the one
+// that came second climbs as soon as slots free. -j auto keeps a fair share as its floor
+// and its tuner's ceiling alike. Before, the second fell to one rsync and stayed there, each
+// step back refused and doubling the wait to a minute, while the first ran on at all it
+// had: in a simulation of two copies against max connections of 3 to 6, one ended 2 to 4
+// times later than the other (TestPolicyFairNeighbours; now within 1.5 times).
 
 // jobs is the number of rsyncs; under Planner.mu.
 type jobs struct {
@@ -96,8 +113,15 @@ func (p *Planner) Refused(now time.Time, s refusal.Session, took time.Duration) 
 	s.Limit = j.limit
 	d = j.far.RefusedSession(now, s)
 	old = j.limit
-	if d.Limit < old {
-		j.limit = d.Limit
+	n = d.Limit
+	if stated, _ := j.far.Last(); p.cfg.Auto != nil && stated > 0 {
+		// -j auto keeps a fair share of a far side that says what it takes, as its tuner
+		// does: the refused chunk asks again soon (refusal.Decision.Hold), so that a slot
+		// a neighbour frees goes to prsync as often as to it
+		n = max(n, min(old, refusal.FairShare(stated)))
+	}
+	if n < old {
+		j.limit = n
 	}
 	return d, old, j.limit
 }

@@ -138,16 +138,23 @@ type End struct {
 
 // Ended learns from a chunk's rsync that ended: the cost model takes the first attempt of a
 // chunk that settled every path without a pause, and the opening takes its probe's first
-// end, whatever it was.
-func (p *Planner) Ended(now time.Time, e End) {
+// end, whatever it was. With -j auto, a probe that was CPU work all along caps the number
+// of rsyncs at the CPUs at once (what bounds the copy is known from it); the change is
+// returned.
+func (p *Planner) Ended(now time.Time, e End) (Change, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.est != nil && e.Attempt == 1 && e.Settled && !e.Paused && e.OK {
 		p.est.Observe(chunksize.Sample{Files: e.Files, Bytes: e.Bytes, Seconds: e.Seconds, First: e.First})
 	}
 	// after Observe: once the opening sees the probe's end, the budget has learnt from it
+	first := p.open.end == nil
 	p.open.ended(e)
 	p.poke()
+	if pr := p.open.end; first && pr != nil {
+		return p.probeBound(*pr)
+	}
+	return Change{}, false
 }
 
 // Fit returns the cost model as fitted so far (zero when chunks are not sized by time).

@@ -331,7 +331,11 @@ func TestTailCuts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sizes := make([]int64, tc.files)
-			if got := len(tc.p.TailCuts(sizes, 0, tc.queued, tc.free)) + 1; got != tc.want {
+			others := make([]Work, tc.queued-1) // chunks like it wait too
+			for i := range others {
+				others[i] = Work{Files: tc.files}
+			}
+			if got := len(tc.p.TailCuts(sizes, 0, tc.queued, tc.free, others)) + 1; got != tc.want {
 				t.Errorf("TailCuts(%d paths, %d queued, %d free): %d parts, want %d", tc.files, tc.queued, tc.free, got, tc.want)
 			}
 		})
@@ -360,6 +364,47 @@ func TestPick(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := Pick(tt.waiting, tt.busy, tt.ended); got != tt.want {
 				t.Errorf("Pick = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestProbeBound: with -j auto, a probe whose rsync was busy on a CPU three quarters of its
+// time or more says the copy is CPU work: the number of rsyncs comes down to the CPUs the
+// copy may use at its end, with a jobs change; one that mostly waited leaves it, and so does
+// a pinned -j.
+func TestProbeBound(t *testing.T) {
+	tests := []struct {
+		name string
+		auto bool
+		cpus int
+		cpu  float64 // the probe's CPU seconds in 0.1 s
+		want string  // the change; "": none
+	}{
+		{"CPU work, 2 CPUs", true, 2, 0.09, "8 -> 2 auto-cpu-bound"},
+		{"CPU work, a quota of 1", true, 1, 0.1, "8 -> 1 auto-cpu-bound"},
+		{"mostly waiting", true, 2, 0.02, ""},
+		{"CPUs not known", true, 0, 0.1, ""},
+		{"-j 8 pinned", false, 2, 0.1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pinnedPlanner(tt.cpus, 8)
+			if tt.auto {
+				p = autoPlanner(2, 8)
+				p.cfg.CPUs = tt.cpus
+			}
+			probeCut(t, p, 300, true)
+			c, ok := p.Ended(at(200*ms), End{ID: 1, Attempt: 1, Files: 16, Seconds: 0.1, First: 0.06, CPU: tt.cpu, OK: true, Settled: true})
+			got := ""
+			if ok {
+				got = fmt.Sprintf("%d -> %d %s", c.Old, c.New, c.Reason)
+			}
+			if got != tt.want || ok && p.Limit() != c.New {
+				t.Errorf("change %q (limit %d), want %q", got, p.Limit(), tt.want)
+			}
+			if _, again := p.Ended(at(300*ms), End{ID: 1, Attempt: 2, Files: 16, Seconds: 0.1, CPU: 0.1, OK: true}); again {
+				t.Error("the probe's second end changed the limit again")
 			}
 		})
 	}
