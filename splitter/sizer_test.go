@@ -174,3 +174,35 @@ func (r *lastRead) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// TestIdleAfterHold: a few paths of a list still streaming, held while the first chunk waits
+// for the input's end, go into a chunk once the wait runs out, and that chunk is sent after
+// --chunk-wait without a path, as any chunk is (it was never sent: TestStreaming).
+func TestIdleAfterHold(t *testing.T) {
+	dir := t.TempDir()
+	var in []byte
+	for i := range 3 {
+		p := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, p+"\n"...)
+	}
+	pl := plan.New(plan.Config{Target: 2 * time.Second, Files: 2000, Wait: 200 * time.Millisecond, Jobs: 8})
+	s := New(Config{Sep: '\n', Cwd: "/", Plan: pl, ChunkWait: 200 * time.Millisecond}, Hooks{})
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write(in) // and the input stays open
+	out := make(chan *Chunk, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx, pr, out)
+	select {
+	case c := <-out:
+		if c.Len() != 3 {
+			t.Errorf("a chunk of %d paths, want the 3", c.Len())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no chunk within 10 s of 3 paths and an input still open")
+	}
+}
