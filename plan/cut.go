@@ -58,6 +58,10 @@ type Step struct {
 	Budget Budget
 	Until  time.Time
 	Flush  bool
+	// Unread, with Hold, says to place no more records meanwhile: the first chunk waits for
+	// the input's end as the reader reads ahead (Input.Read and EOF), not for paths
+	// examined and held
+	Unread bool
 }
 
 // cutting is the state of the tail; under Planner.mu.

@@ -115,10 +115,10 @@ func (s *Splitter) nextStep(in plan.Input) plan.Step {
 func (s *Splitter) follow(ctx context.Context, out chan<- *Chunk, st plan.Step) error {
 	switch st.Do {
 	case plan.Hold:
-		s.holding, s.until = true, st.Until
+		s.holding, s.until, s.unread = true, st.Until, st.Unread
 		return nil
 	case plan.Wave:
-		s.holding, s.until = false, time.Time{}
+		s.holding, s.until, s.unread = false, time.Time{}, false
 		s.force = &st.Budget
 		err := s.drain(ctx, out)
 		s.force = nil
@@ -127,7 +127,7 @@ func (s *Splitter) follow(ctx context.Context, out chan<- *Chunk, st plan.Step) 
 		}
 		return s.flush(ctx, out) // the wave's last part starts with the others
 	}
-	s.holding, s.until = false, time.Time{}
+	s.holding, s.until, s.unread = false, time.Time{}, false
 	s.next = &st.Budget
 	return s.drain(ctx, out)
 }

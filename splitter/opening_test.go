@@ -371,3 +371,19 @@ func TestStreamingProbeEarly(t *testing.T) {
 		t.Errorf("%d chunks for a short list over 8 slots", len(cs))
 	}
 }
+
+// TestOpeningReadAhead: while the first chunk waits for the input's end, no more records are
+// placed, and the reader reads only its few blocks ahead: a list piped a little at a time
+// (as find writes), longer than a short list, is still probed as a list streaming, as
+// before the planner. Placing them all while it waited read the whole list, which then
+// looked long (more than slots × --chunk-files) and went into chunks of 32 paths.
+func TestOpeningReadAhead(t *testing.T) {
+	r := startStreamedBytes(t, 3000, 1, 2000, 128<<20, nil, 0)
+	for range 60 {
+		r.write(50)
+	}
+	c := r.chunks(1)[0]
+	if c.ID != 1 || c.Len() != plan.ProbeFiles {
+		t.Errorf("first chunk %d of %d paths, want the probe: chunk 1 of %d", c.ID, c.Len(), plan.ProbeFiles)
+	}
+}

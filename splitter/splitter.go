@@ -145,7 +145,9 @@ type Splitter struct {
 	applied int64
 	// the paths held while the planner has not said how to cut them (opening.go)
 	holding   bool
-	until     time.Time // when to ask it again, if nothing else happens first
+	until     time.Time     // when to ask it again, if nothing else happens first
+	unread    bool          // while holding, no more records are placed: what feed reads ahead decides
+	readMore  chan struct{} // feed signals each block it reads
 	held      [][]rec
 	heldFiles int
 	heldArena arena
@@ -166,7 +168,7 @@ func New(cfg Config, hooks Hooks) *Splitter {
 	if cfg.ChunkBytes <= 0 {
 		cfg.ChunkBytes = 1 << 62
 	}
-	s := &Splitter{cfg: cfg, hooks: hooks, plan: cfg.Plan, eofRead: make(chan struct{})}
+	s := &Splitter{cfg: cfg, hooks: hooks, plan: cfg.Plan, eofRead: make(chan struct{}), readMore: make(chan struct{}, 1)}
 	if s.plan == nil {
 		s.plan = plan.New(plan.Config{Files: cfg.ChunkFiles, Bytes: cfg.ChunkBytes})
 	}
@@ -273,10 +275,13 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 			return s.sendRoots(ctx, out)
 		}
 		in := ordered
-		var news, eofC <-chan struct{}
+		var news, eofC, more <-chan struct{}
 		var againC <-chan time.Time
 		if s.holding {
 			news, eofC = s.plan.Wake(), eofRead
+			if s.unread {
+				in, more = nil, s.readMore // the reader reads ahead; its count decides
+			}
 			if !s.until.IsZero() {
 				if !s.until.Equal(againAt) {
 					againAt = s.until
@@ -306,6 +311,7 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 		case <-news:
 		case <-eofC:
 			eofRead = nil
+		case <-more:
 		case u = <-in:
 		}
 		if u == nil {
@@ -426,6 +432,10 @@ func (s *Splitter) feed(r io.Reader, free chan []byte, units *sync.Pool, ordered
 		if err != nil {
 			s.eof.Store(true)
 			close(s.eofRead)
+		}
+		select {
+		case s.readMore <- struct{}{}:
+		default:
 		}
 		if len(recs) == 0 {
 			free <- buf
