@@ -203,13 +203,13 @@ func (p *Planner) TailCuts(sizes []int64, bytes int64, queued, free int, others 
 		}
 		share := max(left/float64(max(p.jobs.limit, 1)), p.pol.MinPart.Seconds())
 		if d > 1.5*share {
-			// parts of about the share, each with its start, no fewer paths than
-			// minPartFiles, and no shorter than MinPart
-			k := int(math.Ceil((d - f.Start) / max(share-f.Start, 1e-9)))
-			k = min(k, len(sizes)/minPartFiles)
-			if m := p.pol.MinPart.Seconds(); m > f.Start {
-				k = min(k, int((d-f.Start)/(m-f.Start)))
-			}
+			// parts of about the share, each with its start; the work of each at least
+			// twice a start (a start that costs more than the share, as under a contention
+			// for the CPUs, cuts nothing) and MinPart less a start, no fewer paths than
+			// minPartFiles, and no more parts than slots
+			work := d - f.Start
+			k := int(math.Round(work / max(share-f.Start, 1e-9)))
+			k = min(k, int(work/max(2*f.Start, p.pol.MinPart.Seconds()-f.Start)), len(sizes)/minPartFiles, p.jobs.limit)
 			n = max(n, k)
 		}
 	}
