@@ -3,7 +3,6 @@ package chunksize
 
 import (
 	"math"
-	"sync"
 	"time"
 )
 
@@ -72,10 +71,9 @@ type Policy struct {
 	Growth     float64       // a chunk holds at most this many times the paths of the largest finished
 	Keep       int           // samples the fit looks at
 	Decay      float64       // weight of a sample against the next newer one
-	// MinPart is the shortest predicted duration of a part that the tail split cuts, and
-	// MinPartFiles its fewest paths.
-	MinPart      time.Duration
-	MinPartFiles int
+	// MinPart is the shortest predicted duration of a part that the tail cuts (package
+	// plan).
+	MinPart time.Duration
 }
 
 // DefaultTarget is the duration a chunk aims at by default (--chunk-time).
@@ -84,16 +82,15 @@ const DefaultTarget = 2 * time.Second
 // DefaultPolicy returns the Policy with the target and the bounds given.
 func DefaultPolicy(target time.Duration, maxFiles int, maxBytes int64) Policy {
 	return Policy{
-		Target:       target,
-		StartShare:   20,
-		MaxFiles:     max(maxFiles, 1),
-		MaxBytes:     max(maxBytes, 1),
-		StartFiles:   min(32, max(maxFiles, 1)),
-		Growth:       2,
-		Keep:         24,
-		Decay:        0.85,
-		MinPart:      target / 8,
-		MinPartFiles: 4,
+		Target:     target,
+		StartShare: 20,
+		MaxFiles:   max(maxFiles, 1),
+		MaxBytes:   max(maxBytes, 1),
+		StartFiles: min(32, max(maxFiles, 1)),
+		Growth:     2,
+		Keep:       24,
+		Decay:      0.85,
+		MinPart:    target / 8,
 	}
 }
 
@@ -144,7 +141,7 @@ func (b *Budget) Reached(files int, bytes int64) bool {
 }
 
 // Estimator learns the cost model from finished chunks and sizes the next ones. It is
-// pure and not safe for concurrent use; Sizer is.
+// pure and not safe for concurrent use (package plan locks it).
 type Estimator struct {
 	p        Policy
 	samples  []Sample // the newest last, at most p.Keep
@@ -221,24 +218,6 @@ func (e *Estimator) byRate() float64 {
 		return float64(s.Files) * max(e.Target()-st, 0) / (s.Seconds - st)
 	}
 	return float64(s.Files) * e.Target() / s.Seconds
-}
-
-// TailParts says into how many parts to cut a chunk of files paths and bytes bytes that
-// waits to start, once the input has ended, when queued chunks wait (it among them) and
-// slots rsyncs may run at once: enough that every slot gets a chunk, but no part shorter
-// than MinPart (as predicted) or with fewer than MinPartFiles paths. 1 means leave it.
-func (e *Estimator) TailParts(files int, bytes int64, queued, slots int) int {
-	want := slots - queued + 1
-	if want < 2 || files < 2*e.p.MinPartFiles {
-		return 1
-	}
-	n := min(want, files/e.p.MinPartFiles)
-	if m := e.p.MinPart.Seconds(); e.fit.N > 0 && m > e.fit.Start {
-		// each part pays the start cost and a share of the work: start + work/n >= MinPart
-		work := e.fit.Predict(files, bytes) - e.fit.Start
-		n = min(n, int(work/(m-e.fit.Start)))
-	}
-	return max(n, 1)
 }
 
 // Cuts returns where to cut a chunk whose paths have the sizes given into parts runs of
@@ -384,69 +363,4 @@ func solve(a [3][4]float64, k int) ([3]float64, bool) {
 		x[r] = s / a[r][r]
 	}
 	return x, true
-}
-
-// Sizer is an Estimator shared by the goroutine that reports finished chunks and the
-// ones that cut and split chunks.
-type Sizer struct {
-	mu sync.Mutex
-	e  *Estimator
-}
-
-// NewSizer returns a Sizer with policy p.
-func NewSizer(p Policy) *Sizer { return &Sizer{e: New(p)} }
-
-// Observe learns from a finished chunk.
-func (s *Sizer) Observe(x Sample) {
-	s.mu.Lock()
-	s.e.Observe(x)
-	s.mu.Unlock()
-}
-
-// Budget returns what the next chunk may hold.
-func (s *Sizer) Budget() Budget {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.e.Budget()
-}
-
-// Fit returns the cost model as fitted so far.
-func (s *Sizer) Fit() Fit {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.e.Fit()
-}
-
-// Split returns where to cut a chunk of these sizes waiting to start, once the input has
-// ended, when queued chunks wait (it among them) and slots rsyncs may run at once (see
-// TailParts and Cuts); nil means leave it whole.
-func (s *Sizer) Split(sizes []int64, bytes int64, queued, slots int) []int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	parts := s.e.TailParts(len(sizes), bytes, queued, slots)
-	return s.e.Cuts(sizes, parts)
-}
-
-// TailParts says into how many parts to share files paths and bytes bytes that are all
-// that is left once the input has ended, for slots rsyncs at once (Estimator.TailParts,
-// with nothing else waiting).
-func (s *Sizer) TailParts(files int, bytes int64, slots int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.e.TailParts(files, bytes, 1, slots)
-}
-
-// Target returns the duration chunks aim at, as Estimator.Target.
-func (s *Sizer) Target() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return time.Duration(s.e.Target() * float64(time.Second))
-}
-
-// OpeningParts says into how many parts to cut the rest of a short list after its probe
-// (Policy.OpeningParts).
-func (s *Sizer) OpeningParts(rest int, pr Probe, slots, cpus int) (int, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.e.p.OpeningParts(rest, pr, slots, cpus)
 }

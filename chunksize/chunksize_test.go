@@ -180,40 +180,6 @@ func TestFit(t *testing.T) {
 	}
 }
 
-// The tail split: once the input has ended, a waiting chunk is cut so that every slot gets
-// a part, unless the parts would be too short.
-func TestTailParts(t *testing.T) {
-	known := New(DefaultPolicy(2*time.Second, 2000, 1<<30))
-	for range 3 {
-		known.Observe(Sample{Files: 100, Seconds: 0.02 + 0.1})
-		known.Observe(Sample{Files: 400, Seconds: 0.02 + 0.4})
-	}
-	tests := []struct {
-		name                 string
-		e                    *Estimator
-		files, queued, slots int
-		want                 int
-	}{
-		{"a short list, nothing known: one part per slot", New(DefaultPolicy(2*time.Second, 2000, 1<<30)), 300, 1, 8, 8},
-		{"other chunks wait too", known, 2000, 3, 8, 6},
-		{"enough chunks wait", known, 2000, 8, 8, 1},
-		{"more waiting than slots", known, 2000, 12, 8, 1},
-		{"few paths: at least 4 a part", New(DefaultPolicy(2*time.Second, 2000, 1<<30)), 12, 1, 8, 3},
-		{"one path", known, 1, 1, 8, 1},
-		// 40 paths take 40 ms: parts of at least 250 ms after a start of 20 ms allow none
-		{"short work: not worth a start", known, 40, 1, 8, 1},
-		// 1,000 paths take 1 s: 4 parts of 250 ms
-		{"parts no shorter than a quarter of a second", known, 1000, 1, 8, 4},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.e.TailParts(tc.files, 0, tc.queued, tc.slots); got != tc.want {
-				t.Errorf("TailParts(%d files, %d queued, %d slots) = %d, want %d", tc.files, tc.queued, tc.slots, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestCuts(t *testing.T) {
 	e := New(DefaultPolicy(2*time.Second, 2000, 1<<30))
 	e.fit = Fit{Start: 0.02, PerFile: 0.001, PerByte: 0.001 / (1 << 20), N: 4} // a 1 MiB file costs two empty ones

@@ -6,17 +6,17 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/prsync/prsync/books"
 	"github.com/prsync/prsync/bw"
-	"github.com/prsync/prsync/chunksize"
 	"github.com/prsync/prsync/exec"
 	"github.com/prsync/prsync/internal/cmdline"
+	"github.com/prsync/prsync/plan"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 	"github.com/prsync/prsync/throttle"
@@ -44,8 +44,7 @@ type pipeline struct {
 	controlSocket string
 	dirs          *splitter.Dirs // the directories the paths touched, with --delete
 	chunks        int            // the chunks the splitter made, once the copy has ended
-	sizer         *chunksize.Sizer
-	probe         probeBox // the probe chunk of a short list or of one still streaming, and what it showed
+	plan          *plan.Planner  // how big, when, which next and how many: the splitter's and the pool's policy
 	sp            *splitter.Splitter
 
 	inputErr      error // set before the input goroutine ends
@@ -56,7 +55,7 @@ type pipeline struct {
 
 func (r *runner) newPipeline() *pipeline {
 	f := &r.f
-	p := &pipeline{r: r, t0: time.Now(), sep: '\n', sizer: r.sizer(), quick: r.quickCheck(), list: r.destLister()}
+	p := &pipeline{r: r, t0: time.Now(), sep: '\n', quick: r.quickCheck(), list: r.destLister()}
 	if f.Null {
 		p.sep = 0
 	}
@@ -71,13 +70,21 @@ func (r *runner) newPipeline() *pipeline {
 	if r.failed != nil {
 		failed = r.failed
 	}
+	// the sampler's CPUs (a cgroup's quota) are what the planner's copy may use; the pool,
+	// which the sampler measures, is made with the planner
+	p.sampler = throttle.NewSystemSampler(r.policy, cmdline.Warner(r.stderr), func() []int {
+		if p.pool == nil {
+			return nil // priming, before the pool exists: no rsync runs yet
+		}
+		return throttle.GroupsOf(p.pool)()
+	})
+	p.plan = r.planner(usableCPUs(runtime.NumCPU(), p.sampler.Source().CPUs))
 	p.pool = &exec.Pool{
-		Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs, ClimbBack: r.tuner == nil,
+		Plan: p.plan, Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirmMode(), LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verifyMode(), Env: r.rsyncEnv(), Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.observe(m); p.rep.in <- report{m} },
+		Confirm: r.confirmMode(), LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verifyMode(), Env: r.rsyncEnv(), Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- report{m} },
 	}
 	p.pool.DestWatch, p.pool.SrcWatch = r.watches()
-	p.sampler = throttle.NewSystemSampler(r.policy, cmdline.Warner(r.stderr), throttle.GroupsOf(p.pool))
 	p.throttle = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
 		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- throttled{e} },
@@ -153,12 +160,9 @@ func (r *runner) Run() int {
 		}()
 	}
 
-	// while every worker is busy, up to -j finished chunks wait, and the biggest starts first
-	// and once the input has ended, a chunk waiting while slots are free is cut for them
-	ordered := splitter.BiggestFirstTail(ctx, chunks, r.jobs, func(c *splitter.Chunk) {
-		p.rep.in <- report{exec.ChunkDropped{Chunk: c, Status: rsync.NotDone, Reason: exec.Stopped(ctx) + " before rsync started"}}
-	}, p.tail(p.sp))
-	p.pool.Run(ctx, kill, ordered)
+	// while every slot is busy, up to -j chunks wait, and the planner says which starts next;
+	// once the input has ended, a chunk waiting while slots are free is cut for them
+	p.pool.Run(ctx, kill, chunks)
 	<-inputEnded
 	p.pool.CheckStorage()
 	p.chunks = p.sp.Chunks() // the tail's cuts included
@@ -276,11 +280,12 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 	h := &splitHooks{out: p.rep.in, stop: ctx, keepFresh: r.pathsLog != nil}
 	sp := splitter.New(splitter.Config{
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Dest: r.destPaths, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
-		ChunkFiles: f.ChunkFiles, ChunkBytes: int64(f.ChunkBytes), ChunkWait: f.ChunkWait, Sizer: p.sizer, Slots: p.pool.Limit, Opening: p.openingFunc(),
+		Plan: p.plan, ChunkWait: f.ChunkWait,
 		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: p.quick, List: p.list, Dirs: p.dirs,
 		SourceLost: p.sourceLost(),
 	}, h.hooks(r.examined))
 	p.sp = sp
+	p.pool.Split = sp.Split // before Run
 	chunks := make(chan *splitter.Chunk)
 	done := make(chan struct{})
 	go func() {
@@ -313,64 +318,63 @@ func (p *pipeline) startThrottle(ctx, bg context.Context, wg *sync.WaitGroup) {
 	}()
 }
 
-// startTuner runs -j auto until bg ends or the first signal.
+// startTuner runs -j auto until bg ends or the first signal: every tick it tells the
+// planner what the pool has moved and the CPU the copy used, and the planner's tuner sets
+// the limit once a window.
 func (p *pipeline) startTuner(ctx, bg context.Context, wg *sync.WaitGroup, inputEnded <-chan struct{}) {
 	tctx, stop := context.WithCancel(ctx)
 	after := context.AfterFunc(bg, stop)
-	c := &tune.Controller{Tuner: p.r.tuner, Target: &tuneTarget{pinned: &p.control.pinned, pool: p.pool, inputEnded: inputEnded, last: &p.last, machine: throttle.MachineCPUs()}}
+	a := &autoSampler{pool: p.pool, inputEnded: inputEnded, last: &p.last, machine: throttle.MachineCPUs()}
 	wg.Add(1)
 	go func() {
 		defer p.pool.RecoverPanic()
 		defer wg.Done()
 		defer after()
-		c.Run(tctx)
+		t := time.NewTicker(tune.Window / 4)
+		defer t.Stop()
+		for {
+			// the pinned limit is live control's (prsync ctl jobs): the tuner only watches
+			p.pool.Sampled(time.Now(), a.sample(), !p.control.pinned.Load())
+			select {
+			case <-tctx.Done():
+				return
+			case <-t.C:
+			}
+		}
 	}()
 }
 
-// tuneTarget is the pool as -j auto sees it.
-type tuneTarget struct {
-	pinned     *atomic.Bool
+// autoSampler measures the pool as -j auto's tuner sees it.
+type autoSampler struct {
 	pool       *exec.Pool
 	inputEnded <-chan struct{}
 	last       *sampleBox // the newest CPU sample, the throttle's or startSampling's
 	machine    int        // the machine's CPUs, which a sample's percentages are of
 }
 
-func (t *tuneTarget) Limit() int                    { return t.pool.Limit() }
-func (t *tuneTarget) Counts() (running, paused int) { return t.pool.Counts() }
-func (t *tuneTarget) Measure()                      { t.pool.MeasureIO() }
-func (t *tuneTarget) Drained() bool                 { return isClosed(t.inputEnded) && t.pool.Queued() == 0 }
-
-// CPU returns the CPUs' use at the newest sample: of a cgroup's CPU quota where one limits
-// prsync, else of the machine. It is not known where prsync's own use cannot be told
-// (no /proc).
-func (t *tuneTarget) CPU() tune.CPUUse {
-	s, ok := t.last.get()
-	switch {
-	case !ok || !s.HasOwn:
-		return tune.CPUUse{}
-	case s.HasCgroup && s.CgroupCPUs > 0:
-		c := s.CgroupCPUs
-		return tune.CPUUse{CPUs: c, Busy: s.CgroupCPU / 100 * c, Own: s.CgroupOwn / 100 * c}
-	}
-	c := float64(t.machine)
-	return tune.CPUUse{CPUs: c, Busy: s.CPU / 100 * c, Own: s.Own / 100 * c}
-}
-
-func (t *tuneTarget) SetLimit(n int, reason, detail string, rate float64) {
-	if t.pinned.Load() {
-		return // prsync ctl jobs set it by hand
-	}
-	t.pool.SetLimit(n, reason, detail, rate)
-}
-
-func (t *tuneTarget) Moved() tune.Moved {
-	pr := t.pool.Progress()
-	m := tune.Moved{Bytes: float64(pr.LoggedBytes), Files: float64(pr.LoggedFiles), Refused: pr.Refused, Accepted: pr.Accepted}
+// sample measures the pool now: the groups running and paused, what it has moved, whether
+// work still waits, and the CPUs' use at the newest sample: of a cgroup's CPU quota where
+// one limits prsync, else of the machine. The CPU is not known where prsync's own use
+// cannot be told (no /proc).
+func (a *autoSampler) sample() plan.Sample {
+	a.pool.MeasureIO()
+	var s plan.Sample
+	s.Running, s.Paused = a.pool.Counts()
+	pr := a.pool.Progress()
+	s.Bytes, s.Files = float64(pr.LoggedBytes), float64(pr.LoggedFiles)
 	if pr.IOMeasured {
-		m.Bytes = float64(pr.IOBytes) // grows while a big file is still on its way
+		s.Bytes = float64(pr.IOBytes) // grows while a big file is still on its way
 	}
-	return m
+	s.Drained = isClosed(a.inputEnded) && a.pool.Queued() == 0
+	switch c, ok := a.last.get(); {
+	case !ok || !c.HasOwn:
+	case c.HasCgroup && c.CgroupCPUs > 0:
+		s.CPUs, s.Busy, s.Own = c.CgroupCPUs, c.CgroupCPU/100*c.CgroupCPUs, c.CgroupOwn/100*c.CgroupCPUs
+	default:
+		m := float64(a.machine)
+		s.CPUs, s.Busy, s.Own = m, c.CPU/100*m, c.Own/100*m
+	}
+	return s
 }
 
 // startSampling measures CPU for the progress events when the throttle does not.

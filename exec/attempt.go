@@ -47,13 +47,17 @@ type sink struct {
 	// lines counts the lines rsync logged; one means the far side accepted the session
 	// (a refusal comes on stderr, before any)
 	lines atomic.Int64
+	// watch, when set, is told the count after each line: the planner watches its probe
+	watch func(lines int64)
 }
 
 func (s *sink) stdout(line []byte) {
 	if s.first.Load() == 0 {
 		s.first.CompareAndSwap(0, time.Now().UnixNano())
 	}
-	s.lines.Add(1)
+	if n := s.lines.Add(1); s.watch != nil {
+		s.watch(n)
+	}
 	s.mu.Lock()
 	n, file := s.a.Stdout(line)
 	s.logged += n
@@ -149,6 +153,9 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	sk := &sink{a: rsync.NewAttributor(entries, src, dest, localDest), onItem: ps.onItem, onLine: ps.onLine}
 	if extra == nil {
 		sk.pool = p
+		if p.Plan.Watch(c.ID) {
+			sk.watch = func(n int64) { p.Plan.Logged(time.Now(), c.ID, int(n)) }
+		}
 	}
 	if lost := p.storageLost(c, entries, ps); lost != nil {
 		return result{code: LostExitCode, stderr: lost.Error(), r: sk.a.Result(), lost: lost} // no rsync starts
@@ -179,9 +186,9 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	}
 	pid := cmd.Process.Pid
 	p.mu.Lock()
-	pr := &proc{chunk: c.ID, pid: pid, started: t0, bwCap: bwCap, first: &sk.first, lines: &sk.lines}
+	pr := &proc{chunk: c.ID, pid: pid, files: len(entries), bytes: c.Bytes, started: t0, bwCap: bwCap, first: &sk.first, lines: &sk.lines}
 	p.procs[c.ID] = pr
-	if p.held || p.ctlHeld {
+	if p.slots.holding() {
 		stopGroup(pid) // Ctrl-Z or a pause came while it started
 		pr.wasStopped = true
 	}
@@ -204,7 +211,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	delete(p.procs, c.ID)
 	// a session the far side took held a slot there: it logged a line, ran past a
 	// refusal's time, or ended as only a transfer does
-	held := p.far.Admitted(pr.started, pr.spoke(), now) ||
+	held := p.Plan.Admitted(pr.started, pr.spoke(), now) ||
 		(cmd.ProcessState != nil && rsync.SessionRan(cmd.ProcessState.ExitCode()))
 	p.sessionEnded(now, held)
 	p.mu.Unlock()

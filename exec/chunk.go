@@ -213,10 +213,10 @@ func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, res result)
 func (p *Pool) wait(ctx context.Context, class rsync.Class, d time.Duration) bool {
 	if class == rsync.Refused {
 		p.release()
-		p.backingOff(1)
+		p.slots.backingOff(1)
 		slept := sleepCtx(ctx, d)
-		p.backingOff(-1)
-		if !slept || !p.acquireAs(ctx, true, false) {
+		p.slots.backingOff(-1)
+		if !slept || !p.slots.acquire(ctx, true) {
 			return false
 		}
 	} else if !sleepCtx(ctx, d) {
@@ -312,7 +312,7 @@ func (p *Pool) stop(st *chunkState, res result) {
 	p.mu.Lock()
 	if p.abort == nil {
 		p.abort = &AbortError{Chunk: st.c.ID, Code: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, p.Dest)}
-		p.cond.Broadcast()
+		p.slots.stop()
 	}
 	p.mu.Unlock()
 }

@@ -15,7 +15,7 @@ const (
 )
 
 // stopped reports whether a group is held by anything; the caller holds p.mu.
-func (p *Pool) stopped(pr *proc) bool { return p.held || p.ctlHeld || pr.pausedBy != 0 }
+func (p *Pool) stopped(pr *proc) bool { return pr.pausedBy != 0 || p.slots.holding() }
 
 // set changes what holds the groups with change, and stops or continues those whose state
 // flips; the caller holds p.mu.
@@ -34,7 +34,6 @@ func (p *Pool) set(change func()) {
 			continueGroup(pr.pid)
 		}
 	}
-	p.cond.Broadcast()
 }
 
 // pause holds one group for why; it returns false when the group is gone, or when the run
@@ -108,10 +107,7 @@ func (p *Pool) Counts() (running, paused int) {
 // SetGate allows or forbids starting new rsyncs (the throttle's gate).
 func (p *Pool) SetGate(open bool) {
 	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.gate = open
-	p.cond.Broadcast()
+	p.slots.setHolds(func(s *Slots) { s.gate = open })
 }
 
 // Hold stops every rsync group with SIGSTOP and starts no new one until Release: job
@@ -120,7 +116,7 @@ func (p *Pool) Hold() {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.set(func() { p.held = true })
+	p.set(func() { p.slots.setHolds(func(s *Slots) { s.held = true }) })
 }
 
 // Release ends a Hold: it continues every group nothing else holds.
@@ -128,7 +124,7 @@ func (p *Pool) Release() {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.set(func() { p.held = false })
+	p.set(func() { p.slots.setHolds(func(s *Slots) { s.held = false }) })
 }
 
 // PauseAll stops every rsync group, and starts no new one, until ResumeAll: live control.
@@ -143,17 +139,19 @@ func (p *Pool) setCtlHeld(held bool) (was bool) {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	was = p.ctlHeld
-	p.set(func() { p.ctlHeld = held })
+	p.set(func() {
+		p.slots.setHolds(func(s *Slots) {
+			was = s.ctlHeld
+			s.ctlHeld = held
+		})
+	})
 	return was
 }
 
 // PausedAll reports whether live control paused the run.
 func (p *Pool) PausedAll() bool {
 	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ctlHeld
+	return p.slots.paused()
 }
 
 // ContinueAll sends SIGCONT to every group and forgets every hold: the way out.
@@ -161,12 +159,11 @@ func (p *Pool) ContinueAll() {
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.held, p.ctlHeld = false, false
+	p.slots.setHolds(func(s *Slots) { s.held, s.ctlHeld = false, false })
 	for _, pr := range p.procs {
 		pr.pausedBy = 0
 		continueGroup(pr.pid)
 	}
-	p.cond.Broadcast()
 }
 
 // BWGroup is a running rsync group as the bandwidth limit sees it.
@@ -182,6 +179,7 @@ type BWGroup struct {
 // BWGroups returns the running groups, oldest first, with what they moved, measured
 // first when measure is set.
 func (p *Pool) BWGroups(measure bool) []BWGroup {
+	p.init()
 	if measure {
 		p.MeasureIO()
 	}
@@ -195,7 +193,7 @@ func (p *Pool) BWGroups(measure bool) []BWGroup {
 	out := make([]BWGroup, 0, len(p.procs)+len(ended))
 	for _, pr := range p.procs {
 		out = append(out, BWGroup{Chunk: pr.chunk, Started: pr.started, Moved: moved[pr.pid], Cap: pr.bwCap,
-			Held: p.held || p.ctlHeld || pr.pausedBy&^byBW != 0})
+			Held: p.slots.holding() || pr.pausedBy&^byBW != 0})
 	}
 	out = append(out, ended...) // once, with all they moved: they are gone after
 	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/prsync/prsync/internal/storage"
+	"github.com/prsync/prsync/plan"
 	"github.com/prsync/prsync/refusal"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
@@ -38,14 +39,18 @@ type Pool struct {
 	Rsync string   // rsync binary
 	Args  []string // options for every rsync, before the ones prsync manages
 	Dest  string
-	// Jobs is the number of rsyncs allowed at once when Run starts; SetLimit changes it.
+	// Plan is the copy's planner: how many rsyncs run at once, which chunk starts next, how
+	// the last ones are cut; the pool tells it what happens (chunks started and ended,
+	// sessions refused). Nil: a planner of Jobs rsyncs at once, at most MaxJobs.
+	Plan *plan.Planner
+	// Jobs is the number of rsyncs allowed at once when Run starts, and the chunks cut and
+	// not started that Run holds while every slot is busy; SetLimit changes the first.
 	Jobs int
-	// MaxJobs bounds SetLimit; 0 means Jobs.
+	// MaxJobs bounds SetLimit; 0 means Jobs (without Plan).
 	MaxJobs int
-	// ClimbBack: a limit the far side's refusals lowered climbs back towards the one asked
-	// for (Jobs, or the last SetLimit) while sessions are accepted (refusal.FarSide.Climb).
-	// -j auto leaves it off: its tuner has its own ceiling.
-	ClimbBack  bool
+	// Split, when set, cuts a chunk that waits once the input has ended, where the planner
+	// says (plan.Planner.TailCuts), into parts with new IDs (splitter.Splitter.Split).
+	Split      func(c *splitter.Chunk, cuts []int) []*splitter.Chunk
 	Retries    int
 	RetryDelay time.Duration // first backoff; doubled each retry, with jitter
 	Grace      time.Duration // how long a cancelled rsync has between TERM and KILL
@@ -87,40 +92,26 @@ type Pool struct {
 	once      sync.Once
 	localDest string // absolute local DEST, or "" when it is remote
 
+	slots *Slots
+
 	mu      sync.Mutex
-	cond    *sync.Cond
-	limit   int  // rsyncs allowed at once
-	want    int  // the limit asked for (Jobs, SetLimit), which refusals may lower limit below
-	active  int  // slots taken: rsyncs running or about to, and their confirmations
-	gate    bool // the throttle allows new rsyncs
-	held    bool // job control stopped the run (Ctrl-Z)
-	ctlHeld bool // live control paused the run
 	procs   map[int]*proc
-	queued  int // rsyncs waiting in acquire for a slot
-	// took is the chunks Run took from its channel and counted (in queued, then active),
-	// for FreeAfter; one taken but not counted yet is in flight
-	took int64
-	// backoff are refused chunks that gave their slot up and wait to queue again (wait)
-	backoff int
-	// requeued are refused chunks waiting in acquire (counted in queued too): they go first
-	requeued int
-	wakeAt   time.Time // the latest wake-up waitSlot arranged
-	waiting  bool      // Run waits for a free slot before it takes the next chunk
-	closing  bool      // ctx ended: nothing may be paused any more
-	abort    *AbortError
-	killed   atomic.Bool
+	closing bool // ctx ended: nothing may be paused any more
+	abort   *AbortError
+	killed  atomic.Bool
 	// killedChunks are chunks whose rsync was killed: their temp files may be left in DEST
 	killedChunks []*splitter.Chunk
 	inflight     atomic.Int64 // bytes rsync logged in attempts still running
 	loggedBytes  atomic.Int64 // file bytes rsync logged, every attempt, cumulative
 	loggedFiles  atomic.Int64 // files rsync logged, every attempt, cumulative
 	meter        ioMeter
-	far          refusal.FarSide // what the far side's refusals taught; under mu
 }
 
 type proc struct {
 	chunk    int
 	pid      int
+	files    int   // the paths of its run
+	bytes    int64 // their bytes
 	started  time.Time
 	pausedBy reason        // who paused this group: the throttle, the bandwidth limit
 	pausedAt time.Time     // when the throttle paused it
@@ -177,14 +168,12 @@ func (p *Pool) Aborted() *AbortError {
 
 func (p *Pool) init() {
 	p.once.Do(func() {
-		p.cond = sync.NewCond(&p.mu)
-		p.gate = true
 		p.procs = make(map[int]*proc)
-		p.limit = max(p.Jobs, 1)
-		p.want = p.limit
-		if p.MaxJobs < p.limit {
-			p.MaxJobs = p.limit
+		if p.Plan == nil {
+			p.Plan = plan.New(plan.Config{Jobs: p.Jobs, MaxJobs: p.MaxJobs})
 		}
+		p.MaxJobs = p.Plan.MaxJobs()
+		p.slots = newSlots(p.Plan, p.report)
 		if !rsync.IsRemote(p.Dest) {
 			if d, err := filepath.Abs(p.Dest); err == nil {
 				p.localDest = d
@@ -193,64 +182,138 @@ func (p *Pool) init() {
 	})
 }
 
+// report hands a report on, and tells the planner of chunks started and ended.
 func (p *Pool) report(r Report) {
+	switch m := r.(type) {
+	case ChunkStarted:
+		p.Plan.Started(time.Now(), m.Chunk.ID, m.Attempt)
+	case ChunkEnded:
+		c, ok := p.Plan.Ended(time.Now(), plan.End{ID: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes,
+			Seconds: m.Seconds, First: m.FirstLine, CPU: m.CPUSeconds, Paused: m.Paused,
+			OK: m.Status == ChunkOK || m.Status == ChunkVanished, Settled: m.Outcomes != nil})
+		defer func() {
+			if ok { // after the chunk_end that taught it
+				p.slots.wake()
+				p.report(LimitChanged{Old: c.Old, New: c.New, Reason: c.Reason, Detail: c.Detail})
+			}
+		}()
+	}
 	if p.Reports != nil {
 		p.Reports(r)
 	}
 }
 
-// Run starts an rsync for each chunk from chunks, up to the limit at once, until chunks
-// is closed and every rsync has ended. When ctx ends, running rsyncs are cancelled (TERM,
-// then CONT, to the group; with Drain, once it ends too), and the chunks not started are
-// dropped as not done, their reason saying why ctx ended (Stopped). When kill ends,
+// Run starts an rsync for each chunk from chunks as slots free, in the order the planner
+// says (plan.Pick: the biggest first, a root's chunk last), until chunks is closed and every
+// rsync has ended. While every slot is busy it holds up to Jobs chunks, so that the order can
+// still rearrange them, and once the input has ended it cuts a waiting chunk for slots that
+// would idle, as the planner says (cutTail). When ctx ends, running rsyncs are cancelled
+// (TERM, then CONT, to the group; with Drain, once it ends too), and the chunks not started
+// are dropped as not done, their reason saying why ctx ended (Stopped). When kill ends,
 // running rsyncs get KILL at once.
 func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) error {
 	p.init()
 	defer p.watch(ctx, kill)()
-	// errgroup bounds the goroutines; the pool's own gate (acquire) bounds the rsyncs,
-	// because its limit changes while goroutines run, which SetLimit cannot do.
+	// errgroup bounds the goroutines; the slots bound the rsyncs, because their limit
+	// changes while goroutines run, which SetLimit cannot do.
 	var g errgroup.Group
 	g.SetLimit(2 * p.MaxJobs)
-	var roots []*splitter.Chunk
-	for {
-		// wait for a free slot before taking a chunk, so that the chunks not yet taken
-		// stay where the biggest-first order can still rearrange them
-		p.waitFree(ctx)
-		c, ok := <-chunks
-		if !ok {
+	var q waitingChunks
+	var busy atomic.Int64 // chunks started whose goroutine has not ended
+	window := max(p.Jobs, 1)
+	in := chunks
+	for in != nil || q.len() > 0 {
+		if ctx.Err() != nil || p.Aborted() != nil {
+			for _, c := range q.chunks {
+				p.drop(ctx, c, false)
+			}
+			q.chunks = nil
+			if in != nil {
+				for c := range in {
+					p.drop(ctx, c, false)
+				}
+			}
 			break
 		}
-		if c.Root {
-			roots = append(roots, c) // after every other chunk: see below
+		if q.len() > 0 {
+			p.slots.climb(time.Now())
+		}
+		if in == nil {
+			p.cutTail(&q)
+		}
+		if i := plan.Pick(q.views(), int(busy.Load()), in == nil); i >= 0 && p.slots.take() {
+			p.start(ctx, &g, q.remove(i), &busy)
 			continue
 		}
-		p.start(ctx, &g, c)
-	}
-	if err := g.Wait(); err != nil {
-		for _, c := range roots {
-			p.drop(ctx, c, false)
+		recv := in
+		if q.len() >= window {
+			recv = nil
 		}
-		return err
-	}
-	// A root's rsync sets the root's mode and mtime, which the paths landing below it
-	// change: it runs once the other chunks have ended.
-	for _, c := range roots {
-		p.start(ctx, &g, c)
+		p.slots.setWaiting(true)
+		select {
+		case c, ok := <-recv:
+			if !ok {
+				in = nil
+			} else {
+				q.add(c)
+			}
+		case <-p.slots.changed:
+		case <-ctx.Done():
+		}
+		p.slots.setWaiting(false)
 	}
 	return g.Wait()
 }
 
-// start runs chunk c in g once a slot is free, or settles it as not run.
-func (p *Pool) start(ctx context.Context, g *errgroup.Group, c *splitter.Chunk) {
-	if !p.acquireAs(ctx, false, true) {
-		p.drop(ctx, c, false)
-		return
-	}
+// start runs chunk c, its slot taken, in g.
+func (p *Pool) start(ctx context.Context, g *errgroup.Group, c *splitter.Chunk, busy *atomic.Int64) {
+	busy.Add(1)
 	g.Go(func() error {
+		defer p.slots.wake() // Run may pick a root's chunk once none runs
+		defer busy.Add(-1)
 		defer p.RecoverPanic()
 		p.runChunk(ctx, c)
 		return nil
 	})
+}
+
+// cutTail cuts the biggest waiting chunk, once the input has ended, as the planner says
+// (plan.Planner.TailCuts): for slots that would idle, or into parts of the share of each
+// slot in the work left. The last chunks end together.
+func (p *Pool) cutTail(q *waitingChunks) {
+	if p.Split == nil {
+		return
+	}
+	for {
+		i := q.biggest()
+		if i < 0 {
+			return
+		}
+		c := q.chunks[i]
+		parts := p.Split(c, p.Plan.TailCuts(c.Sizes, c.Bytes, q.copies(), p.slots.free(), p.work(q, i)))
+		if len(parts) < 2 {
+			return
+		}
+		q.chunks = append(q.chunks[:i], append(parts, q.chunks[i+1:]...)...)
+	}
+}
+
+// work returns the rest of the work as the tail sees it: the chunks waiting but the one at
+// skip, and the rsyncs running.
+func (p *Pool) work(q *waitingChunks, skip int) []plan.Work {
+	var out []plan.Work
+	for i, c := range q.chunks {
+		if i != skip && !c.Root {
+			out = append(out, plan.Work{Files: c.Len(), Bytes: c.Bytes})
+		}
+	}
+	now := time.Now()
+	p.mu.Lock()
+	for _, pr := range p.procs {
+		out = append(out, plan.Work{Files: pr.files, Bytes: pr.bytes, Ran: now.Sub(pr.started).Seconds()})
+	}
+	p.mu.Unlock()
+	return out
 }
 
 // watch arranges that running rsyncs get KILL when kill ends, and that waiters wake to
@@ -260,8 +323,8 @@ func (p *Pool) watch(ctx, kill context.Context) (stop func()) {
 	stopWake := context.AfterFunc(ctx, func() {
 		p.mu.Lock()
 		p.closing = true
-		p.cond.Broadcast()
 		p.mu.Unlock()
+		p.slots.wake()
 	})
 	return func() {
 		stopKill()
@@ -326,21 +389,86 @@ func (p *Pool) Procs() []throttle.Proc {
 	return out
 }
 
-// Queued returns the number of rsyncs waiting for a slot (chunks taken from the input,
-// refused ones queueing again, the deletion pass's), plus one while the throttle's closed
-// gate keeps Run from taking the next. Run takes a chunk only once a slot is free, so that the input can still
-// reorder it; without that one, a gate closed just as the last running rsync ended
-// looked to the throttle like a run with nothing waiting, and stayed closed for as long
-// as the machine was busy (TestOpsCgroupThrottle, a busy loop in the cgroup, hung).
+// Queued returns the number of rsyncs waiting for a slot (refused chunks queueing again,
+// the deletion pass's), plus one while the throttle's closed gate keeps Run from starting
+// the next chunk. Without that one, a gate closed just as the last running rsync ended
+// looked to the throttle like a run with nothing waiting, and stayed closed for as long as
+// the machine was busy (TestOpsCgroupThrottle, a busy loop in the cgroup, hung).
 func (p *Pool) Queued() int {
 	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.waiting && !p.gate {
-		return p.queued + 1
-	}
-	return p.queued
+	return p.slots.queuedNow()
 }
+
+// Limit returns the number of rsyncs allowed at once.
+func (p *Pool) Limit() int {
+	p.init()
+	return p.Plan.Limit()
+}
+
+// SetLimit changes the number of rsyncs allowed at once, within 1 and MaxJobs. Lowering
+// it lets running rsyncs finish; it never stops one. It reports the change, with the rate
+// measured behind it (bits per second; 0 when there is none).
+func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
+	p.init()
+	p.slots.setLimit(n, reason, detail, rateBps)
+}
+
+// Sampled hands -j auto's measurements at one tick to the planner, which sets the limit once
+// a window (plan.Planner.Sampled); apply false only measures (live control pinned the
+// limit). It reports the change.
+func (p *Pool) Sampled(now time.Time, s plan.Sample, apply bool) {
+	p.init()
+	if c, ok := p.Plan.Sampled(now, s, apply); ok {
+		p.slots.wake()
+		p.report(LimitChanged{Old: c.Old, New: c.New, Reason: c.Reason, Detail: c.Detail, RateBps: c.RateBps})
+	}
+}
+
+// acquire takes a slot for a run that is not a chunk's first (the deletion pass); false
+// when ctx ended or the run was aborted.
+func (p *Pool) acquire(ctx context.Context) bool { return p.slots.acquire(ctx, false) }
+
+func (p *Pool) release() { p.slots.release() }
+
+// lowerForRefusal tells the far side's refusal of one more session, started at started
+// (zero: now) and refused after took, to the planner, which holds new sessions back as it
+// decides and brings the limit down to what the far side accepts.
+func (p *Pool) lowerForRefusal(detail string, took time.Duration, started time.Time) refusal.Decision {
+	now := time.Now()
+	p.mu.Lock()
+	accepted := p.acceptedNow(now)
+	p.mu.Unlock()
+	return p.slots.refused(now, detail, took, started, accepted)
+}
+
+// acceptedNow counts the rsyncs running that the far side has accepted; the caller
+// holds p.mu.
+func (p *Pool) acceptedNow(now time.Time) int {
+	n := 0
+	for _, pr := range p.procs {
+		if p.Plan.Admitted(pr.started, pr.spoke(), now) {
+			n++
+		}
+	}
+	return n
+}
+
+// peakAccepted returns the most sessions that ran together, accepted, in the last
+// minute, counting those running now; the caller holds p.mu.
+func (p *Pool) peakAccepted(now time.Time) int {
+	return p.Plan.Peak(p.acceptedNow(now), now)
+}
+
+// sessionEnded notes that an rsync ended, the far side having accepted its session (held)
+// or not, and wakes the waiters once its slot has settled.
+func (p *Pool) sessionEnded(now time.Time, held bool) {
+	if d := p.Plan.SessionEnded(now, held); d > 0 {
+		p.slots.wakeAfter(d)
+	}
+}
+
+// sessionAccepted notes that the far side took a session.
+func (p *Pool) sessionAccepted() { p.Plan.Accepted() }
 
 // TerminateAll sends TERM then CONT to every group.
 func (p *Pool) TerminateAll() {

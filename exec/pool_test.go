@@ -117,7 +117,8 @@ func TestPeakAccepted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &Pool{procs: map[int]*proc{}}
+			p := &Pool{}
+			p.init()
 			for i, pr := range tt.procs {
 				p.procs[i] = pr
 			}
@@ -126,7 +127,9 @@ func TestPeakAccepted(t *testing.T) {
 			}
 		})
 	}
-	p := &Pool{procs: map[int]*proc{1: {started: now, lines: spoke(true)}, 2: {started: now, lines: spoke(true)}}}
+	p := &Pool{}
+	p.init()
+	p.procs = map[int]*proc{1: {started: now, lines: spoke(true)}, 2: {started: now, lines: spoke(true)}}
 	p.peakAccepted(now)
 	p.procs = map[int]*proc{}
 	if got := p.peakAccepted(now.Add(30 * time.Second)); got != 2 {
@@ -173,13 +176,14 @@ func TestRefusalHoldsBack(t *testing.T) {
 				}
 			}}
 			p.init()
-			p.limit, p.active, p.procs = tt.limit, tt.running+1, running(tt.running)
+			p.Plan.SetLimit(tt.limit)
+			p.slots.active, p.procs = tt.running+1, running(tt.running)
 			var d refusal.Decision
 			for range tt.refusals {
 				d = p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{})
 			}
-			if p.limit != tt.wantLimit {
-				t.Errorf("limit %d, want %d", p.limit, tt.wantLimit)
+			if p.Limit() != tt.wantLimit {
+				t.Errorf("limit %d, want %d", p.Limit(), tt.wantLimit)
 			}
 			if len(events) != tt.wantEvents {
 				t.Fatalf("jobs events %+v, want %d", events, tt.wantEvents)
@@ -194,7 +198,7 @@ func TestRefusalHoldsBack(t *testing.T) {
 				t.Errorf("held back %v, want %v", d.Hold, want)
 			}
 			// settle, if set, is at most 1 s
-			if !p.far.HeldBack(time.Now()) || p.far.HeldBack(time.Now().Add(want+time.Second)) {
+			if p.Plan.MayStart(time.Now(), 0) || !p.Plan.MayStart(time.Now().Add(want+time.Second), 0) {
 				t.Error("held back for the wrong time")
 			}
 			p.sessionAccepted()
@@ -234,9 +238,9 @@ func TestBackoff(t *testing.T) {
 func TestQueuedAtClosedGate(t *testing.T) {
 	p := &Pool{Rsync: "/bin/true", Dest: t.TempDir(), Jobs: 1, Confirm: ConfirmNothing, Reports: func(Report) {}}
 	p.SetGate(false)
-	p.mu.Lock()
-	p.active = p.limit // every slot taken too
-	p.mu.Unlock()
+	p.slots.mu.Lock()
+	p.slots.active = p.Limit() // every slot taken too
+	p.slots.mu.Unlock()
 	chunks := make(chan *splitter.Chunk)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(context.Background(), context.Background(), chunks) }()
@@ -252,11 +256,11 @@ func TestQueuedAtClosedGate(t *testing.T) {
 	if n := p.Queued(); n != 0 {
 		t.Errorf("a full pool with the gate open: Queued() = %d, want 0", n)
 	}
-	p.mu.Lock()
-	waiting := p.waiting
-	p.active = 0
-	p.cond.Broadcast()
-	p.mu.Unlock()
+	p.slots.mu.Lock()
+	waiting := p.slots.waiting
+	p.slots.active = 0
+	p.slots.broadcast()
+	p.slots.mu.Unlock()
 	if !waiting {
 		t.Error("Run did not wait for a slot")
 	}
@@ -327,13 +331,13 @@ func TestFreeCountsRefused(t *testing.T) {
 		}
 		for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
 			waits := func() bool {
-				p.mu.Lock()
-				defer p.mu.Unlock()
-				limit = p.limit
-				return p.backoff == 1 && p.active == 0 && p.queued == 0
+				p.slots.mu.Lock()
+				defer p.slots.mu.Unlock()
+				limit = p.Limit()
+				return p.slots.backoff == 1 && p.slots.active == 0 && p.slots.queued == 0
 			}
 			if waits() {
-				free = p.FreeAfter(0)
+				free = p.slots.free()
 				if seen = waits(); seen { // the same state before and after Free
 					break
 				}
@@ -341,13 +345,13 @@ func TestFreeCountsRefused(t *testing.T) {
 		}
 	}
 	if free != limit-1 {
-		t.Errorf("FreeAfter(0) = %d while the refused chunk waits, want the limit %d less it: %d", free, limit, limit-1)
+		t.Errorf("free = %d while the refused chunk waits, want the limit %d less it: %d", free, limit, limit-1)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := p.FreeAfter(0); got != p.Limit() {
-		t.Errorf("FreeAfter(0) = %d after the run, want the limit %d", got, p.Limit())
+	if got := p.slots.free(); got != p.Limit() {
+		t.Errorf("free = %d after the run, want the limit %d", got, p.Limit())
 	}
 }
 
@@ -356,16 +360,16 @@ func TestFreeCountsRefused(t *testing.T) {
 func TestRefusedGoesFirst(t *testing.T) {
 	p := &Pool{Rsync: "/bin/true", Dest: t.TempDir(), Jobs: 2, Confirm: ConfirmNothing, Reports: func(Report) {}}
 	p.init()
-	p.mu.Lock()
-	p.active = p.limit
-	p.mu.Unlock()
+	p.slots.mu.Lock()
+	p.slots.active = p.Limit()
+	p.slots.mu.Unlock()
 	var mu sync.Mutex
 	var order []string
 	got := func(who string, refused bool) chan struct{} {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			if p.acquireAs(context.Background(), refused, false) {
+			if p.slots.acquire(context.Background(), refused) {
 				mu.Lock()
 				order = append(order, who)
 				mu.Unlock()
@@ -376,9 +380,9 @@ func TestRefusedGoesFirst(t *testing.T) {
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			p.mu.Lock()
+			p.slots.mu.Lock()
 			ok := cond()
-			p.mu.Unlock()
+			p.slots.mu.Unlock()
 			if ok {
 				return
 			}
@@ -390,9 +394,9 @@ func TestRefusedGoesFirst(t *testing.T) {
 	// the refused one queues first: the goroutine woken last tends to run first, so the
 	// new one would win without the rule
 	refusedDone := got("refused", true)
-	waitFor("the refused chunk to queue", func() bool { return p.requeued == 1 && p.queued == 1 })
+	waitFor("the refused chunk to queue", func() bool { return p.slots.requeued == 1 && p.slots.queued == 1 })
 	newDone := got("new", false)
-	waitFor("the new chunk to queue", func() bool { return p.queued == 2 })
+	waitFor("the new chunk to queue", func() bool { return p.slots.queued == 2 })
 	p.release()
 	select {
 	case <-refusedDone:
@@ -423,11 +427,10 @@ func TestHeldBackWakes(t *testing.T) {
 	p := &Pool{Rsync: "/bin/true", Dest: t.TempDir(), Jobs: 1, Confirm: ConfirmNothing, Reports: func(Report) {}}
 	p.init()
 	now := time.Now()
-	p.mu.Lock()
-	p.far.Refused(now, 1, 1, 1)   // held back 100 ms, and a settle after each end
-	p.far.Ended(time.Now(), true) // a session ended: no wake-up arranged here
-	held := p.far.HeldBack(time.Now())
-	p.mu.Unlock()
+	// held back 100 ms, and a settle after each end
+	p.Plan.Refused(now, refusal.Session{Started: now, Active: 1, Accepted: 1}, 0)
+	p.Plan.SessionEnded(time.Now(), true) // a session ended: no wake-up arranged here
+	held := !p.Plan.MayStart(time.Now(), 0)
 	if !held {
 		t.Fatal("the far side does not hold new sessions back")
 	}
@@ -440,74 +443,6 @@ func TestHeldBackWakes(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiter slept on after the hold ended")
-	}
-}
-
-// TestFreeAfter: a chunk handed to Run takes a slot from the moment it is sent, whether
-// Run has counted it yet or not, and never twice.
-func TestFreeAfter(t *testing.T) {
-	p := &Pool{Jobs: 4, MaxJobs: 4}
-	ctx := context.Background()
-	for _, step := range []struct {
-		taken      int   // chunks Run has taken and counted so far
-		sent       int64 // chunks handed over
-		want       int
-		wantNoSent int // FreeAfter(0): what the count alone says
-	}{
-		{0, 0, 4, 4},
-		{0, 1, 3, 4}, // in flight: not counted yet
-		{1, 1, 3, 3}, // counted: once
-		{1, 3, 1, 3},
-		{3, 3, 1, 1},
-	} {
-		for p.took < int64(step.taken) {
-			if !p.acquireAs(ctx, false, true) {
-				t.Fatal("no slot")
-			}
-		}
-		if got := p.FreeAfter(step.sent); got != step.want {
-			t.Errorf("%d counted, %d sent: FreeAfter = %d, want %d", step.taken, step.sent, got, step.want)
-		}
-		if got := p.FreeAfter(0); got != step.wantNoSent {
-			t.Errorf("%d counted: FreeAfter(0) = %d, want %d", step.taken, got, step.wantNoSent)
-		}
-	}
-}
-
-// TestRunningLines: while a chunk's rsync runs, Running reports when it started, when it
-// logged its first line and how many lines it has logged (what the opening's probe has
-// done so far); once it has ended, nothing.
-func TestRunningLines(t *testing.T) {
-	script := `cat >/dev/null; for i in 1 2 3; do echo ">f+++++++++|1|2024/01/01-00:00:00|1|f$i"; done; sleep 1`
-	p := &Pool{
-		Rsync: "/bin/sh", Args: []string{"-c", script, "sh"},
-		Dest: t.TempDir(), Jobs: 1, Grace: time.Second, Confirm: ConfirmNothing, Reports: func(Report) {},
-	}
-	chunks := make(chan *splitter.Chunk, 1)
-	var in [][]byte
-	for i := 1; i <= 5; i++ {
-		in = append(in, []byte(fmt.Sprint("f", i)))
-	}
-	chunks <- &splitter.Chunk{ID: 1, Src: "/", Inputs: in, Entries: in}
-	close(chunks)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(context.Background(), context.Background(), chunks) }()
-	var started, first time.Time
-	var lines int64
-	for end := time.Now().Add(30 * time.Second); lines < 3; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("the chunk's three lines were never seen while it ran")
-		}
-		started, first, lines, _ = p.Running(1)
-	}
-	if lines != 3 || started.IsZero() || first.Before(started) {
-		t.Errorf("Running: started %v, first line %v, %d lines; want 3 lines, the first after the start", started, first, lines)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if _, _, _, ok := p.Running(1); ok {
-		t.Error("Running reports the chunk after the run")
 	}
 }
 

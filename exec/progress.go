@@ -98,12 +98,11 @@ func (p *Pool) Moved() map[int]int64 {
 
 // Progress returns a snapshot.
 func (p *Pool) Progress() Progress {
+	p.init()
 	p.meter.mu.Lock()
 	io := p.meter.total
 	p.meter.mu.Unlock()
-	p.mu.Lock()
-	refused, accepted := p.far.Refusals()
-	p.mu.Unlock()
+	refused, accepted := p.Plan.Refusals()
 	return Progress{
 		LoggedFiles: p.loggedFiles.Load(), LoggedBytes: p.loggedBytes.Load(),
 		IOBytes: int64(io), IOMeasured: ioMeasured,

@@ -2,263 +2,267 @@ package exec
 
 import (
 	"context"
+	"sync"
 	"time"
 
+	"github.com/prsync/prsync/plan"
 	"github.com/prsync/prsync/refusal"
 	"github.com/prsync/prsync/rsync"
 )
 
-// The pool's slots: the live limit of rsyncs at once, and the gate a new one waits at.
+// Slots are the pool's slots, the planner's counterpart: how many rsyncs may run at once
+// (the planner's limit, which the far side's refusals lower and which climbs back), the
+// slots taken, the runs waiting for one (a refused chunk queueing again goes first), the
+// throttle's gate, the holds of the whole run (Ctrl-Z, live control), and the far side's
+// hold on new sessions after a refusal. The planner decides; Slots applies its decisions
+// to the goroutines that wait, wakes them when a decision may have changed (a slot freed,
+// the limit moved, a hold ended), and reports each change of the limit.
+type Slots struct {
+	plan   *plan.Planner
+	report func(Report)
 
-// open reports whether a new rsync may start now; the caller holds p.mu. A chunk the far
+	mu       sync.Mutex
+	cond     *sync.Cond
+	changed  chan struct{} // signalled with every wake-up, for the pool's Run loop
+	active   int           // slots taken: rsyncs running or about to, and their confirmations
+	gate     bool          // the throttle allows new rsyncs
+	held     bool          // job control stopped the run (Ctrl-Z)
+	ctlHeld  bool          // live control paused the run
+	stopped  bool          // the run was aborted: nothing may start
+	queued   int           // runs waiting in acquire for a slot
+	requeued int           // refused chunks waiting in acquire (counted in queued too): they go first
+	backoff  int           // refused chunks that gave their slot up and wait to queue again
+	waiting  bool          // Run waits for a slot, with work to start
+	wakeAt   time.Time     // the latest wake-up arranged for the far side's hold
+}
+
+func newSlots(pl *plan.Planner, report func(Report)) *Slots {
+	s := &Slots{plan: pl, report: report, gate: true, changed: make(chan struct{}, 1)}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// broadcast wakes every goroutine waiting for a slot; the caller holds s.mu.
+func (s *Slots) broadcast() {
+	s.cond.Broadcast()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// wake wakes the waiters.
+func (s *Slots) wake() {
+	s.mu.Lock()
+	s.broadcast()
+	s.mu.Unlock()
+}
+
+// open reports whether a new rsync may start now; the caller holds s.mu. A chunk the far
 // side refused, queueing again, goes before any other that waits (refused says which
 // asks): without that, the new chunks taken meanwhile won the slots as they freed, and one
 // refused in the first wave ran alone at the end (bench scenario 6: 854 paths waited 1.4 s
 // of a 1.6 s run).
-func (p *Pool) open(refused bool) bool {
-	return p.gate && !p.held && !p.ctlHeld && p.active < p.limit && (refused || p.requeued == 0) && !p.far.HeldBack(time.Now())
+func (s *Slots) open(now time.Time, refused bool) bool {
+	return s.gate && !s.held && !s.ctlHeld && !s.stopped && (refused || s.requeued == 0) && s.plan.MayStart(now, s.active)
 }
 
-// waitSlot waits once for a change that may free a slot; the caller holds p.mu. While the
+// waitSlot waits once for a change that may free a slot; the caller holds s.mu. While the
 // far side holds new sessions back it arranges a wake-up for when the hold ends, as it
 // stands now: a refusal that doubles the settle after a session's end extends the hold past
 // the wake-ups arranged before, and the waiters slept on with every slot free (make test:
 // TestAutoSettlesAtConnectionLimit hung, 5 refused chunks waiting and nothing running).
-func (p *Pool) waitSlot() {
-	now := time.Now()
-	if until := p.far.HeldUntil(); until.After(now) && until.After(p.wakeAt) {
-		p.wakeAt = until
-		p.wakeAfter(until.Sub(now) + time.Millisecond)
+func (s *Slots) waitSlot() {
+	s.arrangeHeld(time.Now())
+	s.cond.Wait()
+}
+
+// arrangeHeld arranges a wake-up for the end of the far side's hold, when there is one and
+// none is arranged for it yet; the caller holds s.mu.
+func (s *Slots) arrangeHeld(now time.Time) {
+	if until := s.plan.HeldUntil(); until.After(now) && until.After(s.wakeAt) {
+		s.wakeAt = until
+		s.wakeAfter(until.Sub(now) + time.Millisecond)
 	}
-	p.cond.Wait()
 }
 
 // wakeAfter wakes the goroutines waiting for a slot after d.
-func (p *Pool) wakeAfter(d time.Duration) {
-	time.AfterFunc(d, func() {
-		p.mu.Lock()
-		p.cond.Broadcast()
-		p.mu.Unlock()
-	})
+func (s *Slots) wakeAfter(d time.Duration) {
+	time.AfterFunc(d, s.wake)
 }
 
-// sessionEnded notes that an rsync ended, the far side having accepted its session (held)
-// or not, and wakes the waiters once its slot has settled; the caller holds p.mu.
-func (p *Pool) sessionEnded(now time.Time, held bool) {
-	if d := p.far.Ended(now, held); d > 0 {
-		p.wakeAfter(d)
-	}
-}
-
-// sessionAccepted notes that the far side took a session.
-func (p *Pool) sessionAccepted() {
-	p.mu.Lock()
-	p.far.Accepted()
-	p.mu.Unlock()
-}
-
-// waitFree blocks until a slot is free, ctx has ended or the run was aborted. Meanwhile
-// a limit that refusals lowered climbs back when its time comes.
-func (p *Pool) waitFree(ctx context.Context) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.waiting = true
-	for {
-		if old, n, ok := p.climb(time.Now()); ok {
-			p.mu.Unlock()
-			p.report(LimitChanged{Old: old, New: n, Reason: "climb", Detail: "no refusal for a while: one step back towards -j"})
-			p.mu.Lock()
-			continue
-		}
-		if p.open(false) || ctx.Err() != nil || p.abort != nil {
-			break
-		}
-		p.waitSlot()
-	}
-	p.waiting = false
-}
-
-// climb raises a limit that refusals lowered, when refusal.FarSide.Climb says so, and
-// arranges a wake-up for the next step; the caller holds p.mu.
-func (p *Pool) climb(now time.Time) (old, n int, ok bool) {
-	if !p.ClimbBack || p.active < p.limit {
-		return 0, 0, false // only a limit that holds work back climbs
-	}
-	old = p.limit
-	n, ok = p.far.Climb(now, p.limit, p.want)
-	if ok {
-		p.limit = n
-		p.cond.Broadcast()
-		p.wakeForClimb(now)
-	}
-	return old, n, ok
-}
-
-// wakeForClimb wakes the waiters when the limit may climb next (each refusal and each
-// step sets that time anew, and arranges its own wake-up); the caller holds p.mu.
-func (p *Pool) wakeForClimb(now time.Time) {
-	if p.ClimbBack && p.limit < p.want {
-		p.wakeAfter(p.far.NextClimb().Sub(now) + time.Millisecond)
-	}
-}
-
-// acquire takes a slot. It returns false when ctx ended or the run was aborted. While it
-// waits it counts in Queued, whoever waits: a chunk of the copy, one the far side refused
-// that queues again, or the deletion pass (which, uncounted, sat at a closed gate with
-// nothing running for as long as the machine stayed busy: make test-busy hung in
+// acquire takes a slot. It returns false when ctx ended or the run was stopped. While it
+// waits it counts in queued, whoever waits: a chunk the far side refused that queues
+// again (refused: it goes first), or the deletion pass (which, uncounted, sat at a closed
+// gate with nothing running for as long as the machine stayed busy: make test-busy hung in
 // TestDeleteBlocked).
-func (p *Pool) acquire(ctx context.Context) bool {
-	return p.acquireAs(ctx, false, false)
-}
-
-// acquireAs is acquire; refused says the chunk was refused and queues again, ahead of the
-// others (open), and taken that Run just took it from its channel: it is counted in took
-// with the lock that counts it in queued (FreeAfter).
-func (p *Pool) acquireAs(ctx context.Context, refused, taken bool) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if taken {
-		p.took++
-	}
-	p.queued++
-	defer func() { p.queued-- }()
+func (s *Slots) acquire(ctx context.Context, refused bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queued++
+	defer func() { s.queued-- }()
 	if refused {
-		p.requeued++
+		s.requeued++
 		defer func() {
-			if p.requeued--; p.requeued == 0 {
-				p.cond.Broadcast() // the others may go now
+			if s.requeued--; s.requeued == 0 {
+				s.broadcast() // the others may go now
 			}
 		}()
 	}
-	for !p.open(refused) && ctx.Err() == nil && p.abort == nil {
-		p.waitSlot()
+	for !s.open(time.Now(), refused) && ctx.Err() == nil && !s.stopped {
+		s.waitSlot()
 	}
-	if ctx.Err() != nil || p.abort != nil {
+	if ctx.Err() != nil || s.stopped {
 		return false
 	}
-	p.active++
+	s.active++
 	return true
 }
 
-func (p *Pool) release() {
-	p.mu.Lock()
-	p.active--
-	p.cond.Broadcast()
-	p.mu.Unlock()
-}
-
-// Limit returns the number of rsyncs allowed at once.
-func (p *Pool) Limit() int {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.limit
-}
-
-// SetLimit changes the number of rsyncs allowed at once, within 1 and MaxJobs. Lowering
-// it lets running rsyncs finish; it never stops one. It reports the change, with the rate
-// measured behind it (bits per second; 0 when there is none).
-func (p *Pool) SetLimit(n int, reason, detail string, rateBps float64) {
-	p.init()
-	p.mu.Lock()
-	n = max(1, min(n, p.MaxJobs))
-	old := p.limit
-	p.limit, p.want = n, n
-	p.cond.Broadcast()
-	p.mu.Unlock()
-	if n != old {
-		p.report(LimitChanged{Old: old, New: n, Reason: reason, Detail: detail, RateBps: rateBps})
+// take takes a slot for Run if one is open now, without waiting.
+func (s *Slots) take() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open(time.Now(), false) {
+		return false
 	}
+	s.active++
+	return true
 }
 
-// lowerForRefusal tells the far side's refusal of one more session, started at started
-// (zero: now) and refused after took, to p.far, holds new sessions back as it decides, and
-// brings the limit down to what the far side accepts.
-func (p *Pool) lowerForRefusal(detail string, took time.Duration, started time.Time) refusal.Decision {
-	p.mu.Lock()
-	now := time.Now()
-	if started.IsZero() {
-		started = now
+// release gives a slot back.
+func (s *Slots) release() {
+	s.mu.Lock()
+	s.active--
+	s.broadcast()
+	s.mu.Unlock()
+}
+
+// setWaiting says whether Run waits for a slot with work to start (Queued).
+func (s *Slots) setWaiting(w bool) {
+	s.mu.Lock()
+	s.waiting = w
+	if w {
+		s.arrangeHeld(time.Now())
 	}
-	p.far.RefusedAfter(took)
-	d := p.far.RefusedSession(now, refusal.Session{Started: started, Limit: p.limit, Active: p.active,
-		Accepted: p.acceptedNow(now), Stated: rsync.StatedLimit(detail)})
-	p.wakeAfter(d.Hold)
-	old := p.limit
-	if d.Limit >= old {
-		p.mu.Unlock()
-		return d
-	}
-	p.limit = d.Limit
-	p.wakeForClimb(now)
-	p.mu.Unlock()
-	p.report(LimitChanged{Old: old, New: d.Limit, Reason: "refused", Detail: detail})
-	return d
+	s.mu.Unlock()
 }
 
-// acceptedNow counts the rsyncs running that the far side has accepted; the caller
-// holds p.mu.
-func (p *Pool) acceptedNow(now time.Time) int {
-	n := 0
-	for _, pr := range p.procs {
-		if p.far.Admitted(pr.started, pr.spoke(), now) {
-			n++
-		}
-	}
-	return n
-}
-
-// peakAccepted returns the most sessions that ran together, accepted, in the last
-// minute, counting those running now; the caller holds p.mu.
-func (p *Pool) peakAccepted(now time.Time) int {
-	return p.far.Peak(p.acceptedNow(now), now)
-}
-
-// FreeAfter returns the slots free now, when sent chunks have been handed to Run in all:
-// the limit less the slots taken, the chunks taken that wait for one, those Run has taken
-// from its channel but not counted yet (a goroutine switch away), and the refused ones that
-// wait to queue again; 0 while the throttle, job control or live control hold new rsyncs.
-// Without the refused ones, the tail split could cut the last chunks for slots that the
-// refused chunks took back a moment later: against a daemon with max connections = 3 (bench
-// scenario 6, issue 23) the defaults' median went from 1.34 to 1.16 s with this, side by
-// side with the build before.
-func (p *Pool) FreeAfter(sent int64) int {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.gate || p.held || p.ctlHeld {
+// free returns the slots free now: the limit less the slots taken, the runs waiting for one,
+// and the refused chunks that wait to queue again; 0 while the throttle, job control or live
+// control hold new rsyncs. Without the refused ones, the tail could cut the last chunks for
+// slots that the refused chunks took back a moment later: against a daemon with max
+// connections = 3 (bench scenario 6, issue 23) the defaults' median went from 1.34 to
+// 1.16 s with this, side by side with the build before.
+func (s *Slots) free() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.gate || s.held || s.ctlHeld || s.stopped {
 		return 0
 	}
-	inFlight := int(max(0, sent-p.took))
-	return max(0, p.limit-p.active-p.queued-p.backoff-inFlight)
+	return max(0, s.plan.Limit()-s.active-s.queued-s.backoff)
 }
 
 // backingOff counts a refused chunk that gave its slot up and waits to queue again (d 1),
 // and then stops counting it (d -1).
-func (p *Pool) backingOff(d int) {
-	p.mu.Lock()
-	p.backoff += d
-	p.mu.Unlock()
+func (s *Slots) backingOff(d int) {
+	s.mu.Lock()
+	s.backoff += d
+	s.mu.Unlock()
 }
 
-// Running reports, for chunk id's rsync while it runs, when it started, when it logged
-// its first line (zero before) and how many lines it has logged; ok is false when none
-// runs for it.
-func (p *Pool) Running(id int) (started, first time.Time, lines int64, ok bool) {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pr := p.procs[id]
-	if pr == nil {
-		return time.Time{}, time.Time{}, 0, false
+// climb raises a limit that refusals lowered, when the planner says so, while work waits
+// for a slot, and arranges a wake-up for the next step.
+func (s *Slots) climb(now time.Time) {
+	s.mu.Lock()
+	if s.active < s.plan.Limit() {
+		s.mu.Unlock()
+		return // only a limit that holds work back climbs
 	}
-	if pr.first != nil {
-		if n := pr.first.Load(); n != 0 {
-			first = time.Unix(0, n)
-		}
+	old, n, ok := s.plan.Climb(now)
+	if ok {
+		s.broadcast()
+		s.wakeForClimb(now)
 	}
-	if pr.lines != nil {
-		lines = pr.lines.Load()
+	s.mu.Unlock()
+	if ok {
+		s.report(LimitChanged{Old: old, New: n, Reason: "climb", Detail: "no refusal for a while: one step back towards -j"})
 	}
-	return pr.started, first, lines, true
+}
+
+// wakeForClimb wakes the waiters when the limit may climb next (each refusal and each step
+// sets that time anew, and arranges its own wake-up); the caller holds s.mu.
+func (s *Slots) wakeForClimb(now time.Time) {
+	if at := s.plan.NextClimb(); !at.IsZero() {
+		s.wakeAfter(at.Sub(now) + time.Millisecond)
+	}
+}
+
+// setLimit sets the limit as asked (live control, -j auto), and reports the change, with the
+// rate measured behind it (bits per second; 0 when there is none).
+func (s *Slots) setLimit(n int, reason, detail string, rateBps float64) {
+	old, now := s.plan.SetLimit(n)
+	s.wake()
+	if now != old {
+		s.report(LimitChanged{Old: old, New: now, Reason: reason, Detail: detail, RateBps: rateBps})
+	}
+}
+
+// refused tells the planner of the far side's refusal of a session started at started
+// (zero: now) and refused after took, while accepted of prsync's sessions had been
+// accepted; the planner lowers the limit to what the far side accepts and holds new
+// sessions back as it decides.
+func (s *Slots) refused(now time.Time, detail string, took time.Duration, started time.Time, accepted int) refusal.Decision {
+	if started.IsZero() {
+		started = now
+	}
+	s.mu.Lock()
+	d, old, n := s.plan.Refused(now, refusal.Session{Started: started, Active: s.active, Accepted: accepted,
+		Stated: rsync.StatedLimit(detail)}, took)
+	s.wakeAfter(d.Hold)
+	if n < old {
+		s.wakeForClimb(now)
+	}
+	s.mu.Unlock()
+	if n < old {
+		s.report(LimitChanged{Old: old, New: n, Reason: "refused", Detail: detail})
+	}
+	return d
+}
+
+// holding reports whether job control or live control holds the whole run.
+func (s *Slots) holding() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held || s.ctlHeld
+}
+
+// paused reports whether live control holds the whole run.
+func (s *Slots) paused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctlHeld
+}
+
+// setHolds changes the holds of the whole run and the gate with change, and wakes the
+// waiters.
+func (s *Slots) setHolds(change func(s *Slots)) {
+	s.mu.Lock()
+	change(s)
+	s.broadcast()
+	s.mu.Unlock()
+}
+
+// stop stops every new start: the run was aborted.
+func (s *Slots) stop() { s.setHolds(func(s *Slots) { s.stopped = true }) }
+
+// queuedNow returns the runs waiting for a slot, plus one while the throttle's closed gate
+// keeps Run from starting the next chunk (Pool.Queued).
+func (s *Slots) queuedNow() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting && !s.gate {
+		return s.queued + 1
+	}
+	return s.queued
 }

@@ -68,7 +68,7 @@ func (p *Pool) abortLost(id int, lost error) {
 	defer p.mu.Unlock()
 	if p.abort == nil {
 		p.abort = &AbortError{Chunk: id, Code: LostExitCode, Msg: lost.Error(), Hint: lostHint, Lost: true}
-		p.cond.Broadcast()
+		p.slots.stop()
 	}
 }
 

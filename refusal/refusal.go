@@ -40,6 +40,11 @@ type FarSide struct {
 	// slowest is the longest a refused session ran before the refusal (a loaded machine,
 	// a far side slow to answer): a silent session counts as accepted only after twice that
 	slowest time.Duration
+	// what the far side stated at the last refusal (0: nothing), and whether that refusal
+	// was another client's doing; neighbourAt is when one last was
+	stated      int
+	shared      bool
+	neighbourAt time.Time
 }
 
 // Decision is what one refusal decides.
@@ -50,8 +55,10 @@ type Decision struct {
 	// Hold is how long new sessions wait from now.
 	Hold time.Duration
 	// Free says that prsync brought the refusal on itself, by running more sessions than
-	// the far side takes or before it freed a slot: see Retry.
-	Free bool
+	// the far side takes or before it freed a slot, or that another client's sessions
+	// filled the far side (Shared): see Retry.
+	Free   bool
+	Shared bool
 }
 
 const (
@@ -64,6 +71,15 @@ const (
 	// row, up to maxHold.
 	firstHold = 100 * time.Millisecond
 	maxHold   = 2 * time.Second
+	// sharedHold bounds the hold after a refusal that another client's sessions caused
+	sharedHold = firstHold
+	// fairClimb is the wait between steps of a limit below a fair share of a far side
+	// another client fills
+	fairClimb = 500 * time.Millisecond
+	// NeighbourFor is how long after another client's sessions last refused one of
+	// prsync's the limit climbs no higher than a fair share of the far side: two steps'
+	// wait, so that the client below its share climbs into the slots first
+	NeighbourFor = 2 * firstClimb
 	// minSettle and maxSettle bound settle once it is set.
 	minSettle = 50 * time.Millisecond
 	maxSettle = time.Second
@@ -174,17 +190,18 @@ type Session struct {
 func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 	started, limit, active, stated := s.Started, s.Limit, s.Active, s.Stated
 	f.refused++
+	run, runAt := f.run, f.runAt
 	if f.run == 0 || !started.Before(f.runAt) {
 		f.run++
 		f.runAt = now
 	}
 	hold := min(firstHold<<min(f.run-1, 5), maxHold)
-	f.holdUntil = now.Add(hold)
 	peak := f.Peak(s.Accepted, now)
 	others := active - 1
 	f.accepts = max(1, others, peak)
-	ran := peak >= limit         // it ran as many lately
-	ours, lagged := false, false // the refusal is of prsync's own making; by a slot not freed yet
+	ran := peak >= limit // it ran as many lately
+	// the refusal is of prsync's own making; by a slot not freed yet; by another client
+	ours, lagged, shared := false, false, false
 	if stated > 0 {
 		ours = others >= stated
 		unsettled := f.settle == 0 || started.Before(f.settleFrom)
@@ -194,11 +211,28 @@ func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 			lagged = true
 			f.accepts = max(f.accepts, min(others+l, stated, limit))
 		}
+		if shared = !ours && !lagged && f.refused > 1; shared {
+			// the far side was full, and not with prsync's sessions, ended or running:
+			// another client holds the rest. prsync keeps what it holds, not what it ran
+			// lately, and above a fair share one less: a neighbour that came later gets
+			// its share, a step at each of prsync's sessions it beats to a slot
+			f.accepts = max(1, min(others, FairShare(stated)))
+			f.neighbourAt = now
+		}
 		f.accepts = min(f.accepts, stated)
 		// not when prsync's own sessions fill the far side, nor when it takes fewer now
-		// than it did: no slot of an ended session is in the way
-		ran = ran && !ours && limit <= stated
+		// than it did, nor when another client holds the slots: no slot of an ended
+		// session is in the way
+		ran = ran && !ours && !shared && limit <= stated
 	}
+	if shared {
+		// another client fills the far side: its next free slot goes to whoever asks
+		// first, so new sessions ask again soon, not after the doubled hold, nor does the
+		// refusal double the next
+		hold = min(hold, sharedHold)
+		f.run, f.runAt = run, runAt
+	}
+	f.holdUntil = now.Add(hold)
 	switch {
 	case ran:
 		// a limit it accepted: the slot of a session that just ended is not free yet
@@ -212,14 +246,22 @@ func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 	switch {
 	case f.climbWait == 0:
 		f.climbWait = firstClimb
-	case f.climbed:
-		f.climbWait = min(2*f.climbWait, maxClimb) // the step back was one too many
+	case f.climbed && !shared:
+		// the step back was one too many; a step another client's sessions refused is
+		// tried again as soon: when that client ends, the slots are prsync's
+		f.climbWait = min(2*f.climbWait, maxClimb)
 	}
 	f.climbed = false
 	f.nextClimb = now.Add(f.climbWait)
+	f.stated, f.shared = stated, shared
 	n := Limit(f.accepts, 1, limit)
+	if stated > 0 && n < FairShare(stated) {
+		// below a fair share of a far side that says it takes more: ask for a slot again
+		// soon, so that one freed goes to prsync as often as to a neighbour
+		f.nextClimb = now.Add(fairClimb)
+	}
 	// the far side took this many lately: a slot not freed yet, soon free
-	return Decision{Limit: n, Hold: hold, Free: n < limit || ran || ours || lagged}
+	return Decision{Limit: n, Hold: hold, Free: n < limit || ran || ours || lagged || shared, Shared: shared}
 }
 
 // endedSince counts the accepted sessions that ended after t.
@@ -286,14 +328,23 @@ func (f *FarSide) Refusals() (refused int64, accepted int) {
 	return f.refused, f.accepts
 }
 
+// Last returns what the far side stated at the last refusal (0: nothing), and whether
+// another client's sessions, not prsync's, filled it then.
+func (f *FarSide) Last() (stated int, shared bool) { return f.stated, f.shared }
+
 // Retry says whether a chunk's refused session, after free such refusals that did not
 // count as retries, is retried without using up one (up to MaxFree of them), and after
 // how long: 100 ms (firstHold), at most retryDelay. It does not grow with free: the hold
 // after a refusal, which every new session waits out, already doubles while refusals go
 // on. It was 100 ms more for each, and the third free refusal of a chunk, at a slot the
 // daemon had not freed yet, kept it back 300 ms while slots stood free (bench scenario 6).
+//
+// A refusal because another client's sessions fill the far side (Shared) is always retried
+// so: it says nothing of the chunk, only that the neighbour holds the slots for now, and
+// counted against --retries it failed chunks of a copy that shared a daemon with another
+// (the simulated neighbours of package plan lost up to 39 chunks each).
 func (d Decision) Retry(free int, retryDelay time.Duration) (time.Duration, bool) {
-	if !d.Free || free >= MaxFree {
+	if !d.Free || free >= MaxFree && !d.Shared {
 		return 0, false
 	}
 	return min(firstHold, retryDelay), true
@@ -309,13 +360,32 @@ func (f *FarSide) Climb(now time.Time, limit, want int) (int, bool) {
 	if f.refused == 0 || limit >= want || now.Before(f.nextClimb) {
 		return limit, false
 	}
+	if f.Neighbour(now) {
+		// a neighbour shares the far side: no step above a fair share of it
+		if want = min(want, max(FairShare(f.stated), limit)); limit >= want {
+			return limit, false
+		}
+	}
 	if f.climbed {
 		f.climbWait = max(f.climbWait/2, firstClimb) // the last step held
 	}
 	f.climbed = true
 	f.nextClimb = now.Add(f.climbWait)
+	if f.stated > 0 && limit+1 < FairShare(f.stated) {
+		f.nextClimb = now.Add(fairClimb) // still below a fair share
+	}
 	return min(want, limit+max(1, limit/4)), true
 }
+
+// Neighbour reports whether another client's sessions refused one of prsync's lately
+// (NeighbourFor before now).
+func (f *FarSide) Neighbour(now time.Time) bool {
+	return !f.neighbourAt.IsZero() && now.Sub(f.neighbourAt) < NeighbourFor
+}
+
+// FairShare is the sessions a client of a far side that takes stated of them leaves it
+// room for another: half, rounded up (at least 1).
+func FairShare(stated int) int { return max(1, (stated+1)/2) }
 
 // NextClimb returns when Climb may raise a lowered limit next; zero before any refusal.
 func (f *FarSide) NextClimb() time.Time { return f.nextClimb }

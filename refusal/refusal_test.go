@@ -482,3 +482,77 @@ func TestRefusedStatedWave(t *testing.T) {
 		t.Errorf("settle %v after the first wave, want none", f.settle)
 	}
 }
+
+// TestRefusedShared: a far side that states its limit and refuses a session while prsync's
+// own sessions, running or just ended, are fewer is full with another client's: prsync
+// keeps what it holds, at most a fair share (half, rounded up), holds new sessions back only
+// 100 ms however many such refusals came, retries the chunk without using up --retries, and
+// below a fair share asks for a slot again every 500 ms; above it, it climbs only once the
+// neighbour has refused none of its sessions for NeighbourFor. Before, the neighbour that
+// came second fell to 1 and stayed there, each refused step back doubling the wait to a
+// minute, and its chunks failed once refused 12 times.
+func TestRefusedShared(t *testing.T) {
+	t.Run("above a fair share: down to it", func(t *testing.T) {
+		var f FarSide
+		f.RefusedSession(t0, Session{Started: t0, Limit: 8, Active: 8, Accepted: 0, Stated: 6}) // our own wave
+		at := t0.Add(5 * time.Second)
+		d := f.RefusedSession(at, Session{Started: at.Add(-ms(10)), Limit: 5, Active: 5, Accepted: 4, Stated: 6})
+		if d.Limit != 3 || !d.Shared || !d.Free || d.Hold != firstHold {
+			t.Errorf("%+v, want limit 3 (a fair share of 6), shared, free, held 100 ms", d)
+		}
+		if stated, shared := f.Last(); stated != 6 || !shared || !f.Neighbour(at) || f.Neighbour(at.Add(NeighbourFor)) {
+			t.Errorf("Last = %d, %v; a neighbour until %v", stated, shared, NeighbourFor)
+		}
+	})
+	t.Run("below a fair share: it keeps what it holds, and asks again soon", func(t *testing.T) {
+		var f FarSide
+		f.RefusedSession(t0, Session{Started: t0, Limit: 8, Active: 8, Stated: 6})
+		limit := 8
+		var d Decision
+		for i := range 20 { // every 100 ms, as its retries come
+			at := t0.Add(time.Second + ms(100*i))
+			d = f.RefusedSession(at, Session{Started: at.Add(-ms(5)), Limit: limit, Active: 2, Accepted: 1, Stated: 6})
+			limit = d.Limit
+			if d.Limit != 1 || !d.Shared || d.Hold != firstHold {
+				t.Fatalf("refusal %d: %+v, want limit 1, shared, held 100 ms", i+1, d)
+			}
+			if wait, ok := d.Retry(MaxFree+i, time.Second); !ok || wait != firstHold {
+				t.Fatalf("refusal %d: retried %v, %v; want 100 ms, without using up a retry", i+1, wait, ok)
+			}
+		}
+		at := t0.Add(3 * time.Second)
+		if n, ok := f.Climb(at.Add(-ms(1)), 1, 8); ok {
+			t.Errorf("climbed to %d before 500 ms", n)
+		}
+		n, ok := f.Climb(at.Add(ms(400)), 1, 8)
+		if !ok || n != 2 {
+			t.Fatalf("Climb 500 ms after = %d, %v; want a step to 2", n, ok)
+		}
+		if n, ok = f.Climb(at.Add(ms(900)), 2, 8); !ok || n != 3 {
+			t.Fatalf("Climb 500 ms later = %d, %v; want 3, still below a fair share", n, ok)
+		}
+		if n, ok = f.Climb(at.Add(ms(1400)), 3, 8); ok {
+			t.Errorf("Climb at a fair share with a neighbour seen %v before = %d, want none", ms(1400), n)
+		}
+		// a refusal of prsync's own making (a slot not freed yet) after all those shared
+		// ones: the hold starts again from 100 ms, not doubled 20 times
+		f.Ended(at.Add(ms(1500)), true)
+		d = f.RefusedSession(at.Add(ms(1510)), Session{Started: at.Add(ms(1505)), Limit: 3, Active: 3, Accepted: 2, Stated: 6})
+		if d.Shared || d.Hold != firstHold*2 {
+			t.Errorf("%+v, want not shared, held 200 ms (the second refusal of the run)", d)
+		}
+	})
+	t.Run("a refused step back does not double the wait", func(t *testing.T) {
+		var f FarSide
+		f.RefusedSession(t0, Session{Started: t0, Limit: 8, Active: 8, Stated: 4})
+		f.RefusedSession(t0.Add(ms(10)), Session{Started: t0, Limit: 4, Active: 3, Accepted: 2, Stated: 4}) // shared: 2
+		at := t0.Add(NeighbourFor + time.Second)
+		if n, ok := f.Climb(at, 2, 8); !ok || n != 3 {
+			t.Fatalf("Climb = %d, %v; want 3", n, ok)
+		}
+		f.RefusedSession(at.Add(ms(50)), Session{Started: at.Add(ms(45)), Limit: 3, Active: 3, Accepted: 2, Stated: 4})
+		if next := f.NextClimb().Sub(at.Add(ms(50))); next != firstClimb {
+			t.Errorf("next step %v after a step the neighbour refused, want %v (not doubled)", next, firstClimb)
+		}
+	})
+}

@@ -4,153 +4,170 @@ import (
 	"context"
 	"time"
 
-	"github.com/prsync/prsync/chunksize"
+	"github.com/prsync/prsync/plan"
 )
 
-// # The opening of a list still streaming
+// # Cutting as the planner says
 //
-// A list whose end has not been read when the first chunk has waited endWait for it (a find
-// over a cold tree: 250 ms gave a few hundred of its 10,000 paths) is probed as a short list
-// is (chunksize/opening.go): its first chunk is a probe of chunksize.ProbeFiles paths. The
-// paths read after the probe are held, not cut, while the input keeps being read, until
-// Opening answers from what the probe showed; they are the first wave. Then:
-//
-//   - if the input has ended meanwhile, the paths held are all that is left, and they are cut
-//     as the rest of a short list is: into the parts Opening said, which share the list;
-//   - otherwise they are cut into the parts Opening said (each within ChunkFiles and
-//     ChunkBytes), and the paths after them by the Sizer's budget, which has learnt from the
-//     probe once it ended (Estimator.byRate): no run of 32-path chunks before the first ends.
-//     Opening may answer before the probe has ended (its work so far already gives every
-//     slot a part, or it failed); until the budget is timed, the chunks after the wave then
-//     hold at least a part's paths (waveFloor). They wait for the slots the wave took, so
-//     smaller ones start no sooner: against a daemon with max connections = 3 (bench
-//     scenario 6), a find that was still streaming when a wave of 8 × 933 was cut left 8
-//     chunks of 32 paths after it, each a session of its own.
-//
-// Before, 16 or 17 chunks of 32 paths started before the first ended, and a copy of 5,000
-// small files that one rsync -a made in 1 to 2 s ran 27 to 45 chunks (bench/RESULTS.md,
-// scenarios 5 to 7). Opening bounds the wait itself (by the chunk target) and answers for
-// every slot when the probe failed, was refused or paused. At most waveCap paths are held:
-// beyond them the input waits, as it did before, so memory stays bounded.
+// The splitter reads and examines; the planner (package plan) says how big each chunk is and
+// when it is cut. At the start of each chunk the splitter asks it (Planner.Next) with what it
+// has read. The answer is a budget, or, while the opening is not decided (the first chunk
+// waits a moment for the input's end; the paths after a probe wait for its figures), to hold
+// the paths read, in no chunk, until a given time or until the planner signals news (Wake):
+// the probe started, logged its first line or ended. The splitter then asks again, as it does
+// after every block of records it applies and when the input's end has been read, and cuts
+// the paths held as the planner says: by budget, or into the parts of a wave. It never waits
+// blocked: the input is still read and examined while paths are held, up to the planner's
+// HoldCap, beyond which the input waits, so that memory stays bounded.
 
-// openingPoll is how often Opening is asked while the paths after the probe wait for it.
-const openingPoll = 5 * time.Millisecond
-
-// streamingProbe, for the first chunk, makes it a probe when the list is still streaming once
-// awaitEnd has returned: its end was not read within endWait, nor more paths than a short
-// list holds, and the conditions of a short list's probe hold otherwise (a Sizer whose
-// budget is not timed yet, more than minProbeList paths read so far).
-func (s *Splitter) streamingProbe(ctx context.Context) bool {
-	if s.eof.Load() || s.cfg.Slots == nil || s.budget.Timed || ctx.Err() != nil {
-		return false
+// addGroup puts records into the current chunk, all in the same one, or holds them.
+func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) error {
+	if s.holding {
+		s.hold(g)
+		return nil
 	}
-	read := int(s.read.Load())
-	left := read - int(s.applied) + 1 // the record being applied is not counted
-	if left <= minProbeList || read >= max(s.cfg.Slots(), 1)*s.cfg.ChunkFiles {
-		return false
+	placed, st, err := s.place(ctx, g, out, false)
+	if err != nil || placed {
+		return err
 	}
-	s.probing, s.streaming = true, true
-	s.budget.Files = min(chunksize.ProbeFiles, s.cfg.ChunkFiles)
-	return true
+	s.hold(g)
+	return s.follow(ctx, out, st)
 }
 
-// waveCap is the most paths held after the probe: as many as a short list holds.
-func (s *Splitter) waveCap() int { return max(s.cfg.Slots(), 1) * s.cfg.ChunkFiles }
+// place puts records into the current chunk, starting one with the budget the planner says;
+// it reports false, with the planner's answer, when the planner says not to cut them yet.
+// held says they come from the paths held.
+func (s *Splitter) place(ctx context.Context, g []rec, out chan<- *Chunk, held bool) (bool, plan.Step, error) {
+	var size int64
+	for _, r := range g {
+		size += r.size
+	}
+	if s.cur != nil && (s.budget.Over(s.cur.Len()+len(g), s.cur.Bytes+size) || s.cur.Src != g[0].src) {
+		if err := s.flush(ctx, out); err != nil {
+			return false, plan.Step{}, err
+		}
+	}
+	if s.cur == nil {
+		switch {
+		case s.force != nil:
+			s.budget = *s.force
+		case s.next != nil:
+			s.budget, s.next = *s.next, nil
+		default:
+			placing := len(g)
+			if held {
+				placing = 0 // counted as held
+			}
+			st := s.nextStep(s.input(placing))
+			if st.Do != plan.Cut {
+				return false, st, nil
+			}
+			s.budget = st.Budget
+		}
+		n := min(s.budget.Files, 4096)
+		s.cur = &Chunk{ID: int(s.nextID.Add(1)), Src: g[0].src, Inputs: make([][]byte, 0, n), Entries: make([][]byte, 0, n)}
+		if s.plan.Timed() && !s.cfg.HardLinks {
+			s.cur.Sizes = make([]int64, 0, n)
+		}
+	}
+	for _, r := range g {
+		s.cur.Inputs = append(s.cur.Inputs, s.arena.add(r.input))
+		s.cur.Entries = append(s.cur.Entries, s.arena.addString(r.entry))
+		s.cur.Bytes += r.size
+		if s.cur.Sizes != nil {
+			s.cur.Sizes = append(s.cur.Sizes, r.size)
+		}
+		if s.hooks.Accepted != nil {
+			s.hooks.Accepted(r.size)
+		}
+	}
+	if s.budget.Reached(s.cur.Len(), s.cur.Bytes) {
+		return true, plan.Step{}, s.flush(ctx, out)
+	}
+	return true, plan.Step{}, nil
+}
 
-func (s *Splitter) waveFull() bool { return s.waveFiles >= s.waveCap() }
+// input is what the splitter has read and placed, for the planner; placing is the paths
+// being placed that are neither applied before nor held.
+func (s *Splitter) input(placing int) plan.Input {
+	read := s.read.Load()
+	return plan.Input{Read: read, EOF: s.eof.Load(), Held: s.heldFiles, Left: read - s.applied + int64(s.heldFiles+placing)}
+}
 
-// hold keeps a group of paths read after the probe, copied out of the input's block.
+// ask asks the planner again about the paths held, and cuts them if it says so.
+func (s *Splitter) ask(ctx context.Context, out chan<- *Chunk) error {
+	if !s.holding {
+		return nil
+	}
+	return s.follow(ctx, out, s.nextStep(s.input(0)))
+}
+
+// nextStep asks the planner what to do with the paths read.
+func (s *Splitter) nextStep(in plan.Input) plan.Step {
+	if s.asked != nil {
+		s.asked(in)
+	}
+	return s.plan.Next(time.Now(), in)
+}
+
+// follow does what the planner said about the paths held: hold them until a time, cut them
+// by a budget, or cut them into the parts of a wave.
+func (s *Splitter) follow(ctx context.Context, out chan<- *Chunk, st plan.Step) error {
+	switch st.Do {
+	case plan.Hold:
+		s.holding, s.until, s.unread = true, st.Until, st.Unread
+		return nil
+	case plan.Wave:
+		s.holding, s.until, s.unread = false, time.Time{}, false
+		s.force = &st.Budget
+		err := s.drain(ctx, out)
+		s.force = nil
+		if err != nil || !st.Flush {
+			return err
+		}
+		return s.flush(ctx, out) // the wave's last part starts with the others
+	}
+	s.holding, s.until, s.unread = false, time.Time{}, false
+	s.next = &st.Budget
+	return s.drain(ctx, out)
+}
+
+// drain puts the paths held into chunks, in order, until the planner says to hold again.
+func (s *Splitter) drain(ctx context.Context, out chan<- *Chunk) error {
+	for len(s.held) > 0 {
+		g := s.held[0]
+		placed, st, err := s.place(ctx, g, out, true)
+		if err != nil {
+			return err // what is held went to Hooks.Unsent (flush)
+		}
+		if !placed {
+			return s.follow(ctx, out, st) // g stays the first held
+		}
+		s.held[0] = nil
+		s.held = s.held[1:]
+		s.heldFiles -= len(g)
+	}
+	s.held, s.heldArena = nil, arena{}
+	return nil
+}
+
+// hold keeps a group of paths in no chunk, copied out of the input's block.
 func (s *Splitter) hold(g []rec) {
 	h := make([]rec, len(g))
 	for i, r := range g {
 		h[i] = r
-		h[i].input = s.waveArena.add(r.input)
+		h[i].input = s.heldArena.add(r.input)
 	}
-	s.wave = append(s.wave, h)
-	s.waveFiles += len(g)
+	s.held = append(s.held, h)
+	s.heldFiles += len(g)
 }
 
-// openWave asks Opening how to cut the paths held after the probe and, once it answers,
-// cuts them (release). ended says the input has ended: then it waits for the answer.
-func (s *Splitter) openWave(ctx context.Context, out chan<- *Chunk, ended bool) error {
-	n := 1
-	switch {
-	case s.waveFiles > 0 && ended:
-		var ok bool
-		if n, ok = s.awaitOpening(ctx, s.waveFiles); !ok {
-			s.unsent()
-			return ctx.Err()
-		}
-	case s.waveFiles > 0:
-		var known bool
-		if n, known = s.cfg.Opening(s.probe, s.waveFiles); !known {
-			return nil
-		}
-	case !ended:
-		return nil // nothing held yet: the wait starts with the first path after the probe
-	}
-	return s.release(ctx, out, max(n, 1), ended)
-}
-
-// awaitOpening asks Opening about rest paths after the probe every openingPoll until it
-// answers; false when ctx ends first.
-func (s *Splitter) awaitOpening(ctx context.Context, rest int) (int, bool) {
-	t := time.NewTicker(openingPoll)
-	defer t.Stop()
-	for {
-		if n, known := s.cfg.Opening(s.probe, rest); known {
-			return max(n, 1), true
-		}
-		select {
-		case <-ctx.Done():
-			return 0, false
-		case <-t.C:
-		}
-	}
-}
-
-// release cuts the paths held after the probe into n parts of equal paths (each within
-// ChunkFiles and ChunkBytes). When the input has ended (ended), they are its last paths and
-// the tail is cut as for a short list; otherwise the last part is sent at once, and the paths
-// after it go by the Sizer's budget.
-func (s *Splitter) release(ctx context.Context, out chan<- *Chunk, n int, ended bool) error {
-	files := s.waveFiles
-	s.probe, s.probing, s.streaming, s.waving = nil, false, false, false
-	s.opened, s.tailFiles = true, s.partFiles(files, n)
-	for len(s.wave) > 0 {
-		g := s.wave[0]
-		s.wave[0] = nil
-		s.wave = s.wave[1:]
-		s.waveFiles -= len(g)
-		if err := s.addGroup(ctx, g, out); err != nil {
-			return err // what is left of the wave went to Hooks.Unsent with the chunk
-		}
-	}
-	s.wave, s.waveArena = nil, arena{}
-	if ended {
-		return nil
-	}
-	if err := s.flush(ctx, out); err != nil {
-		return err
-	}
-	s.waveFloor = s.tailFiles
-	s.opened, s.tailFiles = false, 0
-	return nil
-}
-
-// partFiles returns the paths of each of n parts of rest paths after the probe: more parts
-// when n would hold more than ChunkFiles, so that the parts stay about equal.
-func (s *Splitter) partFiles(rest, n int) int {
-	n = max(n, (rest+s.cfg.ChunkFiles-1)/s.cfg.ChunkFiles, 1)
-	return max((rest+n-1)/n, minTailFiles)
-}
-
-// unsentWave hands the paths held after the probe to Hooks.Unsent when ctx ends: they were
-// read and examined, so they count as not done, like a chunk's.
-func (s *Splitter) unsentWave() {
-	if len(s.wave) > 0 && s.hooks.Unsent != nil {
+// unsentHold hands the paths held to Hooks.Unsent when ctx ends: they were read and
+// examined, so they count as not done, like a chunk's.
+func (s *Splitter) unsentHold() {
+	if len(s.held) > 0 && s.hooks.Unsent != nil {
 		var ins [][]byte
-		for _, g := range s.wave {
+		for _, g := range s.held {
 			for _, r := range g {
 				if s.hooks.Accepted != nil {
 					s.hooks.Accepted(r.size) // held, never counted yet
@@ -160,5 +177,5 @@ func (s *Splitter) unsentWave() {
 		}
 		s.hooks.Unsent(ins)
 	}
-	s.wave, s.waveFiles, s.waveArena = nil, 0, arena{}
+	s.held, s.heldFiles, s.heldArena = nil, 0, arena{}
 }

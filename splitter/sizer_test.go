@@ -10,12 +10,66 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prsync/prsync/chunksize"
+	"github.com/prsync/prsync/plan"
 )
 
-// Chunks sized by time: a list whose end is read before its first chunk is cut is shared
-// by the slots, one chunk each; without a sizer, --chunk-files stays exact; Split cuts a
-// chunk and keeps its paths, in order, once.
+// newPlanner returns the planner of a copy with chunks sized by time (a 2 s target) over
+// slots rsyncs at once, within files paths a chunk.
+func newPlanner(slots, files int, bytes int64) *plan.Planner {
+	return plan.New(plan.Config{Target: 2 * time.Second, Files: files, Bytes: bytes, Wait: 10 * time.Second, Jobs: slots, CPUs: probeCPUs})
+}
+
+// probeCPUs is the CPUs the planners of the tests may use: answerProbe's figures make the
+// CPU rule cut the paths after the probe into the parts it says.
+const probeCPUs = 64
+
+// answerProbe tells p that chunk id (the probe) ended with figures that cut the paths
+// after it into n parts (fewer if the slots or the paths are fewer): a path costs far more
+// than a start, and the CPUs run n such rsyncs side by side. The cost model does not learn
+// from it (its run is not the chunk's last), so that the budget after the wave is the
+// test's to set; n 0 says the probe failed: every slot a part.
+func answerProbe(p *plan.Planner, id, n int) {
+	e := plan.End{ID: id, Attempt: 1, Files: plan.ProbeFiles, Seconds: 1, First: 0.01, OK: n > 0}
+	if n > 0 {
+		e.CPU = probeCPUs / (float64(n) + 0.5)
+	}
+	p.Ended(time.Now(), e)
+}
+
+// learn has p's cost model learn chunks of seconds per path after a start of 40 ms.
+func learn(p *plan.Planner, perPath float64) {
+	for i, n := range []int{32, 64, 128, 256} {
+		p.Ended(time.Now(), plan.End{ID: 1000 + i, Attempt: 1, Files: n, Seconds: 0.04 + perPath*float64(n), OK: true, Settled: true})
+	}
+}
+
+// cutAll runs s over r and returns the chunks it cut. parts > 0 (or -1, a failed probe)
+// answers the probe, the first chunk, once it has come (answerProbe).
+func cutAll(t *testing.T, s *Splitter, pl *plan.Planner, r io.Reader, parts int) []*Chunk {
+	t.Helper()
+	out := make(chan *Chunk)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Run(context.Background(), r, out)
+		close(out)
+	}()
+	var cs []*Chunk
+	for c := range out {
+		if len(cs) == 0 && parts != 0 {
+			answerProbe(pl, c.ID, max(parts, 0))
+		}
+		cs = append(cs, c)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// Chunks sized by time: a list whose end is read before its first chunk is cut is probed,
+// and the rest cut into the parts the probe's figures say; once rates are known, the list
+// is shared by the slots, one part each, but none shorter than MinPart; without a target,
+// --chunk-files stays exact; Split cuts a chunk and keeps its paths, in order, once.
 func TestSizedChunks(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
@@ -27,66 +81,49 @@ func TestSizedChunks(t *testing.T) {
 		paths = append(paths, p)
 	}
 	in := strings.Join(paths, "\n") + "\n"
-	sizer := func() *chunksize.Sizer {
-		return chunksize.NewSizer(chunksize.DefaultPolicy(2*time.Second, 2000, 128<<20))
-	}
-	slots := func(n int) func() int { return func() int { return n } }
-	// learnt is a sizer that has seen chunks of seconds per path after a start of 40 ms
-	learnt := func(perPath float64) *chunksize.Sizer {
-		s := sizer()
-		for _, n := range []int{32, 64, 128, 256} {
-			s.Observe(chunksize.Sample{Files: n, Seconds: 0.04 + perPath*float64(n)})
-		}
-		return s
+	learnt := func(perPath float64) *plan.Planner {
+		p := newPlanner(8, 2000, 128<<20)
+		learn(p, perPath)
+		return p
 	}
 	tests := []struct {
-		name string
-		cfg  Config
-		want string
+		name  string
+		plan  *plan.Planner // nil: cut by --chunk-files
+		files int           // --chunk-files without a planner
+		n     int           // paths in the list; 0: 300
+		probe int           // the parts the probe's figures say; -1: it failed
+		want  string
 	}{
-		{"a short list over 8 slots", Config{Sizer: sizer(), Slots: slots(8)},
-			"38/3800 38/3800 38/3800 38/3800 38/3800 38/3800 38/3800 34/3400"},
-		{"over 3 slots", Config{Sizer: sizer(), Slots: slots(3)}, "100/10000 100/10000 100/10000"},
 		// the list ends with rates known: every slot a part, none shorter than MinPart (a
 		// part of 38 paths at 0.2 ms each would be mostly its start)
-		{"rates known, paths cheap: one part", Config{Sizer: learnt(0.0002), Slots: slots(8)}, "300/30000"},
-		{"rates known, paths dear: every slot", Config{Sizer: learnt(0.01), Slots: slots(8)},
+		{"rates known, paths cheap: one part", learnt(0.0002), 0, 0, 0, "300/30000"},
+		{"rates known, paths dear: every slot", learnt(0.01), 0, 0, 0,
 			"38/3800 38/3800 38/3800 38/3800 38/3800 38/3800 38/3800 34/3400"},
-		{"rates known, between: 3 parts", Config{Sizer: learnt(0.0025), Slots: slots(8)}, "100/10000 100/10000 100/10000"},
-		{"no slots known: first chunks of 32", Config{Sizer: sizer()},
-			"32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 32/3200 12/1200"},
-		// a short list probed first: 16 paths, then the rest in the parts Opening says
-		{"probed, one part", Config{Sizer: sizer(), Slots: slots(8), Opening: opening(1)}, "16/1600 284/28400"},
-		{"probed, 3 parts", Config{Sizer: sizer(), Slots: slots(8), Opening: opening(3)}, "16/1600 95/9500 95/9500 94/9400"},
-		{"probed, every slot", Config{Sizer: sizer(), Slots: slots(8), Opening: opening(8)},
+		{"rates known, between: 3 parts", learnt(0.0025), 0, 0, 0, "100/10000 100/10000 100/10000"},
+		// a short list probed first: 16 paths, then the rest in the parts the probe says
+		{"probed, one part", newPlanner(8, 2000, 128<<20), 0, 0, 1, "16/1600 284/28400"},
+		{"probed, 3 parts", newPlanner(8, 2000, 128<<20), 0, 0, 3, "16/1600 95/9500 95/9500 94/9400"},
+		{"probed, a failed probe: every slot", newPlanner(8, 2000, 128<<20), 0, 0, -1,
 			"16/1600 36/3600 36/3600 36/3600 36/3600 36/3600 36/3600 36/3600 32/3200"},
-		{"probed, --chunk-files 100 bounds the parts", Config{Sizer: sizer(), Slots: slots(8), Opening: opening(1), ChunkFiles: 100},
+		{"probed, --chunk-files 100 bounds the parts", newPlanner(8, 100, 128<<20), 0, 0, 1,
 			"16/1600 95/9500 95/9500 94/9400"},
-		{"not short: 300 paths fill 2 slots of 100", Config{Sizer: sizer(), Slots: slots(2), Opening: opening(1), ChunkFiles: 100},
-			"100/10000 100/10000 100/10000"},
-		{"--chunk-files exact: one chunk", Config{}, "300/30000"},
-		{"--chunk-files 128 exact", Config{ChunkFiles: 128}, "128/12800 128/12800 44/4400"},
+		{"not short: 300 paths fill 2 slots of 100", newPlanner(2, 100, 128<<20), 0, 0, 0, "100/10000 100/10000 100/10000"},
+		// too short to probe: shared by the slots at once
+		{"64 paths over 8 slots", newPlanner(8, 2000, 128<<20), 0, 64, 0, "8/800 8/800 8/800 8/800 8/800 8/800 8/800 8/800"},
+		{"--chunk-files exact: one chunk", nil, 2000, 0, 0, "300/30000"},
+		{"--chunk-files 128 exact", nil, 128, 0, 0, "128/12800 128/12800 44/4400"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.Sep, cfg.Cwd = '\n', "/"
-			if cfg.ChunkFiles == 0 {
-				cfg.ChunkFiles = 2000
+			cfg := Config{Sep: '\n', Cwd: "/", Plan: tc.plan, ChunkFiles: tc.files, ChunkBytes: 128 << 20, ChunkWait: 10 * time.Second}
+			list := in
+			if tc.n > 0 {
+				list = strings.Join(paths[:tc.n], "\n") + "\n"
 			}
-			cfg.ChunkBytes = 128 << 20
 			// the list's end comes with its last bytes, as it may from a pipe: here always,
 			// so that the end is known before the first chunk is cut
 			s := New(cfg, Hooks{})
-			out := make(chan *Chunk, 1000)
-			if err := s.Run(context.Background(), &lastRead{b: []byte(in)}, out); err != nil {
-				t.Fatal(err)
-			}
-			close(out)
-			var cs []*Chunk
-			for c := range out {
-				cs = append(cs, c)
-			}
+			cs := cutAll(t, s, tc.plan, &lastRead{b: []byte(list)}, tc.probe)
 			if got := sizes(cs); got != tc.want {
 				t.Errorf("chunks %q, want %q", got, tc.want)
 			}
@@ -94,13 +131,10 @@ func TestSizedChunks(t *testing.T) {
 	}
 
 	// Split: parts with new IDs, the same paths in the same order, bytes summed
-	s := New(Config{Sep: '\n', Cwd: "/", ChunkFiles: 2000, ChunkBytes: 1 << 30, Sizer: sizer()}, Hooks{})
-	out := make(chan *Chunk, 100)
-	if err := s.Run(context.Background(), strings.NewReader(in), out); err != nil {
-		t.Fatal(err)
-	}
-	close(out)
-	c := <-out
+	pl := plan.New(plan.Config{Target: 2 * time.Second, Files: 2000, Bytes: 1 << 30, Jobs: 1})
+	learn(pl, 0.0001) // a chunk with sizes, and no probe
+	s := New(Config{Sep: '\n', Cwd: "/", Plan: pl}, Hooks{})
+	c := cutAll(t, s, pl, strings.NewReader(in), 0)[0]
 	n := s.Chunks()
 	parts := s.Split(c, []int{10, 20})
 	if len(parts) != 3 || parts[0].Len() != 10 || parts[1].Len() != 10 || parts[2].Len() != c.Len()-20 {
@@ -129,19 +163,6 @@ func TestSizedChunks(t *testing.T) {
 	}
 }
 
-// opening returns an Opening that says n parts, and checks it is asked once, about the
-// first chunk (the probe), with the paths after it.
-func opening(n int) func(*Chunk, int) (int, bool) {
-	asked := false
-	return func(probe *Chunk, rest int) (int, bool) {
-		if asked || probe.ID != 1 || probe.Len() != chunksize.ProbeFiles || rest != 300-chunksize.ProbeFiles {
-			panic(fmt.Sprintf("Opening asked again (%v) or about chunk %d of %d paths, %d left", asked, probe.ID, probe.Len(), rest))
-		}
-		asked = true
-		return n, true
-	}
-}
-
 // lastRead returns all of b, and io.EOF, in its first Read.
 type lastRead struct{ b []byte }
 
@@ -154,44 +175,34 @@ func (r *lastRead) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// TestTailAfterWave: the paths left when the input ends are shared by the slots, a part
-// each, but not into parts shorter than the Sizer's MinPart once rates are known, nor,
-// while nothing is known, into parts smaller than those of a wave that took the slots
-// (bench scenario 6: the 1,753 paths left after a wave of 8 × 1,042, against a daemon
-// that took 3, went into 8 parts of 220, a session each).
-func TestTailAfterWave(t *testing.T) {
-	tests := []struct {
-		name      string
-		perPath   float64 // the rates the sizer learnt: seconds a path after a 40 ms start; 0: none
-		waveFloor int
-		left      int
-		want      int // paths a part
-	}{
-		{"nothing known, no wave: every slot", 0, 0, 1753, 220},
-		{"nothing known, after a wave: a wave part's", 0, 1042, 1753, 1042},
-		{"nothing known, after a wave bigger than what is left", 0, 1042, 800, 1042},
-		{"rates known, paths cheap: one part", 0.0002, 1042, 1753, 1753},
-		{"rates known, paths dear: every slot, the wave aside", 0.01, 1042, 1753, 220},
+// TestIdleAfterHold: a few paths of a list still streaming, held while the first chunk waits
+// for the input's end, go into a chunk once the wait runs out, and that chunk is sent after
+// --chunk-wait without a path, as any chunk is (it was never sent: TestStreaming).
+func TestIdleAfterHold(t *testing.T) {
+	dir := t.TempDir()
+	var in []byte
+	for i := range 3 {
+		p := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, p+"\n"...)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sz := chunksize.NewSizer(chunksize.DefaultPolicy(2*time.Second, 2000, 128<<20))
-			if tt.perPath > 0 {
-				for _, n := range []int{32, 64, 128, 256} {
-					sz.Observe(chunksize.Sample{Files: n, Seconds: 0.04 + tt.perPath*float64(n)})
-				}
-			}
-			s := New(Config{Sizer: sz, Slots: func() int { return 8 }, ChunkFiles: 2000, Cwd: "/"}, Hooks{})
-			s.waveFloor = tt.waveFloor
-			s.nextID.Store(9) // the probe and the wave
-			s.read.Store(int64(tt.left))
-			s.applied = 1 // the record being applied, the first left, counts
-			s.eof.Store(true)
-			s.budget = sz.Budget()
-			s.shareTail(context.Background())
-			if s.tailFiles != tt.want {
-				t.Errorf("parts of %d paths, want %d", s.tailFiles, tt.want)
-			}
-		})
+	pl := plan.New(plan.Config{Target: 2 * time.Second, Files: 2000, Wait: 200 * time.Millisecond, Jobs: 8})
+	s := New(Config{Sep: '\n', Cwd: "/", Plan: pl, ChunkWait: 200 * time.Millisecond}, Hooks{})
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write(in) // and the input stays open
+	out := make(chan *Chunk, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx, pr, out)
+	select {
+	case c := <-out:
+		if c.Len() != 3 {
+			t.Errorf("a chunk of %d paths, want the 3", c.Len())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no chunk within 10 s of 3 paths and an input still open")
 	}
 }

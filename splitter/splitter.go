@@ -9,16 +9,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
-	"github.com/prsync/prsync/chunksize"
+	"github.com/prsync/prsync/plan"
 	"github.com/prsync/prsync/rsync"
 )
 
@@ -65,27 +60,14 @@ type Config struct {
 	// Cwd, or "/" for an absolute path without Root), a path at or below DEST is DEST's
 	// own: it fails with InsideDest instead of being copied into DEST, a level deeper at
 	// every run. (A DEST above it, as in restoring /data/archive into /data, is no loop.)
-	Dest       []string
+	Dest []string
+	// Plan is the copy's planner: it sizes chunks and says when they are cut (package
+	// plan). Nil cuts them at ChunkFiles paths or ChunkBytes bytes exactly.
+	Plan       *plan.Planner
 	ChunkFiles int
 	ChunkBytes int64
-	ChunkWait  time.Duration
-	// Sizer, when set, sizes chunks by time (package chunksize), within ChunkFiles and
-	// ChunkBytes; nil cuts them at ChunkFiles paths or ChunkBytes bytes exactly.
-	Sizer *chunksize.Sizer
-	// Slots, with Sizer, returns how many rsyncs may run at once: once the end of the
-	// input has been read and the paths left would not fill every slot with a chunk of
-	// the budget, they are cut in that many equal chunks.
-	Slots func() int
-	// Opening, with Sizer and Slots, is asked how to cut the opening of a list whose first
-	// chunk is a probe of chunksize.ProbeFiles paths: a short list (one whose end was read
-	// before its first chunk was cut, and whose even split over the slots gives chunks
-	// under ChunkFiles), or a list still streaming when the first chunk's wait for its end
-	// (endWait) ran out. It returns into how many parts to cut rest paths after the probe
-	// (see chunksize.Policy.OpeningParts), and false while the probe has not shown enough
-	// yet: it is asked again every openingPoll, with rest grown as more paths arrive, until
-	// it answers (it bounds the wait itself). Nil splits a short list evenly over the slots
-	// at once and cuts a streaming one by the Sizer's budget from its first chunk.
-	Opening func(probe *Chunk, rest int) (parts int, known bool)
+	// ChunkWait sends the chunk being built when no path came for this long.
+	ChunkWait time.Duration
 	// Shard and Shards select the paths whose hash mod Shards is Shard; Shards <= 1 keeps all.
 	Shard, Shards int
 	// HardLinks keeps all links of an inode (nlink > 1) in the same shard and chunk.
@@ -143,9 +125,10 @@ type Hooks struct {
 type Splitter struct {
 	cfg   Config
 	hooks Hooks
+	plan  *plan.Planner
 
 	cur    *Chunk
-	budget chunksize.Budget // what cur may hold
+	budget plan.Budget // what cur may hold
 	arena  arena
 	nextID atomic.Int64 // the last chunk ID given; Split gives IDs from another goroutine
 	links  *linkGroups
@@ -155,29 +138,22 @@ type Splitter struct {
 	// from, and below the one absolute paths are: paths under them fail (insideDest)
 	destBelowBase, destBelowSlash []string
 
-	// the records read (by feed) and applied (by Run), and whether feed has read the end:
-	// then the records left are known, and the last chunks share them (tailFiles each)
-	read      atomic.Int64
-	eof       atomic.Bool
-	applied   int64
-	tailFiles int
-	// probe is the first chunk of a short list or of one still streaming, cut to learn
-	// what its paths cost (Config.Opening); probing says the cut of the rest waits for it
-	probe   *Chunk
-	probing bool
-	opened  bool // the rest was cut as Opening said: tailFiles a chunk, by count alone
-	// streaming says the probe was cut while the input was still being read (opening.go);
-	// once it is sent (waving), the paths after it are held in wave until Opening answers
-	streaming, waving bool
-	wave              [][]rec
-	waveFiles         int
-	waveArena         arena
-	// waveFloor is the paths of a part of a wave cut while the input streamed (release):
-	// until the Sizer's budget is timed, the chunks after it hold at least that many
-	waveFloor int
-	// the paths put into chunks so far and their bytes: what a path left holds, on average
-	cutFiles int64
-	cutBytes int64
+	// the records read (by feed) and applied (by Run), and whether feed has read the end
+	read    atomic.Int64
+	eof     atomic.Bool
+	eofRead chan struct{} // closed by feed when it has read the end
+	applied int64
+	// the paths held while the planner has not said how to cut them (opening.go)
+	holding   bool
+	until     time.Time     // when to ask it again, if nothing else happens first
+	unread    bool          // while holding, no more records are placed: what feed reads ahead decides
+	readMore  chan struct{} // feed signals each block it reads
+	held      [][]rec
+	heldFiles int
+	heldArena arena
+	next      *plan.Budget     // the budget of the next chunk, when the planner has said it
+	force     *plan.Budget     // the budget of every chunk cut while a wave is
+	asked     func(plan.Input) // tests: told what ask asks the planner
 }
 
 // New returns a Splitter.
@@ -192,7 +168,10 @@ func New(cfg Config, hooks Hooks) *Splitter {
 	if cfg.ChunkBytes <= 0 {
 		cfg.ChunkBytes = 1 << 62
 	}
-	s := &Splitter{cfg: cfg, hooks: hooks}
+	s := &Splitter{cfg: cfg, hooks: hooks, plan: cfg.Plan, eofRead: make(chan struct{}), readMore: make(chan struct{}, 1)}
+	if s.plan == nil {
+		s.plan = plan.New(plan.Config{Files: cfg.ChunkFiles, Bytes: cfg.ChunkBytes})
+	}
 	if base := cmp.Or(cfg.Root, cfg.Cwd); cfg.RemoteSrc == "" && filepath.IsAbs(base) {
 		s.srcRef = newDirRef(filepath.Clean(base))
 	}
@@ -204,17 +183,6 @@ func New(cfg Config, hooks Hooks) *Splitter {
 		s.destBelowSlash = s.destBelowBase // an absolute path is taken from --root too
 	}
 	return s
-}
-
-// destsBelow returns the forms of DEST that lie strictly below dir.
-func destsBelow(dest []string, dir string) []string {
-	var out []string
-	for _, d := range dest {
-		if below(d, dir) {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // Chunks returns the number of chunks made (the highest chunk ID), those Split made
@@ -290,42 +258,71 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 	}
 	go s.feed(r, free, &units, ordered, work, stop)
 
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	var poll *time.Ticker // while the wave after a streaming list's probe waits (opening.go)
-	defer func() {
-		if poll != nil {
-			poll.Stop()
-		}
-	}()
+	idle := time.NewTimer(time.Hour) // the chunk being built waited ChunkWait for a path
+	idle.Stop()
+	defer idle.Stop()
+	again := time.NewTimer(time.Hour) // when to ask the planner again about the paths held
+	again.Stop()
+	defer again.Stop()
+	var againAt time.Time
+	eofRead := s.eofRead
+	ended := false // the input's end was applied
 	for {
-		var u *unit
-		var tick <-chan time.Time
-		in := ordered
-		if s.waving {
-			if poll == nil {
-				poll = time.NewTicker(openingPoll)
+		if ended && !s.holding {
+			if err := s.flush(ctx, out); err != nil {
+				return err
 			}
-			tick = poll.C
-			if s.waveFull() {
-				in = nil // the input waits as it did before the wave: memory stays bounded
+			return s.sendRoots(ctx, out)
+		}
+		in := ordered
+		var news, eofC, more <-chan struct{}
+		var againC <-chan time.Time
+		if s.holding {
+			news, eofC = s.plan.Wake(), eofRead
+			if s.unread {
+				in, more = nil, s.readMore // the reader reads ahead; its count decides
+			}
+			if !s.until.IsZero() {
+				if !s.until.Equal(againAt) {
+					againAt = s.until
+					again.Reset(max(time.Until(s.until), time.Millisecond))
+				}
+				againC = again.C
+			}
+			if s.heldFiles >= s.plan.HoldCap() {
+				in = nil // the input waits: memory stays bounded
 			}
 		}
+		if ended {
+			in = nil
+		}
+		var u *unit
 		select {
 		case <-ctx.Done():
 			s.unsent()
 			return ctx.Err()
-		case <-timer.C:
+		case <-idle.C:
 			if err := s.flush(ctx, out); err != nil {
 				return err
 			}
 			continue
-		case <-tick:
-			if err := s.openWave(ctx, out, false); err != nil {
+		case <-againC:
+			againAt = time.Time{}
+		case <-news:
+		case <-eofC:
+			eofRead = nil
+		case <-more:
+		case u = <-in:
+		}
+		if u == nil {
+			building := s.cur != nil
+			if err := s.ask(ctx, out); err != nil {
 				return err
 			}
+			if !building && s.cur != nil && s.cfg.ChunkWait > 0 {
+				idle.Reset(s.cfg.ChunkWait) // the paths held went into a chunk
+			}
 			continue
-		case u = <-in:
 		}
 		if u.end != nil {
 			if !errors.Is(u.end, io.EOF) {
@@ -335,10 +332,9 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 			if s.hooks.Examined != nil {
 				s.hooks.Examined()
 			}
-			if s.waving {
-				if err := s.openWave(ctx, out, true); err != nil {
-					return err
-				}
+			ended = true
+			if err := s.ask(ctx, out); err != nil {
+				return err
 			}
 			if s.links != nil {
 				for _, g := range s.links.drain() {
@@ -347,10 +343,7 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 					}
 				}
 			}
-			if err := s.flush(ctx, out); err != nil {
-				return err
-			}
-			return s.sendRoots(ctx, out)
+			continue
 		}
 		select {
 		case <-u.done:
@@ -364,12 +357,15 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 				return err
 			}
 		}
+		if err := s.ask(ctx, out); err != nil {
+			return err
+		}
 		if u.block != nil {
 			s.flushHooks()
 			free <- u.block[:cap(u.block)]
-			timer.Stop()
+			idle.Stop()
 			if s.cur != nil && s.cfg.ChunkWait > 0 {
-				timer.Reset(s.cfg.ChunkWait)
+				idle.Reset(s.cfg.ChunkWait)
 			}
 		}
 		clear(u.looks) // drop the strings they hold
@@ -435,6 +431,11 @@ func (s *Splitter) feed(r io.Reader, free chan []byte, units *sync.Pool, ordered
 		s.read.Add(int64(len(recs)))
 		if err != nil {
 			s.eof.Store(true)
+			close(s.eofRead)
+		}
+		select {
+		case s.readMore <- struct{}{}:
+		default:
 		}
 		if len(recs) == 0 {
 			free <- buf
@@ -479,7 +480,7 @@ func (s *Splitter) unsent() {
 	if s.cur != nil && s.hooks.Unsent != nil {
 		s.hooks.Unsent(s.cur.Inputs)
 	}
-	s.unsentWave()
+	s.unsentHold()
 	s.unsentHeld(s.roots) // held for the end
 	s.roots = nil
 	if s.links != nil {
@@ -504,238 +505,6 @@ func (s *Splitter) unsentHeld(rs []rec) {
 		}
 	}
 	s.hooks.Unsent(ins)
-}
-
-type rec struct {
-	input []byte
-	entry string
-	src   string
-	size  int64
-}
-
-// look is what examining one record found. examine only reads the file system, so
-// records are examined in parallel, ahead of the one being applied: a run that is mostly
-// up to date spends its time in the lstats of the source and of DEST.
-type look struct {
-	empty, skip bool   // an empty record; another shard's path
-	path        []byte // the path part of the record (all of it, unless Sizes)
-	size        int64  // the size the record gives (Sizes)
-	abs, src    string
-	entry       string
-	lands       string // where the path lands under DEST
-	err         error  // the path cannot be given to rsync
-	statErr     error
-	st          syscall.Stat_t
-	stat        bool // st holds the source's lstat
-	fresh       bool // the quick check found DEST's copy up to date
-}
-
-// SplitSized splits a SIZE<TAB>PATH record at its first tab (a path may hold tabs). A
-// record with no path after its tab is the list's root: find's %P is empty for the
-// starting point it names, so `find ROOT -printf '%s\t%P\0'` begins with ROOT itself, which
-// is "." below --root, as `find .` prints it.
-func SplitSized(rec []byte) (size int64, path []byte, err error) {
-	i := bytes.IndexByte(rec, '\t')
-	if i < 0 {
-		return 0, nil, errors.New("--sizes: the record has no tab between size and path")
-	}
-	if i == 0 {
-		return 0, nil, errors.New("--sizes: the record has no size before its tab")
-	}
-	for _, c := range rec[:i] {
-		if c < '0' || c > '9' {
-			return 0, nil, fmt.Errorf("--sizes: size %q is not a number of bytes", rec[:i])
-		}
-	}
-	n, err := strconv.ParseInt(string(rec[:i]), 10, 64)
-	if err != nil {
-		return 0, nil, fmt.Errorf("--sizes: size %q is out of range", rec[:i])
-	}
-	if i+1 == len(rec) {
-		return n, []byte("."), nil
-	}
-	return n, rec[i+1:], nil
-}
-
-// needStat reports whether examine lstat's the source.
-func (s *Splitter) needStat() bool { return s.cfg.Stats() }
-
-// Stats reports whether a splitter with this configuration lstats the paths it reads: a
-// local source, unless --sizes gives their sizes and neither -H nor the quick check needs
-// more.
-func (c Config) Stats() bool {
-	return c.RemoteSrc == "" && (!c.Sizes || c.HardLinks || c.Quick != nil)
-}
-
-// otherShard reports whether a path (not an inode) falls in another shard.
-func (s *Splitter) otherShard(in []byte) bool {
-	return s.cfg.Shards > 1 && Shard(in, s.cfg.Shards) != s.cfg.Shard
-}
-
-// cursors are one worker's directory descriptors in the source tree and in DEST.
-type cursors struct{ src, dst cursor }
-
-func (c *cursors) reset() {
-	c.src.reset()
-	c.dst.reset()
-}
-
-// examine reads what apply needs of one record: where it goes, its lstat, and the quick
-// check. c are the calling worker's cursors.
-func (s *Splitter) examine(in []byte, l *look, c *cursors) {
-	*l = look{path: in}
-	if len(in) == 0 {
-		l.empty = true
-		return
-	}
-	if s.cfg.Sizes {
-		size, p, err := SplitSized(in)
-		if err != nil {
-			l.err = err
-			return
-		}
-		l.size, l.path = size, p
-	}
-	if !s.cfg.HardLinks && s.otherShard(l.path) {
-		l.skip = true
-		return
-	}
-	if l.abs, l.src, l.entry, l.lands, l.err = s.resolve(l.path); l.err != nil {
-		return
-	}
-	if s.insideDest(l.abs, len(l.path) > 0 && l.path[0] == '/') {
-		l.err = errors.New(InsideDest)
-		return
-	}
-	if s.crlf(l.path, l.abs) {
-		// a line of a CRLF list, even with --sizes: not vanished, which it would be
-		// called here (or by rsync), nor sent to rsync
-		l.err = errors.New(CRLF)
-		return
-	}
-	if s.cfg.List != nil {
-		s.cfg.List.Warm(l.lands)
-	}
-	if !s.needStat() {
-		return
-	}
-	if l.statErr = s.srcRef.lstatIn(&c.src, l.abs, &l.st); l.statErr != nil {
-		return
-	}
-	l.stat = true
-	if s.cfg.Quick != nil && !s.linked(l) && !(s.cfg.HardLinks && s.otherShard(l.path)) {
-		l.fresh = s.cfg.Quick.upToDate(l.lands, &l.st, l.abs, &c.dst)
-	}
-}
-
-// InsideDest is the reason a path inside a local DEST fails: `cd /data && find . | prsync
-// ./backup` lists the backup's own files, and copying them would nest a copy of DEST in
-// itself at every run.
-const InsideDest = "inside DEST: DEST's own file is not copied into DEST (leave DEST out of the list)"
-
-// insideDest reports whether the local source path abs is DEST or below it, where DEST
-// lies below the directory the path was taken from (absolute: an absolute input path).
-func (s *Splitter) insideDest(abs string, absolute bool) bool {
-	dests := s.destBelowBase
-	if absolute {
-		dests = s.destBelowSlash
-	}
-	for _, d := range dests {
-		if abs == d || below(abs, d) {
-			return true
-		}
-	}
-	return false
-}
-
-// below reports whether the clean absolute path p lies strictly below dir.
-func below(p, dir string) bool {
-	if dir == "/" {
-		return p != "/"
-	}
-	return len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
-}
-
-// linked reports whether a file is routed by its inode: a hard link under -H.
-func (s *Splitter) linked(l *look) bool {
-	return s.cfg.HardLinks && l.stat && l.st.Mode&syscall.S_IFMT != syscall.S_IFDIR && l.st.Nlink > 1
-}
-
-// apply settles a record or puts it into a chunk, from what examine found.
-func (s *Splitter) apply(ctx context.Context, in []byte, l *look, out chan<- *Chunk) error {
-	switch {
-	case l.empty:
-		if s.hooks.Empty != nil {
-			s.hooks.Empty()
-		}
-		return nil
-	case l.skip:
-		return nil
-	case l.err != nil:
-		if s.cfg.HardLinks && s.otherShard(l.path) {
-			return nil
-		}
-		s.settle(in, rsync.Failed, l.err.Error())
-		return nil
-	case l.statErr != nil:
-		if s.cfg.HardLinks && s.otherShard(l.path) {
-			return nil
-		}
-		s.touch(l)
-		gone := errors.Is(l.statErr, syscall.ENOENT) || errors.Is(l.statErr, syscall.ENOTDIR)
-		var lost error
-		if gone && s.cfg.SourceLost != nil {
-			lost = s.cfg.SourceLost(l.abs)
-		}
-		switch {
-		case lost != nil:
-			s.settle(in, rsync.Failed, "lstat: "+l.statErr.Error()+"; "+lost.Error())
-		case gone:
-			s.settle(in, rsync.Vanished, "lstat: "+l.statErr.Error())
-		default:
-			s.settle(in, rsync.Failed, "lstat: "+l.statErr.Error())
-		}
-		return nil
-	}
-	st := &l.st
-	size := l.size
-	if l.stat && !s.cfg.Sizes {
-		size = 0
-		if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-			size = st.Size
-		}
-	}
-	if !s.linked(l) && !(s.cfg.HardLinks && s.otherShard(l.path)) {
-		s.touch(l)
-	}
-	if l.fresh {
-		if s.hooks.Fresh != nil {
-			s.hooks.Fresh(in, size)
-		}
-		return nil
-	}
-	r := rec{input: in, entry: l.entry, src: l.src, size: size}
-	if s.linked(l) {
-		key := inode{dev: uint64(st.Dev), ino: uint64(st.Ino)}
-		if s.cfg.Shards > 1 && key.shard(s.cfg.Shards) != s.cfg.Shard {
-			return nil
-		}
-		s.touch(l)
-		r.input = bytes.Clone(in)
-		if g := s.links.add(key, uint64(st.Nlink), r); g != nil {
-			return s.addGroup(ctx, g, out)
-		}
-		return nil
-	}
-	if s.cfg.HardLinks && s.otherShard(l.path) {
-		return nil
-	}
-	if l.lands == "." {
-		r.input = bytes.Clone(in)
-		s.roots = append(s.roots, r) // sent alone at the end (sendRoots)
-		return nil
-	}
-	return s.addGroup(ctx, []rec{r}, out)
 }
 
 // sendRoots sends each root held by apply as a chunk of its own (Chunk.Root), after
@@ -763,195 +532,8 @@ func (s *Splitter) sendRoots(ctx context.Context, out chan<- *Chunk) error {
 	return nil
 }
 
-// touch records the directories a path of this shard touches, for the deletion pass. A
-// path is a directory when its lstat says so, or, where the source is not lstat'ed
-// (--sizes, a remote source), when the record ends in "/".
-func (s *Splitter) touch(l *look) {
-	if s.cfg.Dirs == nil {
-		return
-	}
-	dir := false
-	switch {
-	case l.stat:
-		dir = l.st.Mode&syscall.S_IFMT == syscall.S_IFDIR
-	case l.statErr == nil:
-		dir = len(l.path) > 0 && l.path[len(l.path)-1] == '/'
-	}
-	keepTop := s.cfg.Root != "" || s.cfg.RemoteSrc != "" || len(l.path) == 0 || l.path[0] != '/'
-	s.cfg.Dirs.add(l.src, l.entry, dir, keepTop)
-}
-
-func (s *Splitter) settle(in []byte, status rsync.Status, reason string) {
-	if s.hooks.Settled != nil {
-		s.hooks.Settled(in, status, reason)
-	}
-}
-
-// addGroup puts records into the current chunk, all in the same one.
-func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) error {
-	if s.waving {
-		s.hold(g)
-		return nil
-	}
-	var size int64
-	for _, r := range g {
-		size += r.size
-	}
-	if s.cur != nil && (s.budget.Over(s.cur.Len()+len(g), s.cur.Bytes+size) || s.cur.Src != g[0].src) {
-		if err := s.flush(ctx, out); err != nil {
-			return err
-		}
-		if s.waving { // that was the probe: g is the first path after it
-			s.hold(g)
-			return nil
-		}
-	}
-	if s.cur == nil {
-		s.budget = chunksize.Fixed(s.cfg.ChunkFiles, s.cfg.ChunkBytes)
-		if s.cfg.Sizer != nil {
-			s.budget = s.cfg.Sizer.Budget()
-			if !s.budget.Timed && s.budget.Files < s.waveFloor {
-				s.budget.Files = min(s.waveFloor, s.cfg.ChunkFiles)
-			}
-			s.shareTail(ctx)
-		}
-		n := min(s.budget.Files, 4096)
-		s.cur = &Chunk{ID: int(s.nextID.Add(1)), Src: g[0].src, Inputs: make([][]byte, 0, n), Entries: make([][]byte, 0, n)}
-		if s.probing && s.probe == nil {
-			s.probe = s.cur
-		}
-		if s.cfg.Sizer != nil && !s.cfg.HardLinks {
-			s.cur.Sizes = make([]int64, 0, n)
-		}
-	}
-	s.cutFiles += int64(len(g))
-	s.cutBytes += size
-	for _, r := range g {
-		s.cur.Inputs = append(s.cur.Inputs, s.arena.add(r.input))
-		s.cur.Entries = append(s.cur.Entries, s.arena.addString(r.entry))
-		s.cur.Bytes += r.size
-		if s.cur.Sizes != nil {
-			s.cur.Sizes = append(s.cur.Sizes, r.size)
-		}
-		if s.hooks.Accepted != nil {
-			s.hooks.Accepted(r.size)
-		}
-	}
-	if s.budget.Reached(s.cur.Len(), s.cur.Bytes) {
-		return s.flush(ctx, out)
-	}
-	return nil
-}
-
-// endWait is how long the first chunk waits for the end of an input that is still being
-// read: a list from a file, or from a find that ends within it, is then known whole and
-// can be probed (Config.Opening). A file's end comes with the read after its last bytes;
-// a find of 10,000 paths on a loaded 2-CPU machine took more than 50 ms. It is at most
-// ChunkWait.
-var endWait = 250 * time.Millisecond // a variable for the tests
-
-// streamWait is how long the first chunk waits for the end of an input once it has read
-// enough paths for a probe (more than minProbeList). A list still streaming then is probed
-// at once (streamingProbe) rather than at endWait: the paths read while the probe runs are
-// held, and cut as a short list's are if the input ends meanwhile, so waiting longer for the
-// end gains nothing, and it delayed the first rsync of a find over a cold tree by a quarter
-// of a second (the first chunk started at 0.27 s, against 0.07 s with --chunk-files).
-const streamWait = 25 * time.Millisecond
-
-// awaitEnd waits up to endWait (or ChunkWait, if shorter) for the input's end to be read,
-// or until more paths have been read than a short list holds (Slots × ChunkFiles), or,
-// once more than minProbeList paths have been read, up to streamWait.
-func (s *Splitter) awaitEnd(ctx context.Context) {
-	start := time.Now()
-	deadline := start.Add(min(endWait, max(s.cfg.ChunkWait, 0)))
-	long := int64(max(s.cfg.ChunkFiles, 1))
-	if s.cfg.Slots != nil {
-		long *= int64(max(s.cfg.Slots(), 1))
-	}
-	for !s.eof.Load() && s.read.Load() < long && time.Now().Before(deadline) && ctx.Err() == nil {
-		if s.read.Load() > minProbeList && time.Since(start) >= streamWait {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// minProbeList is the fewest paths of a short list that is probed before it is cut
-// (Config.Opening); a shorter one is split evenly over the slots at once.
-const minProbeList = 4 * chunksize.ProbeFiles
-
-// minTailFiles is the fewest paths shareTail gives a chunk: below it, another rsync's
-// start costs more than the paths' share of the work saves.
-const minTailFiles = 4
-
-// shareTail, once the end of the input has been read, cuts the paths left into one chunk
-// per slot when the budget would leave slots without one: a short list is spread over
-// every slot from its first chunk, and the input's last chunks end together. It is called
-// only with a Sizer.
-func (s *Splitter) shareTail(ctx context.Context) {
-	if s.cfg.Opening != nil && s.tailFiles == 0 && s.nextID.Load() == 0 && !s.probing {
-		s.awaitEnd(ctx)
-		if s.streamingProbe(ctx) {
-			return
-		}
-	}
-	if s.tailFiles == 0 && s.cfg.Slots != nil && s.eof.Load() {
-		slots := max(s.cfg.Slots(), 1)
-		left := int(s.read.Load()-s.applied) + 1 // the record being applied is not counted
-		switch {
-		case s.probe != nil:
-			// the probe has been cut: the rest waits for what it shows
-			n, ok := s.awaitOpening(ctx, left)
-			if !ok {
-				n = slots // the run ends: as without a probe
-			}
-			s.probe, s.probing, s.opened = nil, false, true
-			s.tailFiles = s.partFiles(left, n)
-		case s.cfg.Opening != nil && !s.probing && s.nextID.Load() == 0 && !s.budget.Timed &&
-			left > minProbeList && left < slots*s.cfg.ChunkFiles:
-			// a short list, complete before its first chunk: probe it first
-			s.probing = true
-			s.budget.Files = min(chunksize.ProbeFiles, s.cfg.ChunkFiles)
-			return
-		}
-		if s.tailFiles == 0 && (left < slots*s.budget.Files || !s.budget.Timed) {
-			// every slot a part, but no part shorter than the Sizer's MinPart as predicted
-			// (the same rule as the tail split of a waiting chunk, Tail): before, the 905
-			// paths left after a wave of 8 were cut into 8 parts of 114, a session each,
-			// against a daemon that took 3 (bench scenario 6)
-			n := s.cfg.Sizer.TailParts(left, s.meanBytes()*int64(left), slots)
-			s.tailFiles = max((left+n-1)/n, minTailFiles)
-			if !s.budget.Timed {
-				// nothing known yet, but a wave took the slots: parts of a wave part's paths
-				s.tailFiles = max(s.tailFiles, s.waveFloor)
-			}
-		} else if s.tailFiles == 0 {
-			return
-		}
-	}
-	if s.tailFiles == 0 {
-		return
-	}
-	if s.opened {
-		// the parts Opening chose: neither the fit of one probe nor its growth bound cut them
-		s.budget = chunksize.Fixed(min(s.tailFiles, s.cfg.ChunkFiles), s.cfg.ChunkBytes)
-	} else if s.budget.Timed {
-		s.budget.Files = min(s.budget.Files, s.tailFiles)
-	} else {
-		s.budget.Files = min(s.tailFiles, s.cfg.ChunkFiles) // nothing known yet: the list's length is
-	}
-}
-
-// meanBytes returns the bytes of a path put into a chunk so far, on average (0 before any).
-func (s *Splitter) meanBytes() int64 {
-	if s.cutFiles == 0 {
-		return 0
-	}
-	return s.cutBytes / s.cutFiles
-}
-
 // Split cuts a chunk that has not started into parts that start at the indexes cuts
-// gives (chunksize.Sizer.Split), each with a new ID and the same source; it returns nil
+// gives (plan.Planner.TailCuts), each with a new ID and the same source; it returns nil
 // when c cannot be cut (it has no Sizes: -H keeps an inode's links in one chunk). It is
 // safe to call while Run runs.
 func (s *Splitter) Split(c *Chunk, cuts []int) []*Chunk {
@@ -984,205 +566,13 @@ func (s *Splitter) flush(ctx context.Context, out chan<- *Chunk) error {
 		return nil
 	}
 	s.cfg.List.Settle(ctx)
+	s.plan.Cut(s.cur.ID, s.cur.Len(), s.cur.Bytes) // before the pool may start it
 	select {
 	case out <- s.cur:
-		if s.cur == s.probe && s.streaming {
-			s.waving = true // the paths after it wait for what it shows (opening.go)
-		}
 		s.cur = nil
 		return nil
 	case <-ctx.Done():
 		s.unsent()
 		return ctx.Err()
 	}
-}
-
-// resolve returns the absolute path to lstat, rsync's source directory and list entry
-// for it, and where it lands under DEST (clean and relative, "." for DEST itself).
-// Entries are kept short: rsync reads its --files-from list one byte at a time, and with
-// long absolute entries that read costs more than the copy of small files.
-func (s *Splitter) resolve(in []byte) (abs, src, entry, lands string, err error) {
-	if bytes.IndexByte(in, 0) >= 0 {
-		return "", "", "", "", errors.New("name contains a NUL byte")
-	}
-	if s.cfg.RemoteSrc != "" {
-		src, entry, lands, err = s.resolveRemote(string(in))
-		return "", src, entry, lands, err
-	}
-	if len(in) > 0 && in[0] == '/' {
-		p := string(in)
-		if !isClean(p[1:]) {
-			p = filepath.Clean(p)
-		}
-		if s.cfg.Root == "" {
-			lands = cmp.Or(p[1:], ".")
-			return p, "/", protect(p[1:]), lands, nil
-		}
-		rest, ok := under(p, s.cfg.Root)
-		if !ok {
-			return "", "", "", "", fmt.Errorf("outside --root %s", s.cfg.Root)
-		}
-		return p, s.cfg.Root, protect(rest), rest, nil
-	}
-	base := s.cfg.Root
-	if base == "" {
-		base = s.cfg.Cwd
-	}
-	var rel string
-	if r := trimDot(in); isClean(r) {
-		// the common case, as find . prints it: one allocation for abs, rel a part of it
-		if base == "/" {
-			abs = "/" + string(r)
-			rel = abs[1:]
-		} else {
-			abs = base + "/" + string(r)
-			rel = abs[len(base)+1:]
-		}
-	} else {
-		rel = filepath.Clean(string(in))
-		if rel == ".." || strings.HasPrefix(rel, "../") {
-			if s.cfg.Root != "" {
-				return "", "", "", "", fmt.Errorf("outside --root %s", s.cfg.Root)
-			}
-			return "", "", "", "", errors.New("outside the working directory: use absolute paths or --root")
-		}
-		abs = joinClean(base, rel)
-	}
-	if s.cfg.Root == "" && s.cfg.HardLinks && base != "/" {
-		// one source for every path, so that the links of an inode share a chunk
-		return abs, "/", anchor(base[1:], rel), rel, nil
-	}
-	return abs, base, protect(rel), rel, nil
-}
-
-// resolveRemote places a path of a remote source: relative paths are taken from it,
-// absolute ones must lie under its path part.
-func (s *Splitter) resolveRemote(p string) (src, entry, lands string, err error) {
-	outside := fmt.Errorf("outside --root %s", s.cfg.RemoteSrc)
-	if filepath.IsAbs(p) {
-		if !isClean(p[1:]) {
-			p = filepath.Clean(p)
-		}
-		if s.cfg.Root == "" || !filepath.IsAbs(s.cfg.Root) {
-			return "", "", "", fmt.Errorf("an absolute path, but --root %s names no absolute directory: give paths relative to it", s.cfg.RemoteSrc)
-		}
-		rest, ok := under(p, s.cfg.Root)
-		if !ok {
-			return "", "", "", outside
-		}
-		return s.cfg.RemoteSrc, protect(rest), rest, nil
-	}
-	rel := cleanRel(p)
-	if rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", "", "", outside
-	}
-	return s.cfg.RemoteSrc, protect(rel), rel, nil
-}
-
-// cleanRel is filepath.Clean of a relative path, without its cost for the common
-// shapes: "./a/b" (as find . prints it) and paths that are clean already.
-func cleanRel(p string) string {
-	if q := trimDot(p); isClean(q) {
-		return q
-	}
-	return filepath.Clean(p)
-}
-
-// trimDot drops the leading "./" of a relative path, as find . prints it, when the rest
-// is not empty and does not start with '/'.
-func trimDot[T string | []byte](p T) T {
-	for len(p) > 2 && p[0] == '.' && p[1] == '/' && p[2] != '/' {
-		p = p[2:]
-	}
-	return p
-}
-
-// isClean reports whether a relative path is what filepath.Clean makes of it.
-func isClean[T string | []byte](p T) bool {
-	if len(p) == 0 || p[0] == '/' || p[len(p)-1] == '/' {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		switch {
-		case p[i] == '/' && i+1 < len(p) && p[i+1] == '/':
-			return false
-		case p[i] == '.' && (i == 0 || p[i-1] == '/'):
-			j := i + 1
-			if j < len(p) && p[j] == '.' {
-				j++
-			}
-			if j == len(p) || p[j] == '/' {
-				return false // a "." or ".." element
-			}
-		}
-	}
-	return true
-}
-
-// joinClean joins a clean absolute base and a clean relative path.
-func joinClean(base, rel string) string {
-	switch {
-	case rel == ".":
-		return base
-	case base == "/":
-		return "/" + rel
-	}
-	return base + "/" + rel
-}
-
-// protect makes rel a --files-from entry (rsync.ListEntry: "./" before a name rsync would
-// read as a comment), and turns the empty path (the source directory itself) into ".".
-func protect(rel string) string {
-	if rel == "" {
-		return "."
-	}
-	return rsync.ListEntry(rel)
-}
-
-// under reports whether p is root or below it, and the rest of p after root.
-func under(p, root string) (string, bool) {
-	if p == root {
-		return ".", true
-	}
-	if root == "/" {
-		return p[1:], true
-	}
-	if len(p) > len(root) && p[:len(root)] == root && p[len(root)] == '/' {
-		return p[len(root)+1:], true
-	}
-	return "", false
-}
-
-// anchor writes base/./rel for a relative base: rsync copies it to DEST/rel.
-func anchor(base, rel string) string { return base + "/./" + rel }
-
-// arena hands out copies of byte slices from blocks of 64 KiB, so that the paths of a
-// chunk cost a few allocations, not two each. A block lives as long as a chunk uses it.
-type arena struct{ buf []byte }
-
-func (a *arena) add(b []byte) []byte {
-	if cap(a.buf)-len(a.buf) < len(b) {
-		a.buf = make([]byte, 0, max(64<<10, len(b)))
-	}
-	i := len(a.buf)
-	a.buf = append(a.buf, b...)
-	return a.buf[i:len(a.buf):len(a.buf)]
-}
-
-func (a *arena) addString(s string) []byte {
-	if cap(a.buf)-len(a.buf) < len(s) {
-		a.buf = make([]byte, 0, max(64<<10, len(s)))
-	}
-	i := len(a.buf)
-	a.buf = append(a.buf, s...)
-	return a.buf[i:len(a.buf):len(a.buf)]
-}
-
-// Shard returns the shard of n that path p belongs to: xxhash64 (XXH64, seed 0) of
-// the path's bytes, mod n. The function is part of prsync's stable contract.
-func Shard(p []byte, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	return int(xxhash.Sum64(p) % uint64(n))
 }

@@ -30,6 +30,13 @@ type Observation struct {
 	// one (the lowest such count if it refused several times). It is read
 	// only when Refused > 0.
 	Accepted int
+	// Stated is how many sessions the far side says it takes (an rsync
+	// daemon's "max connections (N)"), 0 when it says nothing, and Shared
+	// says its last refusal was another client's doing: prsync held fewer
+	// sessions than it states, none of them a slot not freed yet. Both are
+	// read only when Refused > 0.
+	Stated int
+	Shared bool
 	// Drained says that the input has ended and no chunk is queued: from
 	// now on the pool cannot fill the limit, whatever it is.
 	Drained bool
@@ -278,6 +285,11 @@ type Tuner struct {
 	recovered bool // the ceiling in force was reached by such a step
 
 	cpuCap int // most rsyncs the CPUs serve while the copy is CPU-bound; 0 = none
+
+	// neighbour is the windows left during which another client shares the far side, and
+	// fair a fair share of what the far side says it takes (0: it said nothing): below it
+	// the ceiling climbs back at every window, and meanwhile no higher
+	neighbour, fair int
 }
 
 // Constants of the search; see Tuner.
@@ -288,13 +300,16 @@ const (
 	lastZ       = 0.25 // after MaxWindows, a probe upwards wins unless this many standard errors worse
 	curseZ      = 0.5  // a won probe keeps at most linear scaling plus this many standard errors
 
-	recent      = 3     // windows at best compared with the earlier ones
-	minOlder    = 3     // earlier windows the comparison needs
-	changeZ     = 3.5   // standard errors a shift of the rate needs to be a change
-	changeMin   = 0.3   // and at least this shift of the log rate (35 %)
-	changeShare = 0.25  // or a shift of the files' share of the rate by this much
-	minNoise    = 0.01  // floor of the measured noise
-	noiseScale  = 0.886 // σ / E|x1 − x2|; see noise
+	recent = 3 // windows at best compared with the earlier ones
+	// neighbourWindows are the windows after another client's sessions refused one of
+	// prsync's during which the ceiling climbs back no higher than a fair share
+	neighbourWindows = 3
+	minOlder         = 3     // earlier windows the comparison needs
+	changeZ          = 3.5   // standard errors a shift of the rate needs to be a change
+	changeMin        = 0.3   // and at least this shift of the log rate (35 %)
+	changeShare      = 0.25  // or a shift of the files' share of the rate by this much
+	minNoise         = 0.01  // floor of the measured noise
+	noiseScale       = 0.886 // σ / E|x1 − x2|; see noise
 
 	cpuBusy = 0.9  // a window is CPU-bound when this share of the CPUs is busy
 	cpuOwn  = 0.5  // and prsync's rsyncs use at least this share of them
@@ -561,7 +576,13 @@ func (t *Tuner) setPeriodic() {
 func (t *Tuner) refused(o Observation) Decision {
 	t.lastN = 0
 	c := refusal.Limit(o.Accepted, t.p.Min, t.p.Max)
-	t.learnTop(c)
+	if o.Stated > 0 {
+		// a far side that says what it takes leaves prsync a fair share of it to ask for,
+		// whoever holds the slots now: its refused sessions ask again, and get one as a
+		// neighbour's session ends
+		c = max(c, min(refusal.FairShare(o.Stated), t.limit, t.p.Max))
+	}
+	t.learnTop(c, o)
 	t.ceiling, t.ceilAge = c, 0
 	switch {
 	case t.limit <= c && t.best <= c:
@@ -598,7 +619,22 @@ func (t *Tuner) cpuBound(o Observation) (Decision, bool) {
 	if o.Busy < cpuBusy*o.CPUs || o.Own < cpuOwn*o.CPUs {
 		return Decision{}, false
 	}
-	c := max(t.p.Min, min(int(math.Round(o.CPUs)), t.p.Max))
+	return t.capCPU(o.CPUs)
+}
+
+// CPUBound applies the CPU rule at once, before any window has shown it: a chunk's rsync
+// that ran alone was busy on a CPU all along (the opening's probe), so more rsyncs than cpus,
+// the CPUs the copy may use, only queue for them. It reports whether the limit moved.
+func (t *Tuner) CPUBound(cpus float64) (Decision, bool) {
+	if !(cpus > 0) {
+		return Decision{}, false
+	}
+	return t.capCPU(cpus)
+}
+
+// capCPU caps the limit and best at the CPUs' worth.
+func (t *Tuner) capCPU(cpus float64) (Decision, bool) {
+	c := max(t.p.Min, min(int(math.Round(cpus)), t.p.Max))
 	t.cpuCap = c
 	if t.limit <= c && t.best <= c {
 		return Decision{}, false // nothing above it: the window is judged as usual
@@ -619,11 +655,25 @@ func (t *Tuner) cpuBound(o Observation) (Decision, bool) {
 // recover. Below it, the far side took more before: the ceiling climbs back
 // (recover), and best with it up to what it is now; a refusal of a step back
 // doubles the wait for the next.
-func (t *Tuner) learnTop(c int) {
+func (t *Tuner) learnTop(c int, o Observation) {
+	if o.Stated > 0 {
+		t.fair = refusal.FairShare(o.Stated)
+	}
+	if o.Shared {
+		// another client holds what the far side takes beyond prsync's sessions: above a
+		// fair share of it, the ceiling climbs back only once no refusal has shown that
+		// client for a while
+		t.neighbour = neighbourWindows
+	}
+	if s := min(o.Stated, t.p.Max); s > max(c, t.top) {
+		// the far side says it takes more than prsync's sessions: slots not freed yet, or
+		// another client's; they may be prsync's again, a step at a time
+		t.top, t.recWait = s, t.p.Recover
+	}
 	switch {
 	case c >= t.top:
 		t.top, t.cut, t.recWait = c, 0, t.p.Recover
-	case t.recovered:
+	case t.recovered && !o.Shared:
 		t.recWait = min(2*t.recWait, t.p.Ceiling)
 	}
 	if c < t.top {
@@ -640,6 +690,7 @@ func (t *Tuner) ageCeiling() bool {
 		return false
 	}
 	t.ceilAge++
+	defer func() { t.neighbour = max(t.neighbour-1, 0) }()
 	if t.ceiling < t.top {
 		return t.recover()
 	}
@@ -659,7 +710,14 @@ func (t *Tuner) ageCeiling() bool {
 // held (no refusal since the last) halves the wait for the next. It reports
 // whether the limit rose.
 func (t *Tuner) recover() bool {
-	if t.ceilAge < t.recWait {
+	wait := t.recWait
+	switch {
+	case t.neighbour > 0 && t.ceiling >= t.fair:
+		return false // a neighbour holds the rest: no more than a fair share meanwhile
+	case t.ceiling < t.fair:
+		wait = 1 // below a fair share of what the far side takes: ask again at every window
+	}
+	if t.ceilAge < wait {
 		return false
 	}
 	if t.recovered {

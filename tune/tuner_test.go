@@ -446,3 +446,53 @@ func TestCPUCap(t *testing.T) {
 	}
 	t.Error("the limit never went above 2 after the CPUs had room")
 }
+
+// TestCeilingNeighbour: a far side that states its limit (6) leaves prsync a fair share of
+// it (3) as a ceiling, whatever it accepted when it refused; when another client's sessions
+// caused the refusal (Shared), the ceiling climbs no higher than that share for a few
+// windows, and then on towards what the far side states, as a cut from what it took climbs
+// back. Before, the copy that came second
+// stayed at what the far side had accepted (1) for 30 s.
+func TestCeilingNeighbour(t *testing.T) {
+	p := DefaultPolicy(2)
+	tn := newTuner(t, p)
+	drive(tn, knee20, 3) // probing 8
+	o := clean(tn.Limit(), knee20)
+	o.Refused, o.Accepted, o.Stated, o.Shared = 1, 1, 6, true
+	if d := tn.Observe(o); d.Limit != 3 || d.Ceiling != 3 {
+		t.Fatalf("refused with 1 of 6 accepted, another client's: %+v, want limit and ceiling 3, a fair share", d)
+	}
+	for i := 1; i <= neighbourWindows; i++ {
+		if d := tn.Observe(clean(tn.Limit(), knee20)); d.Limit != 3 || d.Reason == ReasonClimb {
+			t.Fatalf("window %d with the neighbour: %+v, want 3 held", i, d)
+		}
+	}
+	climbs := 0
+	for range 3 * p.Recover {
+		if d := tn.Observe(clean(tn.Limit(), knee20)); d.Reason == ReasonClimb {
+			climbs++
+		}
+	}
+	if climbs == 0 || tn.Limit() <= 3 {
+		t.Errorf("the neighbour gone: %d climbs, limit %d; want above the fair share, towards 6", climbs, tn.Limit())
+	}
+
+}
+
+// TestCPUBoundAtOnce: CPUBound caps the limit at the CPUs before any window showed them
+// saturated, and the cap holds against probes upwards as the window rule's does.
+func TestCPUBoundAtOnce(t *testing.T) {
+	tn := newTuner(t, DefaultPolicy(2)) // at 4
+	d, ok := tn.CPUBound(2)
+	if !ok || d.Limit != 2 || d.Reason != ReasonCPUBound || d.CPUCap != 2 {
+		t.Fatalf("CPUBound(2) = %+v, %v; want the limit down to 2, cpu-bound", d, ok)
+	}
+	for _, d := range drive(tn, knee20, 12) {
+		if d.Limit > 2 {
+			t.Fatalf("a limit of %d after the cap: %+v", d.Limit, d)
+		}
+	}
+	if _, ok := newTuner(t, DefaultPolicy(2)).CPUBound(8); ok {
+		t.Error("CPUBound(8) at a limit of 4 moved it")
+	}
+}

@@ -1,0 +1,321 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The planner as a policy over whole copies, under the simulator's fake clock (sim_test.go).
+
+const sec = time.Second
+
+// limitAfter returns the highest limit a copy had from t on, and the most rsyncs it ran.
+func (c *copySim) limitAfter(t time.Duration) (limit, ran int) {
+	for i := int(t / (100 * time.Millisecond)); i < len(c.limits); i++ {
+		limit, ran = max(limit, c.limits[i]), max(ran, c.runs[i])
+	}
+	return limit, ran
+}
+
+// firstLimit returns when, from t on, a copy's limit first met cond (-1: never).
+func (c *copySim) firstLimit(t time.Duration, cond func(int) bool) time.Duration {
+	for i := int(t / (100 * time.Millisecond)); i < len(c.limits); i++ {
+		if cond(c.limits[i]) {
+			return time.Duration(i) * 100 * time.Millisecond
+		}
+	}
+	return -1
+}
+
+// small is a local copy of small files: CPU work and an rsync's start, nothing to wait for.
+var small = workload{cpu: 0.0004, start: 0.06, startCPU: 0.05}
+
+// TestPolicyCPUBound: a copy whose rsyncs are CPU work runs no more rsyncs than the CPUs it
+// may use (a cgroup's quota, or the machine's): with -j auto once the probe showed it (a list
+// streaming from find) or a window did (a list known whole, too long for a probe), and with a
+// pinned -j the opening cuts a short list into no more parts than the CPUs.
+func TestPolicyCPUBound(t *testing.T) {
+	tests := []struct {
+		name  string
+		cpus  float64
+		auto  bool
+		n     int
+		rate  float64       // paths a second; 0: the whole list at once
+		by    time.Duration // from when at most cpus rsyncs run
+		first int           // with a pinned -j: the most chunks started in the first 0.5 s
+	}{
+		{"-j auto, a list streaming, 2 CPUs: at the probe's end", 2, true, 40000, 20000, sec, 0},
+		{"-j auto, a list streaming, a quota of 1 CPU", 1, true, 20000, 20000, sec, 0},
+		// the first wave of 2,000-path chunks runs on: a lower limit stops no rsync
+		{"-j auto, a list known whole, 2 CPUs: at a window", 2, true, 40000, 0, 8 * sec, 0},
+		{"-j 8, a short list, 2 CPUs: the opening cuts 2 parts", 2, false, 4000, 0, 0, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pinnedPlanner(int(tt.cpus), 8)
+			if tt.auto {
+				p = autoPlanner(int(tt.cpus), 8)
+			}
+			m := &machine{cpus: tt.cpus}
+			c := newCopy(p, small, m, tt.n)
+			c.rate = tt.rate
+			(&world{m: m, copies: []*copySim{c}}).run(10 * time.Minute)
+			if !c.done {
+				t.Fatal("the copy did not end")
+			}
+			if tt.auto {
+				limit, ran := c.limitAfter(tt.by)
+				if limit > int(tt.cpus) || ran > int(tt.cpus) {
+					t.Errorf("from %v: a limit of %d, %d rsyncs at once; want at most the %v CPUs (limits %v)", tt.by, limit, ran, tt.cpus, c.limits)
+				}
+				return
+			}
+			starts := 0
+			for _, s := range c.chunkStarts {
+				if s < 500*time.Millisecond {
+					starts++
+				}
+			}
+			if starts > tt.first {
+				t.Errorf("%d chunks started in the first 0.5 s (the probe and its wave), want at most %d", starts, tt.first)
+			}
+		})
+	}
+}
+
+// TestPolicyClimbs: -j auto climbs where more rsyncs move more: each path waits for round
+// trips (a network filesystem), or each stream is capped (--bwlimit, a per-connection
+// limit); a pinned -j stays.
+func TestPolicyClimbs(t *testing.T) {
+	mib := func(int) int64 { return 1 << 20 }
+	tests := []struct {
+		name string
+		w    workload
+		n    int
+	}{
+		{"latency-bound: 30 ms a path", workload{cpu: 0.0001, lat: 0.03, start: 0.1, startCPU: 0.01}, 30000},
+		{"per-stream caps: 4 MiB/s a stream", workload{cpu: 0.0001, start: 0.1, startCPU: 0.01, size: mib, capBps: 4 << 20, linkBps: 1 << 30}, 6000},
+	}
+	for _, tt := range tests {
+		for _, auto := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, auto %v", tt.name, auto), func(t *testing.T) {
+				p := pinnedPlanner(8, 8)
+				if auto {
+					p = autoPlanner(8, 8)
+				}
+				m := &machine{cpus: 8}
+				c := newCopy(p, tt.w, m, tt.n)
+				c.rate = 5000
+				(&world{m: m, copies: []*copySim{c}}).run(time.Minute)
+				at := c.firstLimit(0, func(l int) bool { return l >= 12 })
+				switch {
+				case auto && (at < 0 || at > 20*sec):
+					t.Errorf("the limit reached 12 at %v, want by 20 s: %v", at, c.limits)
+				case !auto && at >= 0:
+					t.Errorf("-j 8 moved to 12 at %v", at)
+				}
+			})
+		}
+	}
+}
+
+// daemon returns a far side that takes max(t) sessions at once.
+func daemon(max func(time.Duration) int) *farSide {
+	return &farSide{max: max, handshake: 5 * time.Millisecond, lag: 20 * time.Millisecond}
+}
+
+// nas is a copy to a daemon over a network: 10 ms a path.
+var nas = workload{cpu: 0.0002, lat: 0.01, start: 0.1, startCPU: 0.02}
+
+// TestPolicyRefusals: against a far side that takes 3 sessions, the limit comes down to 3 at
+// the first wave's refusals and holds there; once it takes 6 (rsyncd.conf rewritten), the
+// limit climbs back, with a pinned -j (a step once no refusal came for 3 s, a wait each
+// refused step doubles) and with -j auto alike (its ceiling rises a step 30 s after the last
+// refusal).
+func TestPolicyRefusals(t *testing.T) {
+	for _, auto := range []bool{false, true} {
+		t.Run(fmt.Sprintf("auto %v", auto), func(t *testing.T) {
+			p := pinnedPlanner(8, 8)
+			if auto {
+				p = autoPlanner(8, 8)
+			}
+			takes := func(t time.Duration) int {
+				if t < 15*sec {
+					return 3
+				}
+				return 6
+			}
+			m := &machine{cpus: 8, far: daemon(takes)}
+			c := newCopy(p, nas, m, 20000)
+			c.rate = 5000
+			(&world{m: m, copies: []*copySim{c}}).run(5 * time.Minute)
+			if !c.done || c.failed > 0 || c.refused == 0 {
+				t.Fatalf("done %v, %d chunks failed, %d refusals", c.done, c.failed, c.refused)
+			}
+			held := c.limits[int(2*sec/(100*time.Millisecond)):int(15*sec/(100*time.Millisecond))]
+			if slices.Max(held) > 3 && !auto {
+				t.Errorf("the limit went above 3 while the far side took 3: %v", held)
+			}
+			if slices.Min(held) < 2 {
+				t.Errorf("the limit fell below 2 against a far side that takes 3: %v", held)
+			}
+			by := 30 * sec
+			if auto {
+				by = 55 * sec
+			}
+			if at := c.firstLimit(2*sec, func(l int) bool { return l > 3 }); at < 15*sec || at > by {
+				t.Errorf("the limit rose above 3 at %v; want once the far side took 6, by %v: %v", at, by, c.limits)
+			}
+		})
+	}
+}
+
+// TestPolicyWorkloadChange: a list of small files that turns into big ones: chunks cut by
+// the budget follow, within a few chunks, to about the 2 s target.
+func TestPolicyWorkloadChange(t *testing.T) {
+	w := workload{cpu: 0.0002, lat: 0.002, start: 0.05, startCPU: 0.01, linkBps: 100 << 20,
+		size: func(i int) int64 {
+			if i < 30000 {
+				return 4 << 10
+			}
+			return 8 << 20
+		}}
+	m := &machine{cpus: 8}
+	c := newCopy(pinnedPlanner(8, 4), w, m, 30600)
+	c.rate = 20000
+	(&world{m: m, copies: []*copySim{c}}).run(10 * time.Minute)
+	if !c.done {
+		t.Fatal("the copy did not end")
+	}
+	// the chunks of big files (fewer paths) after the change: their first, and the later
+	var big []float64
+	for i, f := range c.chunkFiles {
+		if f < 200 && i > 0 && c.chunkFiles[i-1] >= 200 || len(big) > 0 {
+			big = append(big, c.chunkSecs[i])
+		}
+	}
+	if len(big) < 5 {
+		t.Fatalf("%d chunks after the change: %v paths", len(big), c.chunkFiles)
+	}
+	for i, s := range big[3 : len(big)-4] { // the tail is cut short on purpose
+		if s > 3.5 {
+			t.Errorf("chunk %d after the change took %.1f s, want about the 2 s target: %.1f", i+3, s, big)
+		}
+	}
+}
+
+// TestPolicyTail: the last chunks end together: once the input has ended, the paths left are
+// shared by the slots and a chunk that waits while slots are free is cut for them, so that
+// the last rsync ends soon after the others.
+func TestPolicyTail(t *testing.T) {
+	m := &machine{cpus: 8}
+	c := newCopy(pinnedPlanner(8, 8), nas, m, 6000)
+	c.rate = 5000
+	(&world{m: m, copies: []*copySim{c}}).run(10 * time.Minute)
+	if !c.done {
+		t.Fatal("the copy did not end")
+	}
+	// the last 8 rsyncs: how long before the copy's end each ran out of work
+	var ends []time.Duration
+	for i, s := range c.chunkFrom {
+		ends = append(ends, s+time.Duration(c.chunkSecs[i]*float64(sec)))
+	}
+	slices.Sort(ends)
+	if len(ends) < 8 {
+		t.Fatalf("%d chunks", len(ends))
+	}
+	if spread := ends[len(ends)-1] - ends[len(ends)-8]; spread > sec {
+		t.Errorf("the last 8 chunks ended over %v, want within 1 s: %v", spread, ends[len(ends)-8:])
+	}
+}
+
+// TestPolicyRootLast: the root's chunk ("." in the list) starts once every other chunk has
+// ended.
+func TestPolicyRootLast(t *testing.T) {
+	m := &machine{cpus: 8}
+	c := newCopy(pinnedPlanner(8, 8), nas, m, 3000)
+	c.root = true
+	(&world{m: m, copies: []*copySim{c}}).run(10 * time.Minute)
+	if !c.done || !c.rootSent {
+		t.Fatal("the copy did not end with its root")
+	}
+	root := slices.Index(c.chunkRoot, true)
+	if root < 0 {
+		t.Fatal("no root chunk ended")
+	}
+	for i := range c.chunkFrom {
+		if end := c.chunkFrom[i] + time.Duration(c.chunkSecs[i]*float64(sec)); i != root && end > c.chunkFrom[root] {
+			t.Errorf("chunk %d ended at %v, after the root's started at %v", i, end, c.chunkFrom[root])
+		}
+	}
+}
+
+// TestPolicyFairNeighbours: two copies of the same list against one far side that takes N
+// sessions end within 1.5 × of each other, and neither sits at one rsync with work waiting
+// while the other has slots it does not use. Before, the copy whose first wave the far side
+// refused came down to 1 and stayed there (its steps back refused, each doubling the wait to
+// a minute): one ended 2 to 4 × later than the other. The copies start a few milliseconds
+// apart, and the far side's handshake and slot release vary, since which one wins the first
+// wave decides how they share.
+func TestPolicyFairNeighbours(t *testing.T) {
+	for _, auto := range []bool{false, true} {
+		for _, n := range []int{3, 4, 6} {
+			for _, lat := range []float64{0.005, 0.02} {
+				t.Run(fmt.Sprintf("auto %v, max connections %d, %.0f ms a path", auto, n, lat*1000), func(t *testing.T) {
+					var ratios []float64
+					for seed := range 4 {
+						m := &machine{cpus: 8, far: &farSide{max: func(time.Duration) int { return n },
+							handshake: time.Duration(3+seed) * time.Millisecond, lag: time.Duration(10+5*seed) * time.Millisecond}}
+						w := &world{m: m}
+						for k := range 2 {
+							p := pinnedPlanner(8, 8)
+							if auto {
+								p = autoPlanner(8, 8)
+							}
+							c := newCopy(p, workload{cpu: 0.0002, lat: lat, start: 0.1, startCPU: 0.02}, m, int(40/lat))
+							c.rate, c.begin = 4000, time.Duration(k*seed*7)*time.Millisecond
+							w.copies = append(w.copies, c)
+						}
+						w.run(20 * time.Minute)
+						a, b := w.copies[0], w.copies[1]
+						if !a.done || !b.done {
+							t.Fatalf("seed %d: a copy did not end", seed)
+						}
+						r := max(a.ended, b.ended).Seconds() / min(a.ended, b.ended).Seconds()
+						ratios = append(ratios, r)
+						if r > 1.5 {
+							t.Errorf("seed %d: the copies ended at %v and %v: %.2f ×, want at most 1.5 ×", seed, a.ended, b.ended, r)
+						}
+						if a.failed+b.failed > 0 {
+							t.Errorf("seed %d: %d and %d chunks refused until their retries ran out", seed, a.failed, b.failed)
+						}
+						for _, x := range [][2]*copySim{{a, b}, {b, a}} {
+							if held := heldAtOne(x[0], x[1]); held > sec {
+								t.Errorf("seed %d: a copy sat at 1 rsync with work waiting for %v while the far side had a slot free", seed, held)
+							}
+						}
+					}
+					t.Logf("end ratios %.2f", ratios)
+				})
+			}
+		}
+	}
+}
+
+// heldAtOne returns the longest c sat at a limit of 1, with more than its last chunks' work
+// left, while the far side had a slot free (that no session of the other copy used).
+func heldAtOne(c, _ *copySim) time.Duration {
+	var held, run time.Duration
+	for i := range c.limits {
+		last := c.ended >= 0 && time.Duration(i)*100*time.Millisecond > c.ended-4*sec
+		if c.limits[i] == 1 && i < len(c.free) && c.free[i] > 0 && !last {
+			run += 100 * time.Millisecond
+			held = max(held, run)
+		} else {
+			run = 0
+		}
+	}
+	return held
+}
