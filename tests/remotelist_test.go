@@ -336,7 +336,8 @@ func TestRemoteListDelete(t *testing.T) {
 // TestRemoteListFallback: where the far side cannot hold the lists, or cannot read one,
 // prsync reads them on stdin, and the run ends as it would with --remote-lists off: a
 // read-only module (every copy refused, as without lists), a module whose uid cannot make
-// the lists' directory in DEST's root (the copy lands below it), and a list that is gone
+// the lists' directory in DEST's root (the copy lands below it), a daemon at its max
+// connections (a refused upload sends one chunk's list on stdin), and a list that is gone
 // when its rsync reads it (the chunk runs again at once from stdin).
 func TestRemoteListFallback(t *testing.T) {
 	t.Parallel()
@@ -408,6 +409,27 @@ func TestRemoteListFallback(t *testing.T) {
 				t.Errorf("%s: not copied (%v, %v)", name, err1, err2)
 			}
 		}
+	})
+
+	t.Run("max connections", func(t *testing.T) {
+		w := t.TempDir()
+		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+		os.MkdirAll(dst, 0o755)
+		list, n := longTree(t, src, 1500)
+		d := startDaemonConf(t, dst, 0, rootModule()+"max connections = 2\n")
+		r := runPrsync(t, "", list, "-0", "--root", src, "--no-throttle", "--remote-lists", "on", "-j", "4", "--chunk-files", "200", d.URL())
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+		}
+		checkIdentity(t, r.Summary(t), int64(n))
+		sameTree(t, src, dst)
+		noListsLeft(t, dst)
+		// a refused upload sends that chunk's list on stdin, and turns nothing off
+		rl := remoteLists(t, r)
+		if rl == nil || rl["off"] != nil || remoteStarts(r) < 1 {
+			t.Errorf("summary's remote_lists %v, %d remote: want some, not off", rl, remoteStarts(r))
+		}
+		t.Logf("remote_lists %v; %d rsyncs read a remote list", rl, remoteStarts(r))
 	})
 
 	t.Run("unread", func(t *testing.T) {
