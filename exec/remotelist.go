@@ -36,7 +36,7 @@ import (
 // When other lists keep it there, Close lists it and sweeps the lists that crashed runs
 // left: this host's whose prsync is gone, and any other host's older than StaleAge. The
 // sweep is at the end of a run, not its start, where it would delay the first chunks: a
-// listing is a session of its own (40 ms to a daemon on this machine, 0.3 s over ssh).
+// listing is a session of its own (60 ms to a daemon on this machine, 0.3 s over ssh).
 
 // ListStats say what the remote lists did in a run.
 type ListStats struct {
