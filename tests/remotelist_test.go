@@ -217,7 +217,8 @@ func TestRemoteListSSH(t *testing.T) {
 
 // TestRemoteListKilled: an rsync of prsync's killed (SIGKILL, by its PID) while it copies
 // with a remote list is retried, and the run leaves no list; prsync itself killed leaves
-// its lists in DEST, and the next run into DEST copies exactly and sweeps them.
+// its lists in DEST and its staging directory in TMPDIR, and the next run into DEST copies
+// exactly and sweeps both.
 func TestRemoteListKilled(t *testing.T) {
 	t.Parallel()
 	needRsync(t)
@@ -247,7 +248,9 @@ func TestRemoteListKilled(t *testing.T) {
 	t.Run("prsync", func(t *testing.T) {
 		os.RemoveAll(dst)
 		os.MkdirAll(dst, 0o755)
-		p := start(t, startOpts{stdin: bytes.NewReader(list)}, append(args, d.URL(), "--", "--bwlimit=10k")...)
+		tmp := t.TempDir() // the runs' TMPDIR, where they stage their lists
+		env := []string{"TMPDIR=" + tmp}
+		p := start(t, startOpts{stdin: bytes.NewReader(list), env: env}, append(args, d.URL(), "--", "--bwlimit=10k")...)
 		p.mustWaitFor("chunk_start with a remote list", time.Minute, remoteStarted)
 		var pids []int
 		p.mu.Lock()
@@ -273,7 +276,11 @@ func TestRemoteListKilled(t *testing.T) {
 			}
 		}
 
-		r := runPrsync(t, "", list, "-0", "--root", src, "--no-throttle", "--remote-lists", "on", d.URL())
+		if staged, _ := os.ReadDir(tmp); len(staged) != 1 {
+			t.Errorf("the killed prsync left %d staging directories in its TMPDIR, want its own", len(staged))
+		}
+
+		r := start(t, startOpts{stdin: bytes.NewReader(list), env: env}, "-0", "--root", src, "--no-throttle", "--remote-lists", "on", d.URL()).wait(5 * time.Minute)
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}
@@ -282,6 +289,10 @@ func TestRemoteListKilled(t *testing.T) {
 		noListsLeft(t, dst)
 		if rl := remoteLists(t, r); rl == nil || num(rl, "swept") != int64(len(left)) {
 			t.Errorf("summary's remote_lists %v: want %d swept", rl, len(left))
+		}
+		// the killed prsync's staging directory went when the next one made its own
+		if staged, _ := os.ReadDir(tmp); len(staged) != 0 {
+			t.Errorf("%d staging directories left in TMPDIR: %v", len(staged), staged)
 		}
 	})
 }
