@@ -31,9 +31,9 @@ type result struct {
 	// lost: DEST or the source was no longer the storage it was at the start, before the
 	// run (then no rsync started) or once it ended (storageLost)
 	lost error
-	// remoteList: the rsync was to read its list on the far side (RemoteLists.For), and
-	// listUnread: it could not (rsync.Result.ListUnread)
-	remoteList, listUnread bool
+	// listUnread: the rsync was to read its list on the far side (RemoteLists.For), and
+	// could not (rsync.Result.ListUnread)
+	listUnread bool
 }
 
 // sink takes both output streams of one rsync. One lock serialises them: the
@@ -250,7 +250,6 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	lost := p.storageLost(c, entries, ps) // what the run wrote or read may not be there
 	r := sk.a.Result()
 	return result{
-		remoteList: remote,
 		listUnread: remote && !cancelled.Load() && r.ListUnread(code, sk.lines.Load() > 0, errBuf.String()),
 		lost:       lost,
 		code:       code,
