@@ -95,7 +95,7 @@ cleanup() {
 	for p in "$D_PID" "$SSHD_PID"; do
 		[ -z "$p" ] || { kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; }
 	done
-	rm -rf "$SC/dst"
+	rm -rf "$SC/dst" "$SC/ssh" # the trees stay: a cache, as the other scripts keep theirs
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
