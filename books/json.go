@@ -40,7 +40,7 @@ func (j JSON) Started(r Run) {
 		SuspendThreshold: p.Suspend, ResumeThreshold: p.Resume, MaxLoad: p.MaxLoad,
 		MaxCPUPressure: p.MaxCPUPressure, MaxIOPressure: p.MaxIOPressure,
 		ThrottleInterval: r.ThrottleInterval.Seconds(), NoThrottle: r.NoThrottle,
-		MaxDuration: r.MaxDuration.Seconds(), MaxDurationGrace: graceOf(r),
+		MaxDuration: r.MaxDuration.Seconds(), MaxDurationGrace: graceOf(r), RemoteLists: r.RemoteLists,
 	})
 }
 
@@ -64,7 +64,11 @@ func graceOf(r Run) *float64 {
 
 // ChunkStarted writes the chunk_start event.
 func (j JSON) ChunkStarted(m exec.ChunkStarted) {
-	j.enc.Emit(&event.ChunkStart{Chunk: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes, PID: m.PID})
+	ev := &event.ChunkStart{Chunk: m.Chunk.ID, Attempt: m.Attempt, Files: m.Chunk.Len(), Bytes: m.Chunk.Bytes, PID: m.PID}
+	if m.RemoteList {
+		ev.List = "remote"
+	}
+	j.enc.Emit(ev)
 }
 
 // Hint writes nothing: advice is for a person (Text).
@@ -167,7 +171,19 @@ func (j JSON) Finish(s Snapshot) {
 		FilesDeleted: s.Deleted, DeletePass: e.DeletePass, DeleteDirs: s.DirsChecked, DeleteSeconds: round3(e.DeleteSeconds),
 		MaxDurationReached: e.MaxDurationReached,
 		OwnCPUSeconds:      optional3(e.HasOwnCPU, e.OwnCPUSeconds),
+		RemoteLists:        remoteListsOf(e.RemoteLists),
 	})
+}
+
+// remoteListsOf is the summary's remote_lists.
+func remoteListsOf(l *exec.ListStats) *event.RemoteLists {
+	if l == nil {
+		return nil
+	}
+	return &event.RemoteLists{
+		Uploads: l.Uploads, UploadsFailed: l.UploadFailed, UploadBytes: l.UploadBytes, UploadSeconds: round3(l.UploadSeconds),
+		Rsyncs: l.Remote, Swept: l.Swept, Off: l.Off,
+	}
 }
 
 // Status writes the status event of a request by "socket" or "signal".

@@ -91,6 +91,7 @@ type Run struct {
 	// a network DEST's directories ahead of the rsyncs.
 	QuickCheck, ListDest bool
 	Transport            string // "pipe" or "direct"
+	RemoteLists          string // --remote-lists in force for a push to a remote DEST, or ""
 	SourceRemote, Sizes  bool
 	Cgroup               throttle.CgroupInfo
 	ControlSocket        string // "" without live control

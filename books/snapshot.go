@@ -1,6 +1,9 @@
 package books
 
-import "github.com/prsync/prsync/throttle"
+import (
+	"github.com/prsync/prsync/exec"
+	"github.com/prsync/prsync/throttle"
+)
 
 // Snapshot is the books at one moment, with what the rest of the run said then: all
 // that the progress and status lines and events, prsync ctl status, the metrics file and
@@ -65,6 +68,9 @@ type End struct {
 	// (HasOwnCPU): throttle.SystemSampler.OwnCPUSeconds.
 	OwnCPUSeconds float64
 	HasOwnCPU     bool
+	// RemoteLists is what the lists held on the far side did, when any was used or they
+	// were turned off (exec.RemoteLists); nil otherwise.
+	RemoteLists *exec.ListStats
 }
 
 // BytesDone returns the file bytes transferred, by rsyncs that ended or still run.

@@ -39,6 +39,7 @@ type Flags struct {
 	DeleteAfterErrors bool   `help:"Run the --delete pass even when paths failed or were not done (never after an interrupt)."`
 	Verify            string `enum:"off,all,transferred" default:"off" placeholder:"all|transferred" help:"After each chunk, check by checksum that DEST matches the source: all paths (--verify, --verify=all; no quick check) or those this run transferred (--verify=transferred). A path that differs fails."`
 	Transport         string `enum:"direct,pipe" default:"pipe" placeholder:"pipe|direct" help:"How a local copy's rsyncs run: pipe (rsync's pull form over a local pipe: reads the list in blocks, logs what it wrote) or direct (its push form)."`
+	RemoteLists       string `enum:"auto,on,off" default:"auto" placeholder:"auto|on|off" help:"In a push, put the chunks' lists on the far side, which sends them to rsync in blocks (--files-from=:NAME): auto (to a daemon, when the lists waiting pay for an upload), on (for every chunk, over ssh too), off (each rsync reads its list from prsync)."`
 
 	BWLimit     string `name:"bwlimit" placeholder:"RATE|TIMETABLE" help:"One bandwidth limit for all rsyncs together: a rate (20M, 512K; a bare number is KiB/s, as rsync's) or a timetable such as '08:00,20M 19:00,200M 23:00,off'. --bwlimit after -- is rsync's own, per rsync."`
 	NoControl   bool   `help:"Open no control socket (prsync ctl cannot reach this run)."`

@@ -51,6 +51,7 @@ type pipeline struct {
 	inputComplete bool  // the input was read to its end
 
 	windowEnded <-chan struct{} // closed when the --max-duration window ends; nil without one
+	listsMode   string          // --remote-lists in force for a push to a remote DEST, or ""
 }
 
 func (r *runner) newPipeline() *pipeline {
@@ -85,6 +86,7 @@ func (r *runner) newPipeline() *pipeline {
 		Confirm: r.confirmMode(), LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verifyMode(), Env: r.rsyncEnv(), Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- report{m} },
 	}
 	p.pool.DestWatch, p.pool.SrcWatch = r.watches()
+	p.pool.Lists, p.listsMode = r.remoteLists()
 	p.throttle = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,
 		OnSample: p.last.set, OnEvent: func(e throttle.Event) { p.rep.in <- throttled{e} },
@@ -162,11 +164,13 @@ func (r *runner) Run() int {
 
 	// while every slot is busy, up to -j chunks wait, and the planner says which starts next;
 	// once the input has ended, a chunk waiting while slots are free is cut for them
+	chunks = p.pool.Lists.Tee(chunks) // each chunk's list staged as it is cut, for the next upload
 	p.pool.Run(ctx, kill, chunks)
 	<-inputEnded
 	p.pool.CheckStorage()
 	p.chunks = p.sp.Chunks() // the tail's cuts included
 	del := p.deletePass(ctx, kill)
+	p.closeLists(kill)
 	bgStop()
 	bgDone.Wait()
 	r.Close()
@@ -191,7 +195,7 @@ func (p *pipeline) start() {
 		QuickCheck: p.quick != nil, ListDest: p.list != nil, Transport: string(r.transport), SourceRemote: r.srcRemote != "", Sizes: f.Sizes,
 		Cgroup: p.sampler.Source(), ControlSocket: p.controlSocket, BWLimit: p.bwShown(), Delete: f.Delete, Verify: f.Verify,
 		Policy: r.policy, ThrottleInterval: f.ThrottleInterval, NoThrottle: f.NoThrottle,
-		MaxDuration: f.MaxDuration, MaxDurationGrace: f.MaxDurationGrace,
+		MaxDuration: f.MaxDuration, MaxDurationGrace: f.MaxDurationGrace, RemoteLists: p.listsMode,
 	})
 }
 
@@ -414,7 +418,7 @@ func (p *pipeline) finish(interrupted bool, del deletion) int {
 	s := p.rep.books.Finish(books.End{
 		ExitCode: code, InputComplete: p.inputComplete, DeletePass: del.String(), DeleteSeconds: del.stats.Seconds, MaxDurationReached: reached,
 		CPUSeconds: cpuSeconds(syscall.RUSAGE_SELF), RsyncCPUSeconds: cpuSeconds(syscall.RUSAGE_CHILDREN),
-		Shard: f.shard, Shards: f.shards, OwnCPUSeconds: own, HasOwnCPU: hasOwn,
+		Shard: f.shard, Shards: f.shards, OwnCPUSeconds: own, HasOwnCPU: hasOwn, RemoteLists: p.remoteListStats(),
 	})
 	if s.Refusals > 0 {
 		cmdline.Warnf(r.stderr, "the far side's refusals lowered the limit %s: the run ended running at most %d rsyncs at once", times(s.Refusals), s.Jobs)

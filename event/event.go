@@ -86,6 +86,9 @@ type Start struct {
 	// its grace; both only with a window.
 	MaxDuration      float64  `json:"max_duration,omitempty"`
 	MaxDurationGrace *float64 `json:"max_duration_grace,omitempty"`
+	// RemoteLists is --remote-lists in force for a push to a remote DEST: "auto", "on" or
+	// "off"; absent otherwise.
+	RemoteLists string `json:"remote_lists,omitempty"`
 }
 
 // Cgroup describes the cgroup the throttle measures against.
@@ -109,6 +112,9 @@ type ChunkStart struct {
 	Files   int   `json:"files"`
 	Bytes   int64 `json:"bytes"`
 	PID     int   `json:"pid"`
+	// List is "remote" when the rsync reads the chunk's list on the far side
+	// (--remote-lists); absent when it reads it on stdin.
+	List string `json:"list,omitempty"`
 }
 
 // ChunkEnd is written when that rsync has ended.
@@ -346,6 +352,26 @@ type Summary struct {
 	// it (Linux): prsync, its rsyncs, the daemon or sshd on this machine that serves them,
 	// and the list's producer, from prsync's first reading of /proc to the end.
 	OwnCPUSeconds *float64 `json:"own_cpu_seconds,omitempty"`
+	// RemoteLists is what the chunks' lists on the far side cost and did, when an upload
+	// ran or the run turned them off.
+	RemoteLists *RemoteLists `json:"remote_lists,omitempty"`
+}
+
+// RemoteLists is the summary's account of the lists of a push held on the far side
+// (--remote-lists).
+type RemoteLists struct {
+	// Uploads are the upload sessions (UploadsFailed of them failed), carrying
+	// UploadBytes of lists in UploadSeconds (the sweep's listing included).
+	Uploads       int     `json:"uploads"`
+	UploadsFailed int     `json:"uploads_failed"`
+	UploadBytes   int64   `json:"upload_bytes"`
+	UploadSeconds float64 `json:"upload_seconds"`
+	// Rsyncs read their list on the far side.
+	Rsyncs int `json:"rsyncs"`
+	// Swept are lists that crashed runs had left, removed.
+	Swept int `json:"swept"`
+	// Off says why the run turned them off and read the rest of its lists on stdin.
+	Off string `json:"off,omitempty"`
 }
 
 // PathFields returns the path as a JSON string and, when the name is not valid UTF-8

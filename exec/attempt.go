@@ -31,6 +31,9 @@ type result struct {
 	// lost: DEST or the source was no longer the storage it was at the start, before the
 	// run (then no rsync started) or once it ended (storageLost)
 	lost error
+	// listUnread: the rsync was to read its list on the far side (RemoteLists.For), and
+	// could not (rsync.Result.ListUnread)
+	listUnread bool
 }
 
 // sink takes both output streams of one rsync. One lock serialises them: the
@@ -103,6 +106,10 @@ type pass struct {
 	onLine    func([]byte)     // sees every line of standard output, when set
 }
 
+// copies reports whether the pass is a chunk's copy: no options of its own, the chunk's
+// source and the pool's DEST.
+func (ps pass) copies() bool { return ps.extra == nil && ps.src == "" && ps.dest == "" }
+
 // attempt runs one rsync over entries of chunk c, extra options first (such as
 // --dry-run for a verification pass). Only a first pass (extra == nil) reports its start.
 func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte, attempt int, extra []string) result {
@@ -138,10 +145,19 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	if p.LeftOut != "" && extra == nil {
 		tr = append(tr[:len(tr):len(tr)], "-ii") // name unchanged paths too: one not named was left out
 	}
+	filesFrom := "--files-from=-"
+	if ps.copies() {
+		if arg := p.Lists.For(ctx, c, entries); arg != "" {
+			filesFrom = arg // the far side reads it: see RemoteLists
+		}
+	}
+	remote := filesFrom != "--files-from=-"
 	args := append(append(append(append(pre, p.Args...), extra...), tr...),
-		"--files-from=-", "--from0", "--out-format="+rsync.OutFormat, "--", from, dest)
+		filesFrom, "--from0", "--out-format="+rsync.OutFormat, "--", from, dest)
 	cmd := osexec.CommandContext(p.procCtx(ctx), p.Rsync, args...)
-	cmd.Stdin = &entryReader{entries: entries}
+	if !remote {
+		cmd.Stdin = &entryReader{entries: entries}
+	}
 	cmd.Env = env
 	localDest := p.localDest
 	if ps.dest != "" {
@@ -197,7 +213,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		killGroup(pid)
 	}
 	if extra == nil {
-		p.report(ChunkStarted{Chunk: c, Attempt: attempt, PID: pid})
+		p.report(ChunkStarted{Chunk: c, Attempt: attempt, PID: pid, RemoteList: remote})
 	}
 	err = cmd.Wait()
 	drained := pipes.wait(p.Grace)
@@ -239,19 +255,21 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		p.inflight.Add(-logged)
 	}
 	lost := p.storageLost(c, entries, ps) // what the run wrote or read may not be there
+	r := sk.a.Result()
 	return result{
-		lost:      lost,
-		code:      code,
-		cancelled: cancelled.Load() || p.killed.Load(),
-		stderr:    errBuf.String(),
-		seconds:   round3(time.Since(t0).Seconds()),
-		started:   t0,
-		firstLine: sinceFirst(t0, sk.first.Load()),
-		cpu:       (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
-		paused:    paused,
-		pid:       pid,
-		r:         sk.a.Result(),
-		logged:    logged,
+		listUnread: remote && !cancelled.Load() && r.ListUnread(code, sk.lines.Load() > 0, errBuf.String()),
+		lost:       lost,
+		code:       code,
+		cancelled:  cancelled.Load() || p.killed.Load(),
+		stderr:     errBuf.String(),
+		seconds:    round3(time.Since(t0).Seconds()),
+		started:    t0,
+		firstLine:  sinceFirst(t0, sk.first.Load()),
+		cpu:        (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
+		paused:     paused,
+		pid:        pid,
+		r:          r,
+		logged:     logged,
 	}
 }
 

@@ -49,6 +49,7 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 		p.drop(ctx, c, false)
 		return
 	}
+	defer p.Lists.Done(c) // its list, if the far side holds it, is needed no more
 	st := &chunkState{c: c, logged: make([]rsync.PathState, c.Len()), out: make([]rsync.Outcome, c.Len()), budget: isolationBudget(c.Len())}
 	all := make([]int, c.Len())
 	for i := range all {
@@ -82,6 +83,16 @@ func (p *Pool) runOnce(ctx context.Context, st *chunkState, set []int, rerun boo
 		p.flushPending(st)
 		st.attempt++
 		res := p.attempt(ctx, sub, sub.Entries, st.attempt, nil)
+		if res.listUnread && ctx.Err() == nil {
+			// the far side could not read the chunk's list: again at once, the list on
+			// stdin (as every later rsync's), and no retry used up
+			p.Lists.Unread(st.c, res.r.LastLine(res.stderr))
+			ev := p.endReport(sub, st.attempt, res, ChunkRetrying)
+			ev.Hint = listUnreadHint
+			p.report(ev)
+			try--
+			continue
+		}
 		st.remember(set, res.r)
 		class := rsync.Classify(res.code, res.cancelled, res.r)
 		retry, delay := p.retryAfter(class, try, &free, res)
@@ -108,6 +119,10 @@ func (p *Pool) runOnce(ctx context.Context, st *chunkState, set []int, rerun boo
 		return rn, true
 	}
 }
+
+// listUnreadHint is the advice of a chunk_end whose rsync could not read its list on the
+// far side.
+const listUnreadHint = "the far side could not read the chunk's list (--remote-lists): the chunk runs again at once with its list on stdin, and so does every later rsync"
 
 // follow runs what the policy (nextStep) said after rn: the unfinished paths again without
 // the culprit, or each half of them, and so on down. depth is how many halvings led to

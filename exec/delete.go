@@ -133,6 +133,9 @@ func (p *Pool) deleteChunk(ctx context.Context, c *splitter.Chunk, opts DeleteOp
 	if opts.Shared {
 		args = append(args, rsync.ProtectTemp) // other shards may be writing into these directories
 	}
+	if rsync.IsRemote(p.Dest) {
+		args = append(args, rsync.ProtectLists) // the lists of a push (RemoteLists), this run's or another's
+	}
 	held := true
 	done := func() (DeleteEnded, bool) {
 		ev.Seconds = round3(time.Since(t0).Seconds())

@@ -75,6 +75,9 @@ type Pool struct {
 	// TrustSender adds --trust-sender in the pipe form (rsync 3.2.5 and later): the
 	// sender is the local rsync server the helper started on SRC, not a remote to check.
 	TrustSender bool
+	// Lists, when set, hands the chunks' lists of a push to their rsyncs through the far
+	// side (RemoteLists).
+	Lists *RemoteLists
 	// DestWatch and SrcWatch, when set, say whether a local DEST and a local source are
 	// still the storage they were at the start (storage.Watch): a run over a chunk starts
 	// only while they are, and proves its paths only if they still are once it ended.
@@ -177,6 +180,13 @@ func (p *Pool) init() {
 		if !rsync.IsRemote(p.Dest) {
 			if d, err := filepath.Abs(p.Dest); err == nil {
 				p.localDest = d
+			}
+		}
+		if p.Lists != nil {
+			p.Lists.ended = func(t time.Time, held bool) { // an upload's session, as the copy's
+				p.mu.Lock()
+				p.sessionEnded(t, held)
+				p.mu.Unlock()
 			}
 		}
 	})

@@ -24,6 +24,9 @@ type ChunkStarted struct {
 	Chunk   *splitter.Chunk
 	Attempt int
 	PID     int
+	// RemoteList: the rsync reads the chunk's list on the far side (RemoteLists), not on
+	// its stdin
+	RemoteList bool
 }
 
 // ChunkEnded says an rsync on a chunk ended. Outcomes is set (one per path, in the order

@@ -1,0 +1,634 @@
+package exec
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prsync/prsync/rsync"
+	"github.com/prsync/prsync/splitter"
+)
+
+// Remote lists: the chunks' lists of a push, handed to rsync through the far side.
+//
+// In a push (a daemon's module, an ssh destination) rsync's client is the sender, and it
+// reads a list given on stdin one byte per read(2), each after a poll(2). With
+// --files-from=:NAME the far side reads NAME and sends it over the protocol in blocks.
+// RemoteLists writes each chunk's list to a local staging directory as the splitter cuts
+// it (Offer), and uploads the lists waiting there, all in one rsync session, when a chunk
+// whose list is not on the far side yet starts and the lists waiting come to MinBytes
+// (For): one upload carries the lists of every chunk cut by then. The lists live in
+// rsync.ListDir in DEST's root as RUNID.CHUNK, where RUNID is HOST-PID-START: a chunk's
+// list goes from the staging directory once its chunk has settled (Done), and from the
+// far side with the next upload (which deletes this run's lists that are no longer
+// staged) or at the run's end (Close), which also removes the directory once it is empty.
+// When other lists keep it there, Close lists it and sweeps the lists that crashed runs
+// left: this host's whose prsync is gone, and any other host's older than StaleAge. The
+// sweep is at the end of a run, not its start, where it would delay the first chunks: a
+// listing is a session of its own (60 ms to a daemon on this machine, 0.3 s over ssh).
+
+// ListStats say what the remote lists did in a run.
+type ListStats struct {
+	Uploads       int     // upload sessions that ran (failed ones too)
+	UploadFailed  int     // of them, failed
+	UploadBytes   int64   // list bytes uploaded
+	UploadSeconds float64 // the upload sessions' time
+	Remote        int     // rsyncs that read their list on the far side
+	Swept         int     // lists of crashed runs swept
+	Off           string  // why the remote lists were turned off during the run, or ""
+}
+
+// RemoteLists hands a push's chunk lists to rsync through the far side (see above). Set
+// its fields before the first use; a nil *RemoteLists hands none. Its staging directory
+// is made with the first list, and removed by Close.
+type RemoteLists struct {
+	Rsync string
+	Dest  string   // the remote DEST
+	Args  []string // how an rsync reaches the far side (rsync.ReachOptions)
+	Env   []string // nil: prsync's own
+	// MinBytes is what the lists waiting must come to for a chunk whose list is not on the
+	// far side to have them uploaded; below it, the chunk's rsync reads its list on stdin
+	MinBytes int64
+	// StaleAge is the age after which another host's list counts as left by a crashed run
+	StaleAge time.Duration
+	// Grace is how long an upload has between TERM and KILL when its context ends
+	Grace time.Duration
+	// OnOff, when set, is told once why the remote lists were turned off for the run
+	OnOff func(reason string)
+	// ended, when set (the pool), is told that an upload session ended, and whether the
+	// far side had accepted it
+	ended func(t time.Time, held bool)
+
+	host, runID string
+	pid         int
+	// top is the run's local directory: staging holds the lists waiting and on the far
+	// side, by name (what an upload sends), and tmp those being written
+	top, staging, tmp string
+
+	mu      sync.Mutex
+	started bool // init ran
+	lists   map[int]*chunkList
+	busy    chan struct{} // closed when the upload under way ends; nil when none is
+	// failures counts the uploads in a row that failed for a passing reason
+	failures int
+	used     bool // an upload ran as a transfer: Close has lists to delete
+	stats    ListStats
+}
+
+// listState is where a chunk's list is.
+type listState int
+
+const (
+	listStaged   listState = iota // in the staging directory, not on the far side yet
+	listUploaded                  // on the far side too
+	listLocal                     // its rsync reads it on stdin
+	listDone                      // its chunk has settled
+)
+
+type chunkList struct {
+	name    string
+	bytes   int64
+	state   listState
+	entries [][]byte // the chunk's, which an isolating re-run's are not (it keeps the ID)
+}
+
+// DefaultStaleAge is RemoteLists.StaleAge's default: another host's list older than a day.
+const DefaultStaleAge = 24 * time.Hour
+
+// initLocked makes the run's ID and the staging directory, once; the caller holds l.mu.
+// It reports whether the lists can be staged.
+func (l *RemoteLists) initLocked() bool {
+	if !l.started {
+		l.started = true
+		host, _ := os.Hostname()
+		l.host = hostWord(host)
+		l.pid = os.Getpid()
+		l.runID = fmt.Sprintf("%s-%d-%d", l.host, l.pid, time.Now().Unix())
+		if l.StaleAge <= 0 {
+			l.StaleAge = DefaultStaleAge
+		}
+		l.lists = map[int]*chunkList{}
+		sweepStaging()
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", stagingPrefix, l.pid))
+		if err == nil {
+			err = errors.Join(os.Mkdir(filepath.Join(dir, "up"), 0o700), os.Mkdir(filepath.Join(dir, "tmp"), 0o700))
+			if err != nil {
+				os.RemoveAll(dir)
+			}
+		}
+		if err != nil {
+			l.offLocked(fmt.Sprintf("no staging directory for the lists: %v", err))
+			return false
+		}
+		l.top, l.staging, l.tmp = dir, filepath.Join(dir, "up"), filepath.Join(dir, "tmp")
+	}
+	return l.top != ""
+}
+
+// stagingPrefix begins the name of a run's staging directory in $TMPDIR, which goes on
+// with its prsync's PID, a dash and random characters.
+const stagingPrefix = "prsync-lists-"
+
+// sweepStaging removes the staging directories that killed prsyncs left in $TMPDIR: those
+// whose PID no longer runs.
+func sweepStaging() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), stagingPrefix+"*-*"))
+	for _, d := range dirs {
+		p, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), stagingPrefix), "-")
+		if pid, err := strconv.Atoi(p); err == nil && pid > 0 && pid != os.Getpid() && !processAlive(pid) {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// hostWord is a host name as a list's name carries it: letters, digits and dashes, at
+// most 40 of them.
+func hostWord(h string) string {
+	var b strings.Builder
+	for _, c := range h {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('-')
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "host"
+	}
+	return b.String()
+}
+
+// RunID is the prefix of this run's lists' names, once a list was staged.
+func (l *RemoteLists) RunID() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.runID
+}
+
+// Stats returns what the remote lists did so far.
+func (l *RemoteLists) Stats() ListStats {
+	if l == nil {
+		return ListStats{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// Tee offers each chunk of in (Offer) and passes it on, in order.
+func (l *RemoteLists) Tee(in <-chan *splitter.Chunk) <-chan *splitter.Chunk {
+	if l == nil {
+		return in
+	}
+	out := make(chan *splitter.Chunk)
+	go func() {
+		defer close(out)
+		for c := range in {
+			l.Offer(c)
+			out <- c
+		}
+	}()
+	return out
+}
+
+// Offer writes chunk c's list to the staging directory, for the next upload to carry.
+func (l *RemoteLists) Offer(c *splitter.Chunk) {
+	if l == nil || c.Root || c.Len() == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.initLocked() && l.stats.Off == "" && l.lists[c.ID] == nil {
+		l.stageLocked(c)
+	}
+}
+
+// stageLocked writes c's list to the staging directory; the caller holds l.mu. The file
+// appears by a rename, whole, so an upload under way carries all of it or none.
+func (l *RemoteLists) stageLocked(c *splitter.Chunk) *chunkList {
+	name := l.runID + "." + strconv.Itoa(c.ID)
+	tmp, err := os.CreateTemp(l.tmp, "list-")
+	if err != nil {
+		return nil
+	}
+	w := bufio.NewWriterSize(tmp, 64<<10)
+	var n int64
+	for _, e := range c.Entries {
+		w.Write(e)
+		w.WriteByte(0)
+		n += int64(len(e)) + 1
+	}
+	err = errors.Join(w.Flush(), tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(l.staging, name))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return nil
+	}
+	cl := &chunkList{name: name, bytes: n, entries: c.Entries}
+	l.lists[c.ID] = cl
+	return cl
+}
+
+// For returns the --files-from option with which the rsync of chunk c over entries reads
+// its list on the far side, or "" when it reads it on stdin: a root chunk, a run over
+// other entries than the chunk's (an isolating re-run), remote lists turned off, or a list
+// not on the far side that an upload would not pay for (MinBytes) or that failed to go.
+// It may upload the lists waiting first, in the caller's slot.
+func (l *RemoteLists) For(ctx context.Context, c *splitter.Chunk, entries [][]byte) string {
+	if l == nil || c.Root || len(entries) == 0 || !sameEntries(entries, c.Entries) {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.initLocked() {
+		return ""
+	}
+	for {
+		if l.stats.Off != "" || ctx.Err() != nil {
+			return ""
+		}
+		cl := l.lists[c.ID]
+		if cl == nil {
+			if cl = l.stageLocked(c); cl == nil {
+				return ""
+			}
+		}
+		if !sameEntries(entries, cl.entries) {
+			return ""
+		}
+		switch cl.state {
+		case listUploaded:
+			l.stats.Remote++
+			return rsync.RemoteListArg(l.Dest, cl.name)
+		case listLocal, listDone:
+			return ""
+		}
+		if l.busy != nil { // an upload is under way: it may carry this list
+			busy := l.busy
+			l.mu.Unlock()
+			select {
+			case <-busy:
+			case <-ctx.Done():
+			}
+			l.mu.Lock()
+			continue
+		}
+		if l.waitingBytes() < l.MinBytes {
+			l.localLocked(cl)
+			return ""
+		}
+		switch l.uploadLocked(ctx) {
+		case uploadRefused:
+			return "" // stdin this time; a retry of the chunk may upload it
+		case uploadFailed:
+			if cl.state == listStaged {
+				l.localLocked(cl) // this chunk does not wait for another upload
+			}
+		}
+	}
+}
+
+// sameEntries reports whether a and b are the same slice.
+func sameEntries(a, b [][]byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// waitingBytes is the size of the lists staged and not on the far side; the caller holds
+// l.mu.
+func (l *RemoteLists) waitingBytes() int64 {
+	var n int64
+	for _, cl := range l.lists {
+		if cl.state == listStaged {
+			n += cl.bytes
+		}
+	}
+	return n
+}
+
+// localLocked says that cl's chunk reads its list on stdin, and drops it from the staging
+// directory; the caller holds l.mu, and no upload is under way.
+func (l *RemoteLists) localLocked(cl *chunkList) {
+	cl.state = listLocal
+	os.Remove(filepath.Join(l.staging, cl.name))
+}
+
+// Done says that chunk c has settled: its list is no longer needed. It leaves the staging
+// directory now, or once the upload under way has ended, and the far side with the next
+// upload or at Close.
+func (l *RemoteLists) Done(c *splitter.Chunk) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cl := l.lists[c.ID] // nil before init
+	if cl == nil || cl.state == listDone {
+		return
+	}
+	cl.state = listDone
+	if l.busy == nil {
+		os.Remove(filepath.Join(l.staging, cl.name))
+	}
+}
+
+// Unread says that chunk c's rsync could not read its list on the far side: the run's
+// rsyncs read their lists on stdin from now on.
+func (l *RemoteLists) Unread(c *splitter.Chunk, why string) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cl := l.lists[c.ID]; cl != nil && cl.state == listUploaded {
+		cl.state = listLocal
+	}
+	l.offLocked("the far side could not read a chunk's list: " + why)
+}
+
+// offLocked turns the remote lists off for the rest of the run; the caller holds l.mu.
+func (l *RemoteLists) offLocked(why string) {
+	if l.stats.Off != "" {
+		return
+	}
+	l.stats.Off = why
+	if l.OnOff != nil {
+		l.OnOff(why)
+	}
+}
+
+// uploadEnd is how an upload ended.
+type uploadEnd int
+
+const (
+	uploaded      uploadEnd = iota
+	uploadFailed            // for a reason that may pass (DEST not made yet), or that turned the lists off
+	uploadRefused           // the far side is full now (max connections, sshd's MaxStartups)
+)
+
+// uploadLocked runs one upload session, carrying every list staged and deleting this
+// run's lists on the far side that are staged no more; the caller holds l.mu, which is
+// released while the session runs. Three failures in a row that may pass, or one that
+// will not (a read-only module, a directory the far side cannot write), turn the lists
+// off; a refusal leaves them on, as the chunk's own session would meet it too.
+func (l *RemoteLists) uploadLocked(ctx context.Context) uploadEnd {
+	busy := make(chan struct{})
+	l.busy = busy
+	var carried []*chunkList
+	var bytes int64
+	for _, cl := range l.lists {
+		if cl.state == listStaged {
+			carried = append(carried, cl)
+			bytes += cl.bytes
+		}
+	}
+	l.mu.Unlock()
+
+	t0 := time.Now()
+	out, err := l.session(ctx, l.uploadArgs())
+	took := time.Since(t0).Seconds()
+
+	l.mu.Lock()
+	l.busy = nil
+	close(busy)
+	var ee *osexec.ExitError
+	if err == nil || errors.As(err, &ee) && rsync.SessionRan(ee.ExitCode()) {
+		l.used = true // lists may be on the far side: Close has some to delete
+	}
+	l.stats.Uploads++
+	l.stats.UploadSeconds += took
+	for _, cl := range l.lists {
+		if cl.state == listDone {
+			os.Remove(filepath.Join(l.staging, cl.name))
+		}
+	}
+	if err != nil {
+		l.stats.UploadFailed++
+		if ctx.Err() != nil {
+			return uploadFailed
+		}
+		passes, refused := uploadPasses(out)
+		if refused {
+			return uploadRefused
+		}
+		if l.failures++; !passes || l.failures >= 3 {
+			l.offLocked("the far side cannot hold the lists: " + uploadFailure(out, err))
+		}
+		return uploadFailed
+	}
+	l.failures = 0
+	l.stats.UploadBytes += bytes
+	for _, cl := range carried {
+		if cl.state == listStaged {
+			cl.state = listUploaded
+		}
+	}
+	return uploaded
+}
+
+// uploadArgs are the options of an upload: the lists staged go to rsync.ListDir, each
+// once (--ignore-existing: a list's name is never reused), and the far side's lists of
+// this run that are staged no more are deleted; every other name there (another run's)
+// is protected.
+func (l *RemoteLists) uploadArgs() []string {
+	args := append(append([]string(nil), l.Args...), "-r", "--ignore-existing", "--delete")
+	return append(args, "--filter=P! /"+l.runID+".*", "--", l.staging+"/", rsync.ListDirArg(l.Dest))
+}
+
+// stale lists rsync.ListDir on the far side and returns the lists there that crashed
+// runs left.
+func (l *RemoteLists) stale(ctx context.Context) []string {
+	out, err := l.session(ctx, append(append([]string(nil), l.Args...), "--list-only", "--", rsync.ListDirArg(l.Dest)))
+	if err != nil && len(out) == 0 {
+		return nil
+	}
+	var stale []string
+	now := time.Now()
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		e, ok := rsync.ParseListLine(line, 0)
+		if !ok || e.Type != '-' {
+			continue
+		}
+		mtime, _ := time.ParseInLocation("2006/01/02-15:04:05", e.MTime, time.Local)
+		if l.stale1(string(e.Name), mtime, now) {
+			stale = append(stale, string(e.Name))
+		}
+	}
+	sort.Strings(stale)
+	return stale
+}
+
+// stale1 reports whether a list named name, modified at mtime, was left by a crashed run:
+// one of this host's whose prsync is no longer running, or another host's older than
+// StaleAge. Names of other forms are not prsync's, and are left alone.
+func (l *RemoteLists) stale1(name string, mtime, now time.Time) bool {
+	host, pid, start, ok := parseListName(name)
+	if !ok {
+		return false
+	}
+	if host != l.host {
+		return !mtime.IsZero() && now.Sub(mtime) > l.StaleAge
+	}
+	if pid == l.pid {
+		return start != l.runID[strings.LastIndexByte(l.runID, '-')+1:]
+	}
+	return !processAlive(pid)
+}
+
+// parseListName reads HOST-PID-START.CHUNK.
+func parseListName(name string) (host string, pid int, start string, ok bool) {
+	run, chunk, found := cutLast(name, '.')
+	if !found || !digits(chunk) {
+		return "", 0, "", false
+	}
+	rest, start, found := cutLast(run, '-')
+	if !found || !digits(start) {
+		return "", 0, "", false
+	}
+	host, p, found := cutLast(rest, '-')
+	if !found || host == "" || !digits(p) {
+		return "", 0, "", false
+	}
+	pid, err := strconv.Atoi(p)
+	return host, pid, start, err == nil && pid > 0
+}
+
+func cutLast(s string, sep byte) (string, string, bool) {
+	i := strings.LastIndexByte(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// processAlive reports whether a process pid runs on this host.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// session runs one rsync side session with args and returns its output, both streams.
+func (l *RemoteLists) session(ctx context.Context, args []string) ([]byte, error) {
+	cmd := osexec.CommandContext(ctx, l.Rsync, args...)
+	cmd.Env = l.Env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	setProcAttr(cmd)
+	cmd.Cancel = func() error { return terminateGroup(cmd.Process.Pid) }
+	cmd.WaitDelay = max(l.Grace, time.Second)
+	err := cmd.Run()
+	if l.ended != nil && cmd.ProcessState != nil {
+		// a session that ran as a transfer held a slot on the far side until now
+		l.ended(time.Now(), rsync.SessionRan(cmd.ProcessState.ExitCode()))
+	}
+	return out.Bytes(), err
+}
+
+// uploadFailure says why an upload failed: rsync's first line of error, else err.
+func uploadFailure(out []byte, err error) string {
+	for _, line := range strings.Split(string(out), "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "@ERROR") || strings.HasPrefix(line, "ERROR") || strings.HasPrefix(line, "rsync: ") {
+			return line
+		}
+	}
+	return err.Error()
+}
+
+// uploadPasses reports whether an upload failed for a reason that may pass, from its
+// output: the far side out of reach for now, or DEST not made yet (the first chunk's rsync
+// makes it); refused says the far side was full (rsync.Session.Refusal).
+func uploadPasses(out []byte) (passes, refused bool) {
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		s := rsync.ParseMessage(line).Session
+		if s.Refusal() {
+			return true, true
+		}
+		if s.Transient() || bytes.Contains(line, []byte("mkdir")) && bytes.Contains(line, []byte("No such file or directory (2)")) {
+			return true, false
+		}
+	}
+	return false, false
+}
+
+// Close deletes this run's lists on the far side, and rsync.ListDir once it holds no other
+// list; when others keep it there, it sweeps those that crashed runs left (stale). It
+// runs one session when no other list is there, three when there are (the deletion, the
+// listing, the sweep), and none when no upload ran. Then it removes the staging
+// directory. It returns why the far side kept this run's lists, or nil.
+func (l *RemoteLists) Close(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	used, top := l.used, l.top
+	l.mu.Unlock()
+	if top == "" {
+		return nil
+	}
+	defer os.RemoveAll(top)
+	if !used {
+		return nil
+	}
+	empty := filepath.Join(top, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		return fmt.Errorf("remote lists: %w", err)
+	}
+	out, err := l.session(ctx, l.cleanArgs(empty, []string{l.runID + ".*"}))
+	if err != nil {
+		return fmt.Errorf("remove the lists in %s: %s", rsync.ListDirArg(l.Dest), uploadFailure(out, err))
+	}
+	if !bytes.Contains(out, []byte("cannot delete non-empty directory: "+rsync.ListDir)) {
+		return nil
+	}
+	stale := l.stale(ctx)
+	if len(stale) == 0 {
+		return nil
+	}
+	if _, err := l.session(ctx, l.cleanArgs(empty, stale)); err == nil {
+		l.mu.Lock()
+		l.stats.Swept += len(stale)
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// cleanArgs are the options of a session that deletes the lists named by the patterns
+// from rsync.ListDir, and the directory once nothing is left in it: DEST's root, one level
+// (-d), against an empty directory, where every name is protected (P *) but ListDir and,
+// in it, those lists. -v names what it deleted, and the directory kept non-empty.
+func (l *RemoteLists) cleanArgs(empty string, patterns []string) []string {
+	dir := "/" + rsync.ListDir + "/"
+	args := append(append([]string(nil), l.Args...), "-d", "-v", "--delete", "--filter=+ "+dir)
+	for _, p := range patterns {
+		args = append(args, "--filter=+ "+dir+p)
+	}
+	return append(args, "--filter=P *", "--", empty+"/", rsync.RootArg(l.Dest))
+}

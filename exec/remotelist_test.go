@@ -1,0 +1,259 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prsync/prsync/splitter"
+)
+
+// fakeUploads is an rsync that copies an upload's staged lists (the argument before the
+// last) into far, appends its arguments to far/../calls, and, while far/../fail holds a
+// line, prints it and exits 5.
+func fakeUploads(t *testing.T) (rsync, far string) {
+	t.Helper()
+	w := t.TempDir()
+	far = filepath.Join(w, "far")
+	os.Mkdir(far, 0o755)
+	rsync = filepath.Join(w, "rsync")
+	script := fmt.Sprintf(`#!/bin/sh
+echo "$*" >>%[1]q/calls
+if [ -s %[1]q/fail ]; then cat %[1]q/fail >&2; exit 5; fi
+for a in "$@"; do prev=$src; src=$a; done
+cp "$prev"* %[2]q/ 2>/dev/null
+exit 0
+`, w, far)
+	if err := os.WriteFile(rsync, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return rsync, far
+}
+
+func listChunk(id, paths int) *splitter.Chunk {
+	c := &splitter.Chunk{ID: id}
+	for i := range paths {
+		e := []byte(fmt.Sprintf("dir/file-%03d-%03d", id, i))
+		c.Inputs, c.Entries = append(c.Inputs, e), append(c.Entries, e)
+	}
+	return c
+}
+
+func uploads(t *testing.T, far string) int {
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(far), "calls"))
+	return strings.Count(string(b), "--ignore-existing")
+}
+
+func TestRemoteListsFor(t *testing.T) {
+	ctx := context.Background()
+	const dest = "rsync://h/mod/sub/"
+	newLists := func(t *testing.T, min int64) (*RemoteLists, string) {
+		rsync, far := fakeUploads(t)
+		l := &RemoteLists{Rsync: rsync, Dest: dest, MinBytes: min}
+		t.Cleanup(func() { l.Close(ctx) })
+		return l, far
+	}
+
+	t.Run("below MinBytes: stdin, no upload", func(t *testing.T) {
+		l, far := newLists(t, 1<<20)
+		c := listChunk(1, 10)
+		if arg := l.For(ctx, c, c.Entries); arg != "" || uploads(t, far) != 0 {
+			t.Errorf("For = %q after %d uploads, want stdin and none", arg, uploads(t, far))
+		}
+		if arg := l.For(ctx, c, c.Entries); arg != "" {
+			t.Errorf("a chunk that read its list on stdin reads it remotely on its retry: %q", arg)
+		}
+	})
+
+	t.Run("one upload carries every list offered", func(t *testing.T) {
+		l, far := newLists(t, 1)
+		cs := []*splitter.Chunk{listChunk(1, 20), listChunk(2, 20), listChunk(3, 20)}
+		for _, c := range cs {
+			l.Offer(c)
+		}
+		for _, c := range cs {
+			arg := l.For(ctx, c, c.Entries)
+			name := l.RunID() + "." + fmt.Sprint(c.ID)
+			if arg != "--files-from=:sub/.prsync-lists/"+name {
+				t.Fatalf("chunk %d: For = %q", c.ID, arg)
+			}
+			got, err := os.ReadFile(filepath.Join(far, name))
+			want := strings.Join(func() []string {
+				var s []string
+				for _, e := range c.Entries {
+					s = append(s, string(e)+"\x00")
+				}
+				return s
+			}(), "")
+			if err != nil || string(got) != want {
+				t.Errorf("chunk %d's list on the far side: %q (%v), want %q", c.ID, got, err, want)
+			}
+		}
+		if n := uploads(t, far); n != 1 {
+			t.Errorf("%d uploads, want 1", n)
+		}
+		if s := l.Stats(); s.Remote != 3 || s.Uploads != 1 || s.UploadBytes != 3*20*int64(len("dir/file-001-000")+1) {
+			t.Errorf("stats %+v", s)
+		}
+		// an isolating re-run keeps the chunk's ID with other entries: stdin
+		sub := &splitter.Chunk{ID: 1, Inputs: cs[0].Inputs[:5], Entries: cs[0].Entries[:5]}
+		if arg := l.For(ctx, sub, sub.Entries); arg != "" {
+			t.Errorf("a re-run over 5 of the chunk's paths: For = %q, want stdin", arg)
+		}
+	})
+
+	t.Run("a refused upload: stdin, and the list stays for a retry", func(t *testing.T) {
+		l, far := newLists(t, 1)
+		fail := filepath.Join(filepath.Dir(far), "fail")
+		os.WriteFile(fail, []byte("@ERROR: max connections (3) reached -- try again later\n"), 0o644)
+		c := listChunk(1, 20)
+		if arg := l.For(ctx, c, c.Entries); arg != "" {
+			t.Fatalf("refused: For = %q, want stdin", arg)
+		}
+		os.Remove(fail)
+		if arg := l.For(ctx, c, c.Entries); arg == "" {
+			t.Errorf("the retry after a refusal: stdin, want the list uploaded")
+		}
+		if s := l.Stats(); s.Off != "" || s.Uploads != 2 || s.UploadFailed != 1 {
+			t.Errorf("stats %+v", s)
+		}
+	})
+
+	t.Run("a read-only module turns them off", func(t *testing.T) {
+		l, far := newLists(t, 1)
+		var told []string
+		l.OnOff = func(why string) { told = append(told, why) }
+		os.WriteFile(filepath.Join(filepath.Dir(far), "fail"), []byte("ERROR: module is read only\n"), 0o644)
+		c1, c2 := listChunk(1, 20), listChunk(2, 20)
+		l.For(ctx, c1, c1.Entries)
+		if arg := l.For(ctx, c2, c2.Entries); arg != "" || uploads(t, far) != 1 {
+			t.Errorf("after a read-only module: For = %q after %d uploads, want stdin after 1", arg, uploads(t, far))
+		}
+		if s := l.Stats(); !strings.Contains(s.Off, "module is read only") || len(told) != 1 {
+			t.Errorf("stats %+v, told %q", s, told)
+		}
+	})
+
+	t.Run("a list unread turns them off", func(t *testing.T) {
+		l, _ := newLists(t, 1)
+		c1, c2 := listChunk(1, 20), listChunk(2, 20)
+		l.Offer(c2)
+		if l.For(ctx, c1, c1.Entries) == "" {
+			t.Fatal("no remote list")
+		}
+		l.Unread(c1, "unexpected tag -7")
+		if arg := l.For(ctx, c2, c2.Entries); arg != "" {
+			t.Errorf("after an unread list: For = %q, want stdin", arg)
+		}
+		if arg := l.For(ctx, c1, c1.Entries); arg != "" {
+			t.Errorf("the unread chunk's retry: For = %q, want stdin", arg)
+		}
+	})
+
+	t.Run("a root chunk and a nil RemoteLists read on stdin", func(t *testing.T) {
+		l, _ := newLists(t, 1)
+		root := &splitter.Chunk{ID: 9, Root: true, Inputs: [][]byte{[]byte(".")}, Entries: [][]byte{[]byte(".")}}
+		if arg := l.For(ctx, root, root.Entries); arg != "" {
+			t.Errorf("root: %q", arg)
+		}
+		var none *RemoteLists
+		c := listChunk(1, 3)
+		if arg := none.For(ctx, c, c.Entries); arg != "" {
+			t.Errorf("nil: %q", arg)
+		}
+		none.Offer(c)
+		none.Done(c)
+		if none.Close(ctx) != nil {
+			t.Error("nil Close")
+		}
+	})
+}
+
+func TestRemoteListsDoneAndClose(t *testing.T) {
+	ctx := context.Background()
+	rsync, far := fakeUploads(t)
+	l := &RemoteLists{Rsync: rsync, Dest: "h:/srv/x", MinBytes: 1}
+	c1, c2 := listChunk(1, 5), listChunk(2, 5)
+	l.Offer(c1)
+	l.Offer(c2)
+	if arg := l.For(ctx, c1, c1.Entries); arg != "--files-from=:/srv/x/.prsync-lists/"+l.RunID()+".1" {
+		t.Fatalf("For = %q", arg)
+	}
+	l.Done(c1)
+	top := l.top
+	if _, err := os.Stat(filepath.Join(l.staging, l.RunID()+".1")); !os.IsNotExist(err) {
+		t.Errorf("a settled chunk's list still staged (%v)", err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(top); !os.IsNotExist(err) {
+		t.Errorf("the staging directory is left (%v)", err)
+	}
+	calls, _ := os.ReadFile(filepath.Join(filepath.Dir(far), "calls"))
+	last := strings.Split(strings.TrimSpace(string(calls)), "\n")
+	want := fmt.Sprintf("-d -v --delete --filter=+ /.prsync-lists/ --filter=+ /.prsync-lists/%s.* --filter=P * -- ", l.RunID())
+	if cl := last[len(last)-1]; !strings.HasPrefix(cl, want) || !strings.HasSuffix(cl, "/ h:/srv/x/") {
+		t.Errorf("the cleaning session: %q, want %q…/ h:/srv/x/", cl, want)
+	}
+}
+
+func TestStaleList(t *testing.T) {
+	l := &RemoteLists{StaleAge: time.Hour}
+	l.mu.Lock()
+	l.initLocked()
+	l.mu.Unlock()
+	defer os.RemoveAll(l.top)
+	now := time.Now()
+	me := l.runID
+	gone := 1 << 22 // above pid_max's default: no such process
+	tests := []struct {
+		name  string
+		mtime time.Time
+		stale bool
+	}{
+		{me + ".3", now, false},                                               // this run's
+		{fmt.Sprintf("%s-%d-1.3", l.host, l.pid), now, true},                  // this PID, another start: a run before
+		{fmt.Sprintf("%s-%d-1700000000.3", l.host, gone), now, true},          // this host, its prsync gone
+		{fmt.Sprintf("%s-%d-1700000000.3", l.host, os.Getppid()), now, false}, // this host, alive
+		{"other-host-1-1700000000.12", now.Add(-2 * time.Hour), true},         // another host's, old
+		{"other-host-1-1700000000.12", now.Add(-time.Minute), false},          // another host's, new
+		{"notes.txt", now.Add(-48 * time.Hour), false},                        // not prsync's
+		{"h-x-1.2", now.Add(-48 * time.Hour), false},
+	}
+	for _, tt := range tests {
+		if got := l.stale1(tt.name, tt.mtime, now); got != tt.stale {
+			t.Errorf("stale1(%q) = %v, want %v", tt.name, got, tt.stale)
+		}
+	}
+	if h := hostWord("db-01.example.com"); h != "db-01-example-com" {
+		t.Errorf("hostWord = %q", h)
+	}
+	if h := hostWord(strings.Repeat("x", 100)); len(h) != 40 {
+		t.Errorf("hostWord of 100 characters: %d", len(h))
+	}
+}
+
+func TestSweepStaging(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	gone, alive := fmt.Sprintf("%s%d-abc", stagingPrefix, 1<<22), fmt.Sprintf("%s%d-def", stagingPrefix, os.Getppid())
+	for _, d := range []string{gone, alive, "prsync-lists-notapid", "other"} {
+		if err := os.MkdirAll(filepath.Join(tmp, d, "up"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepStaging()
+	ents, _ := os.ReadDir(tmp)
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if strings.Join(left, " ") != strings.Join([]string{"other", alive, "prsync-lists-notapid"}, " ") {
+		t.Errorf("left %q: want all but the dead prsync's %s", left, gone)
+	}
+}
