@@ -256,8 +256,8 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 			continue
 		}
 		recv := in
-		if q.len() >= window {
-			recv = nil
+		if q.copies() >= window {
+			recv = nil // a root's chunk waits for the input's end: it holds no place
 		}
 		p.slots.setWaiting(true)
 		select {

@@ -81,6 +81,18 @@ func starts(log []string) []string {
 	return out
 }
 
+// TestRunRootOneJob: at -j 1 a root's chunk that comes first does not take the one place
+// Run holds a chunk in: it waits for the input's end, which Run must go on reading (it
+// hung, holding the root, the input never read to its end).
+func TestRunRootOneJob(t *testing.T) {
+	p := &Pool{Jobs: 1}
+	root := &splitter.Chunk{ID: 3, Src: "/", Root: true, Inputs: [][]byte{[]byte(".")}, Entries: [][]byte{[]byte(".")}}
+	log := runLog(t, p, []*splitter.Chunk{root, chunkOf(1, 2), chunkOf(2, 1)}, 1)
+	if got := fmt.Sprint(starts(log)); got != "[1/2 2/1 3/1]" {
+		t.Errorf("started %s, want [1/2 2/1 3/1]: every chunk, the root last", got)
+	}
+}
+
 // TestRunOrder: the chunks Run holds while no slot is free start as the planner picks them:
 // the biggest first, the older among equals, a root's chunk last, once every other has
 // ended. (Before, an order stage between the splitter and the pool held them, and the pool
