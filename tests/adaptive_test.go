@@ -24,15 +24,13 @@ func TestShortListEverySlot(t *testing.T) {
 	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
 	os.MkdirAll(mod, 0o755)
 	names := spreadFiles(t, src, 300, 5, 2000)
-	d := startDaemon(t, mod, 0)
+	d := startDaemon(t, mod)
 	failed := filepath.Join(w, "failed")
-	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "4",
+	r := start(t, startOpts{in: nul(names...)}, "-0", "--root", src, "-j", "4",
 		"--failed", failed, "--no-throttle", d.URL(), "--", "--bwlimit=100k").wait(2 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
+	r.Exit(t, 0)
 	checkTruth(t, r, src, mod, names, failed, 0)
-	checkIdentity(t, r.Summary(t), 300)
+	r.Identity(t, 300)
 	if b, err := os.ReadFile(failed); err != nil || len(b) != 0 {
 		t.Errorf("--failed: %q, %v; want it empty", b, err)
 	}
@@ -67,10 +65,9 @@ func TestRefusedLimitClimbsBack(t *testing.T) {
 	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
 	os.MkdirAll(mod, 0o755)
 	names := spreadFiles(t, src, 72, 3, 100_000)
-	user := rootModule()
-	d := startDaemonConf(t, mod, 0, user+"max connections = 2")
+	d := startDaemon(t, mod, "max connections = 2")
 	failed := filepath.Join(w, "failed")
-	p := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "4",
+	p := start(t, startOpts{in: nul(names...)}, "-0", "--root", src, "-j", "4",
 		"--chunk-files", "2", "--failed", failed, "--no-throttle", "--retries", "5", d.URL(), "--", "--bwlimit=200k")
 	p.mustWaitFor("the limit lowered by a refusal", time.Minute, func(e map[string]any) bool {
 		return e["type"] == "jobs" && e["reason"] == "refused"
@@ -84,11 +81,9 @@ func TestRefusedLimitClimbsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := p.wait(2 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
+	r.Exit(t, 0)
 	checkTruth(t, r, src, mod, names, failed, 0)
-	checkIdentity(t, r.Summary(t), 72)
+	r.Identity(t, 72)
 	var climbs []int64
 	top := int64(0)
 	for _, j := range r.OfType("jobs") {
@@ -135,16 +130,13 @@ func TestDaemonStatedLimit(t *testing.T) {
 			src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
 			os.MkdirAll(mod, 0o755)
 			names := spreadFiles(t, src, 240, 12, 1000)
-			user := rootModule()
-			d := startDaemonConf(t, mod, 0, user+fmt.Sprintf("max connections = %d", tt.maxConn))
+			d := startDaemon(t, mod, fmt.Sprintf("max connections = %d", tt.maxConn))
 			failed := filepath.Join(w, "failed")
 			args := append([]string{"-0", "--root", src, "--chunk-files", "8", "--failed", failed, "--no-throttle"}, tt.args...)
-			r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, append(args, d.URL())...).wait(2 * time.Minute)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
+			r := start(t, startOpts{in: nul(names...)}, append(args, d.URL())...).wait(2 * time.Minute)
+			r.Exit(t, 0)
 			checkTruth(t, r, src, mod, names, failed, 0)
-			checkIdentity(t, r.Summary(t), 240)
+			r.Identity(t, 240)
 			refused := 0
 			for _, e := range r.OfType("chunk_end") {
 				if strings.Contains(fmt.Sprint(e["error"]), "max connections") {

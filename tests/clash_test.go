@@ -2,12 +2,9 @@ package tests
 
 import (
 	"bytes"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -192,44 +189,5 @@ func TestRefusalCreatesNothing(t *testing.T) {
 				t.Errorf("%s holds %v", ro, ents)
 			}
 		})
-	}
-}
-
-// checkRefused checks a run refused before it started: its exit code, nothing on stdout,
-// one error line on stderr that names each of names.
-func checkRefused(t *testing.T, r *Run, code int, names ...string) {
-	t.Helper()
-	if r.Code != code {
-		t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, code, r.Stderr)
-	}
-	if r.Stdout != "" {
-		t.Errorf("stdout %q", r.Stdout)
-	}
-	var errs []string
-	for _, l := range strings.Split(r.Stderr, "\n") {
-		if strings.HasPrefix(l, "prsync: error: ") {
-			errs = append(errs, l)
-		}
-	}
-	if len(errs) != 1 {
-		t.Fatalf("%d error lines, want 1; stderr:\n%s", len(errs), r.Stderr)
-	}
-	for _, n := range names {
-		if !strings.Contains(errs[0], n) {
-			t.Errorf("the error does not name %q: %s", n, errs[0])
-		}
-	}
-}
-
-// absent checks that none of the paths below dir exists.
-func absent(t *testing.T, dir string, paths ...string) {
-	t.Helper()
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Lstat(filepath.Join(dir, p)); !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			t.Errorf("%s exists after a refused run (%v)", p, err)
-		}
 	}
 }

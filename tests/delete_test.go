@@ -275,7 +275,7 @@ func TestDeleteNeverDeletesSource(t *testing.T) {
 				}
 				dest := m.dst
 				if target == "daemon" {
-					dest = startDaemon(t, m.dst, 0).URL()
+					dest = startDaemon(t, m.dst).URL()
 				}
 				var ps []*proc
 				for k := 0; k < shards; k++ {
@@ -288,9 +288,7 @@ func TestDeleteNeverDeletesSource(t *testing.T) {
 				var runs []*Run
 				for _, p := range ps {
 					r := p.wait(2 * time.Minute)
-					if r.Code != 0 {
-						t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-					}
+					r.Exit(t, 0)
 					if s := r.Summary(t); s["delete_pass"] != "ran" {
 						t.Errorf("delete_pass %v", s["delete_pass"])
 					}
@@ -316,36 +314,33 @@ func TestDeleteNeverDeletesSource(t *testing.T) {
 func TestDeleteRemovedFromSource(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
 	for _, f := range []string{"a/keep", "a/gone-file", "a/gone-dir/one", "a/gone-dir/sub/two", "b/x"} {
-		writeFile(t, filepath.Join(src, f), f, 0o644)
+		writeFile(t, filepath.Join(w.Src, f), f, 0o644)
 	}
 	list := func() []byte {
 		var ps []string
-		filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-			if err == nil && p != src {
+		filepath.WalkDir(w.Src, func(p string, d os.DirEntry, err error) error {
+			if err == nil && p != w.Src {
 				ps = append(ps, p)
 			}
 			return nil
 		})
 		return nul(ps...)
 	}
-	if r := runPrsync(t, "", list(), "-0", "--root", src, "--delete", dst); r.Code != 0 {
+	if r := runPrsync(t, "", list(), "-0", "--root", w.Src, "--delete", w.Dst); r.Code != 0 {
 		t.Fatalf("first run: exit %d\n%s", r.Code, r.Stderr)
 	}
-	sameTree(t, src, dst)
-	if err := os.Remove(filepath.Join(src, "a/gone-file")); err != nil {
+	sameTree(t, w.Src, w.Dst)
+	if err := os.Remove(filepath.Join(w.Src, "a/gone-file")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(filepath.Join(src, "a/gone-dir")); err != nil {
+	if err := os.RemoveAll(filepath.Join(w.Src, "a/gone-dir")); err != nil {
 		t.Fatal(err)
 	}
-	r := runPrsync(t, "", list(), "-0", "--root", src, "--delete", dst)
-	if r.Code != 0 {
-		t.Fatalf("second run: exit %d\n%s", r.Code, r.Stderr)
-	}
-	sameTree(t, src, dst)
+	r := runPrsync(t, "", list(), "-0", "--root", w.Src, "--delete", w.Dst)
+	r.Exit(t, 0)
+	sameTree(t, w.Src, w.Dst)
 	want := map[string]string{"a/gone-file": "file", "a/gone-dir": "dir", "a/gone-dir/one": "file",
 		"a/gone-dir/sub": "dir", "a/gone-dir/sub/two": "file"}
 	got := deletedSet(t, r)
@@ -378,9 +373,7 @@ func TestDeleteBlocked(t *testing.T) {
 	t.Run("a failed path", func(t *testing.T) {
 		src, dst, list := blockedTree(t)
 		r := runPrsync(t, "", list, "-0", "--root", src, "--delete", dst)
-		if r.Code != 23 {
-			t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 23)
 		if _, err := os.Lstat(filepath.Join(dst, "extra")); err != nil {
 			t.Errorf("the deletion pass ran after a failure: %v", err)
 		}
@@ -398,9 +391,7 @@ func TestDeleteBlocked(t *testing.T) {
 	t.Run("--delete-after-errors", func(t *testing.T) {
 		src, dst, list := blockedTree(t)
 		r := runPrsync(t, "", list, "-0", "--root", src, "--delete", "--delete-after-errors", dst)
-		if r.Code != 23 {
-			t.Fatalf("exit %d, want 23 (the path still failed)\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 23)
 		if _, err := os.Lstat(filepath.Join(dst, "extra")); !os.IsNotExist(err) {
 			t.Errorf("extra not deleted: %v", err)
 		}
@@ -422,9 +413,7 @@ func TestDeleteBlocked(t *testing.T) {
 			list = append(list, fmt.Sprintf("gone%02d/x", i))
 		}
 		r := runPrsync(t, "", nul(list...), "-0", "--root", src, "--delete", dst)
-		if r.Code != 24 {
-			t.Fatalf("exit %d, want 24 (the paths vanished)\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 24)
 		if s := r.Summary(t); s["delete_pass"] != "ran" || num(s, "files_deleted") != 80 {
 			t.Errorf("delete_pass %q, files_deleted %v", s["delete_pass"], s["files_deleted"])
 		}
@@ -435,7 +424,7 @@ func TestDeleteBlocked(t *testing.T) {
 		if err := os.RemoveAll(filepath.Join(dst, "clash")); err != nil {
 			t.Fatal(err)
 		}
-		r := start(t, startOpts{stdin: bytes.NewReader(nul("ok", "clash")), wrap: []string{"bash", "-c", `"$0" "$@" | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}`}},
+		r := start(t, startOpts{in: nul("ok", "clash"), wrap: []string{"bash", "-c", `"$0" "$@" | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}`}},
 			"-0", "--root", src, "--delete", dst).wait(time.Minute)
 		if r.Code != 23 {
 			t.Fatalf("exit %d, want 23 (the deletion asked for did not run)\n%s", r.Code, r.Stderr)
@@ -462,14 +451,12 @@ func TestDeleteBlocked(t *testing.T) {
 			names = append(names, n)
 		}
 		writeFile(t, filepath.Join(dst, "extra"), "only in DEST", 0o644)
-		p := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "--delete",
+		p := start(t, startOpts{in: nul(names...)}, "-0", "--root", src, "--delete",
 			"--delete-after-errors", "-j", "2", "--chunk-files", "1", dst, "--", "--bwlimit=300")
 		p.mustWaitFor("a chunk", 30*time.Second, func(e map[string]any) bool { return e["type"] == "chunk_start" })
 		p.signal(syscall.SIGINT)
 		r := p.wait(time.Minute)
-		if r.Code != 20 {
-			t.Fatalf("exit %d, want 20\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 20)
 		if _, err := os.Lstat(filepath.Join(dst, "extra")); err != nil {
 			t.Errorf("an interrupted run deleted: %v", err)
 		}
@@ -492,9 +479,7 @@ func TestDeleteDryRun(t *testing.T) {
 	}
 	m.before = snapshot(t, m.dst)
 	dry := runPrsync(t, "", m.list(), "-0", "--root", m.src, "-n", "--delete", m.dst)
-	if dry.Code != 0 {
-		t.Fatalf("dry run: exit %d\n%s", dry.Code, dry.Stderr)
-	}
+	dry.Exit(t, 0)
 	if after := snapshot(t, m.dst); fmt.Sprint(after) != fmt.Sprint(m.before) {
 		t.Fatal("-n --delete changed DEST")
 	}
@@ -504,9 +489,7 @@ func TestDeleteDryRun(t *testing.T) {
 		}
 	}
 	real := runPrsync(t, "", m.list(), "-0", "--root", m.src, "--delete", m.dst)
-	if real.Code != 0 {
-		t.Fatalf("real run: exit %d\n%s", real.Code, real.Stderr)
-	}
+	real.Exit(t, 0)
 	d, g := deletedSet(t, dry), deletedSet(t, real)
 	if len(g) == 0 || fmt.Sprint(d) != fmt.Sprint(g) {
 		t.Errorf("the dry run listed %v, the real run deleted %v", keys(d), keys(g))
@@ -560,35 +543,31 @@ func TestVerify(t *testing.T) {
 	needRsync(t)
 	for _, target := range []string{"local", "daemon"} {
 		t.Run(target, func(t *testing.T) {
-			w := t.TempDir()
-			src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+			w := newWork(t)
 			var names []string
 			for i := 0; i < 40; i++ {
 				n := fmt.Sprintf("d%d/f%02d.db", i%4, i)
-				writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i), 500+i*37), 0o644)
+				writeFile(t, filepath.Join(w.Src, n), strings.Repeat(fmt.Sprint(i), 500+i*37), 0o644)
 				names = append(names, n)
 			}
-			dest := dst
+			dest := w.Dst
 			if target == "daemon" {
-				if err := os.Mkdir(dst, 0o755); err != nil {
+				if err := os.Mkdir(w.Dst, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				dest = startDaemon(t, dst, 0).URL()
+				dest = startDaemon(t, w.Dst).URL()
 			}
-			if r := runPrsync(t, "", nul(names...), "-0", "--root", src, "--verify", dest); r.Code != 0 {
+			if r := runPrsync(t, "", nul(names...), "-0", "--root", w.Src, "--verify", dest); r.Code != 0 {
 				t.Fatalf("copy with --verify: exit %d\n%s", r.Code, r.Stderr)
 			} else if s := r.Summary(t); num(s, "files_verified") != 40 || num(s, "files_verify_failed") != 0 {
 				t.Errorf("copy: files_verified %v, files_verify_failed %v", s["files_verified"], s["files_verify_failed"])
 			}
 			bad := "d2/f10.db"
-			flipByte(t, filepath.Join(dst, bad), 123)
-			failed := filepath.Join(w, "failed")
-			r := runPrsync(t, "", nul(names...), "-0", "--root", src, "--verify", "--failed", failed, dest)
-			if r.Code != 23 {
-				t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
-			}
-			s := r.Summary(t)
-			checkIdentity(t, s, 40)
+			flipByte(t, filepath.Join(w.Dst, bad), 123)
+			failed := filepath.Join(w.Dir, "failed")
+			r := runPrsync(t, "", nul(names...), "-0", "--root", w.Src, "--verify", "--failed", failed, dest)
+			r.Exit(t, 23)
+			s := r.Identity(t, 40)
 			if num(s, "files_failed") != 1 || num(s, "files_verify_failed") != 1 || num(s, "files_verified") != 39 {
 				t.Errorf("summary: failed %v, verify_failed %v, verified %v", s["files_failed"], s["files_verify_failed"], s["files_verified"])
 			}
@@ -603,18 +582,18 @@ func TestVerify(t *testing.T) {
 				t.Errorf("no hint to copy again with --checksum:\n%s", r.Stderr)
 			}
 			// the plain re-run of the list does not repair it (the quick checks pass) ...
-			if r := runPrsync(t, "", mustRead(t, failed), "-0", "--root", src, dest); r.Code != 0 {
+			if r := runPrsync(t, "", mustRead(t, failed), "-0", "--root", w.Src, dest); r.Code != 0 {
 				t.Fatalf("re-run: exit %d\n%s", r.Code, r.Stderr)
 			}
-			if same(t, filepath.Join(src, bad), filepath.Join(dst, bad)) {
+			if same(t, filepath.Join(w.Src, bad), filepath.Join(w.Dst, bad)) {
 				t.Fatal("a plain re-run repaired it: the test proves nothing")
 			}
 			// ... the list with --checksum does
-			r = runPrsync(t, "", mustRead(t, failed), "-0", "--root", src, "--verify", dest, "--", "--checksum")
+			r = runPrsync(t, "", mustRead(t, failed), "-0", "--root", w.Src, "--verify", dest, "--", "--checksum")
 			if r.Code != 0 || num(r.Summary(t), "files_transferred") != 1 {
 				t.Fatalf("repair: exit %d, summary %v\n%s", r.Code, r.Summary(t), r.Stderr)
 			}
-			sameTree(t, src, dst)
+			sameTree(t, w.Src, w.Dst)
 		})
 	}
 }
@@ -623,24 +602,21 @@ func TestVerify(t *testing.T) {
 func TestVerifyTransferred(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
 	for i := 0; i < 10; i++ {
-		writeFile(t, filepath.Join(src, fmt.Sprintf("f%d", i)), strings.Repeat("q", 1000), 0o644)
+		writeFile(t, filepath.Join(w.Src, fmt.Sprintf("f%d", i)), strings.Repeat("q", 1000), 0o644)
 	}
 	list := nul("f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9")
-	if r := runPrsync(t, "", nul("f0", "f1", "f2"), "-0", "--root", src, dst); r.Code != 0 {
+	if r := runPrsync(t, "", nul("f0", "f1", "f2"), "-0", "--root", w.Src, w.Dst); r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
-	flipByte(t, filepath.Join(dst, "f1"), 10) // up to date for every quick check
-	r := runPrsync(t, "", list, "-0", "--root", src, "--verify=transferred", dst)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
+	flipByte(t, filepath.Join(w.Dst, "f1"), 10) // up to date for every quick check
+	r := runPrsync(t, "", list, "-0", "--root", w.Src, "--verify=transferred", w.Dst)
+	r.Exit(t, 0)
 	if s := r.Summary(t); num(s, "files_verified") != 7 || num(s, "files_transferred") != 7 {
 		t.Errorf("verified %v of %v transferred", s["files_verified"], s["files_transferred"])
 	}
-	r = runPrsync(t, "", list, "-0", "--root", src, "--verify", "all", dst)
+	r = runPrsync(t, "", list, "-0", "--root", w.Src, "--verify", "all", w.Dst)
 	if r.Code != 23 || num(r.Summary(t), "files_verified") != 9 {
 		t.Errorf("--verify all: exit %d, summary %v", r.Code, r.Summary(t))
 	}
@@ -651,25 +627,22 @@ func TestVerifyTransferred(t *testing.T) {
 func TestDeleteVerifyOddNames(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	makeOddTree(t, src)
-	list, _ := listTree(t, src)
-	if r := runPrsync(t, "", list, "-0", "--root", src, dst); r.Code != 0 {
+	w := newWork(t)
+	makeOddTree(t, w.Src)
+	list, _ := listTree(t, w.Src)
+	if r := runPrsync(t, "", list, "-0", "--root", w.Src, w.Dst); r.Code != 0 {
 		t.Fatalf("copy: exit %d\n%s", r.Code, r.Stderr)
 	}
 	extras := []string{"new\nline.extra", "-rf", "--delete", "bad\xfe.extra", "nested/deeper/-x\ny\xff"}
 	for _, e := range extras {
-		writeFile(t, filepath.Join(dst, e), "only in DEST", 0o644)
+		writeFile(t, filepath.Join(w.Dst, e), "only in DEST", 0o644)
 	}
-	flipByte(t, filepath.Join(dst, "new\nline"), 3)
-	failed := filepath.Join(w, "failed")
-	r := runPrsync(t, "", list, "-0", "--root", src, "--delete", "--delete-after-errors", "--verify", "--failed", failed, dst)
-	if r.Code != 23 {
-		t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
-	}
+	flipByte(t, filepath.Join(w.Dst, "new\nline"), 3)
+	failed := filepath.Join(w.Dir, "failed")
+	r := runPrsync(t, "", list, "-0", "--root", w.Src, "--delete", "--delete-after-errors", "--verify", "--failed", failed, w.Dst)
+	r.Exit(t, 23)
 	for _, e := range extras {
-		if _, err := os.Lstat(filepath.Join(dst, e)); !os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(w.Dst, e)); !os.IsNotExist(err) {
 			t.Errorf("%q not deleted: %v", e, err)
 		}
 	}
@@ -685,14 +658,12 @@ func TestDeleteVerifyOddNames(t *testing.T) {
 			t.Errorf("no deleted event for %q", e)
 		}
 	}
-	if b, _ := os.ReadFile(failed); string(b) != filepath.Join(src, "new\nline")+"\x00" {
+	if b, _ := os.ReadFile(failed); string(b) != filepath.Join(w.Src, "new\nline")+"\x00" {
 		t.Errorf("--failed holds %q", b)
 	}
-	r = runPrsync(t, "", mustRead(t, failed), "-0", "--root", src, "--verify", dst, "--", "--checksum")
-	if r.Code != 0 {
-		t.Fatalf("repair: exit %d\n%s", r.Code, r.Stderr)
-	}
-	sameTree(t, src, dst)
+	r = runPrsync(t, "", mustRead(t, failed), "-0", "--root", w.Src, "--verify", w.Dst, "--", "--checksum")
+	r.Exit(t, 0)
+	sameTree(t, w.Src, w.Dst)
 }
 
 // eventPath returns an event's path as bytes: path_b64 when the name is not UTF-8.
@@ -707,15 +678,6 @@ func eventPath(t *testing.T, e map[string]any) string {
 	}
 	p, _ := e["path"].(string)
 	return p
-}
-
-func mustRead(t *testing.T, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // same reports whether two files have the same content.
@@ -735,15 +697,13 @@ func TestDeleteDaemonRefuses(t *testing.T) {
 		{"read only = yes", "read only", "read only"},
 	} {
 		t.Run(tt.conf, func(t *testing.T) {
-			w := t.TempDir()
-			src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-			writeFile(t, filepath.Join(src, "f"), "f", 0o644)
-			if err := os.Mkdir(dst, 0o755); err != nil {
+			w := newWork(t)
+			writeFile(t, filepath.Join(w.Src, "f"), "f", 0o644)
+			if err := os.Mkdir(w.Dst, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			user := rootModule()
-			d := startDaemonConf(t, dst, 0, user+tt.conf)
-			r := runPrsync(t, "", nul("f"), "-0", "--root", src, "--delete", d.URL())
+			d := startDaemon(t, w.Dst, tt.conf)
+			r := runPrsync(t, "", nul("f"), "-0", "--root", w.Src, "--delete", d.URL())
 			if r.Code == 0 || r.Code == 23 || len(r.Events) != 0 {
 				t.Fatalf("exit %d with %d events, want an early exit with rsync's code\n%s", r.Code, len(r.Events), r.Stderr)
 			}
@@ -758,7 +718,7 @@ func TestDeleteDaemonRefuses(t *testing.T) {
 				!strings.Contains(lines[0], tt.msg) || !strings.Contains(lines[1], tt.hint) {
 				t.Errorf("stderr:\n%s", r.Stderr)
 			}
-			if _, err := os.Lstat(filepath.Join(dst, "f")); !os.IsNotExist(err) {
+			if _, err := os.Lstat(filepath.Join(w.Dst, "f")); !os.IsNotExist(err) {
 				t.Errorf("copied although the deletion pass cannot run: %v", err)
 			}
 		})
@@ -780,9 +740,7 @@ func TestDeleteSSH(t *testing.T) {
 				root, dest = "h0:"+m.src, m.dst
 			}
 			r := runPrsync(t, "", m.list(), "-0", "--root", root, "--delete", "--verify", dest, "--", "-e", "ssh -F "+sshConfig)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
+			r.Exit(t, 0)
 			s := r.Summary(t)
 			if s["delete_pass"] != "ran" || num(s, "files_verified") != int64(len(m.listed)) {
 				t.Errorf("delete_pass %v, files_verified %v of %d", s["delete_pass"], s["files_verified"], len(m.listed))

@@ -53,23 +53,19 @@ func wantItemize(t testing.TB, src, name string) string {
 func TestDryRunLists(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	makeOddTree(t, src)
-	list, names := relTree(t, src)
+	w := newWork(t)
+	makeOddTree(t, w.Src)
+	list, names := relTree(t, w.Src)
 	// one path is in DEST already, as the source has it: up to date, not named
-	if out, err := exec.Command("rsync", "-a", "--mkpath", filepath.Join(src, "plain.db"), dst+"/").CombinedOutput(); err != nil {
+	if out, err := exec.Command("rsync", "-a", "--mkpath", filepath.Join(w.Src, "plain.db"), w.Dst+"/").CombinedOutput(); err != nil {
 		t.Fatalf("rsync: %v: %s", err, out)
 	}
 	fresh := "plain.db"
 
 	t.Run("events", func(t *testing.T) {
-		r := runPrsync(t, w, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", src, dst)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(names)))
+		r := runPrsync(t, w.Dir, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", w.Src, w.Dst)
+		r.Exit(t, 0)
+		s := r.Identity(t, len(names))
 		got := map[string]map[string]any{}
 		for _, e := range r.OfType("would_transfer") {
 			p := eventPath(t, e)
@@ -93,19 +89,19 @@ func TestDryRunLists(t *testing.T) {
 				t.Errorf("%q not named", n)
 				continue
 			}
-			fi, _ := os.Lstat(filepath.Join(src, n))
+			fi, _ := os.Lstat(filepath.Join(w.Src, n))
 			wantBytes := int64(0)
 			if fi.Mode().IsRegular() {
 				wantBytes = fi.Size()
 			}
-			if e["itemize"] != wantItemize(t, src, n) || num(e, "bytes") != wantBytes || num(e, "chunk") < 1 {
-				t.Errorf("%q: %v; want itemize %s, bytes %d and a chunk", n, e, wantItemize(t, src, n), wantBytes)
+			if e["itemize"] != wantItemize(t, w.Src, n) || num(e, "bytes") != wantBytes || num(e, "chunk") < 1 {
+				t.Errorf("%q: %v; want itemize %s, bytes %d and a chunk", n, e, wantItemize(t, w.Src, n), wantBytes)
 			}
 			if _, b64 := e["path_b64"]; b64 != strings.Contains(n, "\xff") {
 				t.Errorf("%q: path_b64 present %v", n, b64)
 			}
 		}
-		if ents, _ := os.ReadDir(dst); len(ents) != 1 {
+		if ents, _ := os.ReadDir(w.Dst); len(ents) != 1 {
 			t.Errorf("a dry run wrote into DEST: %v", ents)
 		}
 		if strings.Contains(r.Stderr, "+++++++++") {
@@ -114,7 +110,7 @@ func TestDryRunLists(t *testing.T) {
 	})
 
 	t.Run("terminal", func(t *testing.T) {
-		lines, r := runOnTerminal(t, w, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", src, dst)
+		lines, r := runOnTerminal(t, w.Dir, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", w.Src, w.Dst)
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, strings.Join(lines, "\n"))
 		}
@@ -139,8 +135,8 @@ func TestDryRunLists(t *testing.T) {
 				}
 				continue
 			}
-			if got[n] != wantItemize(t, src, n) {
-				t.Errorf("%q: listed as %q, want %q; the terminal:\n%s", n, got[n], wantItemize(t, src, n), strings.Join(lines, "\n"))
+			if got[n] != wantItemize(t, w.Src, n) {
+				t.Errorf("%q: listed as %q, want %q; the terminal:\n%s", n, got[n], wantItemize(t, w.Src, n), strings.Join(lines, "\n"))
 			}
 		}
 		if len(got) != len(names)-1 {

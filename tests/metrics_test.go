@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,20 +43,9 @@ func TestMetricsFileMidRun(t *testing.T) {
 					}
 				}
 			default:
-				if !isRoot() {
-					t.Skip("mounting a tmpfs needs root")
-				}
-				mount := func(args ...string) {
-					if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-						t.Fatalf("mount %v: %v: %s", args, err, out)
-					}
-				}
-				if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
-					t.Skipf("mount tmpfs: %v: %s", err, out)
-				}
-				t.Cleanup(func() { exec.Command("umount", dir).Run() })
-				breakDir = func() { mount("-o", "remount,ro", dir) }
-				mendDir = func() { mount("-o", "remount,rw", dir) }
+				m := mountTmpfs(t, dir, "size=1m")
+				breakDir = func() { m.Remount("remount,ro") }
+				mendDir = func() { m.Remount("remount,rw") }
 			}
 			var names []string
 			for i := 0; i < 40; i++ {
@@ -90,10 +78,8 @@ func TestMetricsFileMidRun(t *testing.T) {
 			mendDir()
 			pw.Close()
 			r := p.wait(5 * time.Minute)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
-			checkIdentity(t, r.Summary(t), 40)
+			r.Exit(t, 0)
+			r.Identity(t, 40)
 			if n := strings.Count(r.Stderr, "prsync: warning: "); n != 1 || strings.Count(r.Stderr, warning) != 1 {
 				t.Errorf("%d warnings, want one naming %s:\n%s", n, mf, r.Stderr)
 			}

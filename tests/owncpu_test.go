@@ -236,13 +236,3 @@ func listFile(t testing.TB, list []byte) *os.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
-
-// at returns the time of event e.
-func at(t testing.TB, e map[string]any) time.Time {
-	t.Helper()
-	v, err := time.Parse(time.RFC3339Nano, fmt.Sprint(e["time"]))
-	if err != nil {
-		t.Fatalf("event time: %v", err)
-	}
-	return v
-}

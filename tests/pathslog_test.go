@@ -89,11 +89,8 @@ func TestPathsLog(t *testing.T) {
 	os.WriteFile(log, []byte("an old record\n"), 0o644)
 
 	r := runPrsync(t, w, list, "-0", "-j", "2", "--chunk-files", "4", "--root", src, "--paths-log", log, dst)
-	if r.Code != 23 {
-		t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
-	}
-	s := r.Summary(t)
-	checkIdentity(t, s, int64(len(names)+2))
+	r.Exit(t, 23)
+	s := r.Identity(t, len(names)+2)
 	recs := readRecords(t, log)
 	byStatus := map[string]int64{}
 	for name, rs := range recs {
@@ -171,17 +168,14 @@ func TestPathsLogInterrupted(t *testing.T) {
 	needRsync(t)
 	w := t.TempDir()
 	src, dst, log := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "paths.jsonl")
-	list := slowTree(t, src, 8, 200_000)
+	list := nul(under(src, files(t, src, 8, 200_000))...)
 	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "2", "--root", src,
 		"--no-throttle", "--paths-log", log, dst, "--", "--bwlimit=200")
-	l.mustWaitFor("chunk_start", 20*time.Second, isType("chunk_start"))
+	l.mustWaitFor("chunk_start", 20*time.Second, is("chunk_start"))
 	l.signal(syscall.SIGINT)
 	r := l.wait(time.Minute)
-	if r.Code != 20 {
-		t.Fatalf("exit %d, want 20\n%s", r.Code, r.Stderr)
-	}
-	s := r.Summary(t)
-	checkIdentity(t, s, 8)
+	r.Exit(t, 20)
+	s := r.Identity(t, 8)
 	recs := readRecords(t, log)
 	notDone := 0
 	for name, rs := range recs {

@@ -90,15 +90,14 @@ func checkShardFields(t *testing.T, r *Run, k, n int) {
 func TestShardThreeSeparate(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src := filepath.Join(base, "src")
-	list, paths := scaleTree(t, src, 300)
-	lf := writeList(t, base, list)
+	w := newWork(t)
+	list, paths := scaleTree(t, w.Src, 300)
+	lf := writeList(t, w.Dir, list)
 
 	var procs []*proc
 	for k := 0; k < 3; k++ {
-		dest := filepath.Join(base, fmt.Sprintf("dest%d", k))
-		args := []string{"-0", "--root", src, "-j", "4", "--chunk-files", "16", "--no-throttle", "--shard", fmt.Sprintf("%d/3", k)}
+		dest := filepath.Join(w.Dir, fmt.Sprintf("dest%d", k))
+		args := []string{"-0", "--root", w.Src, "-j", "4", "--chunk-files", "16", "--no-throttle", "--shard", fmt.Sprintf("%d/3", k)}
 		var stdin []byte
 		if k == 1 {
 			stdin = list // shard 1 reads stdin, the others --from
@@ -107,7 +106,7 @@ func TestShardThreeSeparate(t *testing.T) {
 		}
 		procs = append(procs, start(t, startOpts{stdin: bytes.NewReader(stdin)}, append(args, dest)...))
 	}
-	srcFiles := scaleFiles(t, src)
+	srcFiles := scaleFiles(t, w.Src)
 	seen := map[string]int{}
 	var total int64
 	for k, p := range procs {
@@ -116,18 +115,17 @@ func TestShardThreeSeparate(t *testing.T) {
 			t.Fatalf("shard %d/3: exit %d\n%s", k, r.Code, r.Stderr)
 		}
 		want := scaleWant(paths, k, 3)
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(want)))
+		s := r.Identity(t, len(want))
 		checkShardFields(t, r, k, 3)
 		if num(s, "files_transferred") != int64(len(want)) {
 			t.Errorf("shard %d/3: transferred %d, want %d", k, num(s, "files_transferred"), len(want))
 		}
 		total += num(s, "files")
-		got := scaleFiles(t, filepath.Join(base, fmt.Sprintf("dest%d", k)))
+		got := scaleFiles(t, filepath.Join(w.Dir, fmt.Sprintf("dest%d", k)))
 		for rel, v := range got {
 			seen[rel]++
-			if !want[filepath.Join(src, rel)] {
-				t.Errorf("shard %d/3 copied %q, which hashes to shard %d", k, rel, splitter.Shard([]byte(filepath.Join(src, rel)), 3))
+			if !want[filepath.Join(w.Src, rel)] {
+				t.Errorf("shard %d/3 copied %q, which hashes to shard %d", k, rel, splitter.Shard([]byte(filepath.Join(w.Src, rel)), 3))
 			}
 			if srcFiles[rel] != v {
 				t.Errorf("shard %d/3: %q differs from the source", k, rel)
@@ -148,7 +146,7 @@ func TestShardThreeSeparate(t *testing.T) {
 	if len(seen) != len(srcFiles) {
 		t.Errorf("union has %d files, source %d", len(seen), len(srcFiles))
 	}
-	noProcsLeft(t, base)
+	noProcsLeft(t, w.Dir)
 }
 
 // jqTotals is the merge recipe of docs/scale-out.md; the test runs it on real logs, so the
@@ -223,8 +221,7 @@ func TestShardThreeSharedDest(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("shard %d/3: exit %d\n%s", k, r.Code, r.Stderr)
 		}
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(scaleWant(paths, k, 3))))
+		s := r.Identity(t, len(scaleWant(paths, k, 3)))
 		checkShardFields(t, r, k, 3)
 		files += num(s, "files")
 		transferred += num(s, "files_transferred")
@@ -252,10 +249,9 @@ func TestShardThreeSharedDest(t *testing.T) {
 func TestShardSpecs(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src := filepath.Join(base, "src")
-	list, paths := scaleTree(t, src, 300)
-	lf := writeList(t, base, list)
+	w := newWork(t)
+	list, paths := scaleTree(t, w.Src, 300)
+	lf := writeList(t, w.Dir, list)
 
 	bad := []struct {
 		args []string
@@ -273,8 +269,8 @@ func TestShardSpecs(t *testing.T) {
 		{env: []string{"PRSYNC_SHARD=/4"}}, // what an unset $SLURM_ARRAY_TASK_ID gives
 	}
 	for i, c := range bad {
-		dest := filepath.Join(base, fmt.Sprintf("bad%d", i))
-		args := append(append([]string{"-0", "--from", lf, "--root", src}, c.args...), dest)
+		dest := filepath.Join(w.Dir, fmt.Sprintf("bad%d", i))
+		args := append(append([]string{"-0", "--from", lf, "--root", w.Src}, c.args...), dest)
 		r := start(t, startOpts{env: c.env}, args...).wait(5 * time.Minute)
 		if r.Code != 1 {
 			t.Errorf("%v %v: exit %d, want 1\n%s", c.env, c.args, r.Code, r.Stderr)
@@ -291,13 +287,11 @@ func TestShardSpecs(t *testing.T) {
 	}
 
 	// PRSYNC_SHARD from the environment, as an array job sets it
-	dest := filepath.Join(base, "env")
-	r := start(t, startOpts{env: []string{"PRSYNC_SHARD=1/2"}}, "-0", "--from", lf, "--root", src, "--no-throttle", dest).wait(5 * time.Minute)
+	dest := filepath.Join(w.Dir, "env")
+	r := start(t, startOpts{env: []string{"PRSYNC_SHARD=1/2"}}, "-0", "--from", lf, "--root", w.Src, "--no-throttle", dest).wait(5 * time.Minute)
 	want := scaleWant(paths, 1, 2)
-	if r.Code != 0 {
-		t.Fatalf("PRSYNC_SHARD=1/2: exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkIdentity(t, r.Summary(t), int64(len(want)))
+	r.Exit(t, 0)
+	r.Identity(t, len(want))
 	checkShardFields(t, r, 1, 2)
 	if got := scaleFiles(t, dest); len(got) != len(want) || len(want) == 0 || len(want) == 300 {
 		t.Errorf("PRSYNC_SHARD=1/2 copied %d files, want %d", len(got), len(want))
@@ -305,17 +299,17 @@ func TestShardSpecs(t *testing.T) {
 
 	// --shard 0/1 is the same as no flag
 	for i, extra := range [][]string{{"--shard", "0/1"}, nil} {
-		dest := filepath.Join(base, fmt.Sprintf("all%d", i))
-		args := append(append([]string{"-0", "--root", src, "--no-throttle"}, extra...), dest)
+		dest := filepath.Join(w.Dir, fmt.Sprintf("all%d", i))
+		args := append(append([]string{"-0", "--root", w.Src, "--no-throttle"}, extra...), dest)
 		r := start(t, startOpts{stdin: bytes.NewReader(list)}, args...).wait(5 * time.Minute)
 		if r.Code != 0 {
 			t.Fatalf("%v: exit %d\n%s", extra, r.Code, r.Stderr)
 		}
-		checkIdentity(t, r.Summary(t), 300)
+		r.Identity(t, 300)
 		checkShardFields(t, r, 0, 1)
-		sameTree(t, src, dest)
+		sameTree(t, w.Src, dest)
 	}
-	noProcsLeft(t, base)
+	noProcsLeft(t, w.Dir)
 }
 
 // The --failed lists of all shards, concatenated, are one retry run (docs/scale-out.md).
@@ -349,8 +343,7 @@ func TestShardFailedListsRetry(t *testing.T) {
 	var vanished int64
 	for k, p := range procs {
 		r := p.wait(5 * time.Minute)
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(scaleWant(paths, k, 3))))
+		s := r.Identity(t, len(scaleWant(paths, k, 3)))
 		vanished += num(s, "files_vanished")
 		if want := map[bool]int{true: 24, false: 0}[num(s, "files_vanished") > 0]; r.Code != want {
 			t.Errorf("shard %d/3: exit %d, want %d\n%s", k, r.Code, want, r.Stderr)
@@ -365,11 +358,8 @@ func TestShardFailedListsRetry(t *testing.T) {
 	// the recipe: cat failed.* | prsync -0 --root SRC DEST
 	r := start(t, startOpts{wrap: []string{"bash", "-c", `cat "$1"/failed.* | "$0" -0 --root "$2" --no-throttle "$3"`}},
 		base, src, dest).wait(time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("retry run: exit %d\n%s", r.Code, r.Stderr)
-	}
-	s := r.Summary(t)
-	checkIdentity(t, s, int64(len(late)))
+	r.Exit(t, 0)
+	s := r.Identity(t, len(late))
 	if num(s, "files_transferred") != int64(len(late)) {
 		t.Errorf("retry transferred %d, want %d", num(s, "files_transferred"), len(late))
 	}
@@ -477,25 +467,22 @@ func checkLinkGroups(t *testing.T, dest string, groups [][]string, wantLinked bo
 func TestShardHardLinks(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src := filepath.Join(base, "src")
-	list, groups, n := scaleLinkTree(t, base)
-	lf := writeList(t, base, list)
-	common := []string{"-0", "--root", src, "-j", "4", "--chunk-files", "6", "--no-throttle"} // groups of up to 7 links span chunks
+	w := newWork(t)
+	list, groups, n := scaleLinkTree(t, w.Dir)
+	lf := writeList(t, w.Dir, list)
+	common := []string{"-0", "--root", w.Src, "-j", "4", "--chunk-files", "6", "--no-throttle"} // groups of up to 7 links span chunks
 
 	t.Run("one instance", func(t *testing.T) {
-		dest := filepath.Join(base, "dest1")
+		dest := filepath.Join(w.Dir, "dest1")
 		r := start(t, startOpts{stdin: bytes.NewReader(list)}, append(common, dest, "--", "-H")...).wait(5 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		checkIdentity(t, r.Summary(t), int64(n))
-		sameTree(t, src, dest)
+		r.Exit(t, 0)
+		r.Identity(t, n)
+		sameTree(t, w.Src, dest)
 		checkLinkGroups(t, dest, groups, true)
 	})
 
 	t.Run("three shards into one DEST", func(t *testing.T) {
-		dest := filepath.Join(base, "dest3")
+		dest := filepath.Join(w.Dir, "dest3")
 		var procs []*proc
 		for k := 0; k < 3; k++ {
 			args := append(append([]string(nil), common...), "--from", lf, "--shard", fmt.Sprintf("%d/3", k), dest, "--", "--hard-links")
@@ -508,8 +495,7 @@ func TestShardHardLinks(t *testing.T) {
 			if r.Code != 0 {
 				t.Fatalf("shard %d/3: exit %d\n%s", k, r.Code, r.Stderr)
 			}
-			s := r.Summary(t)
-			checkIdentity(t, s, -1)
+			s := r.Identity(t, -1)
 			checkShardFields(t, r, k, 3)
 			files += num(s, "files")
 			perShard[k] = num(s, "files")
@@ -517,23 +503,21 @@ func TestShardHardLinks(t *testing.T) {
 		if files != int64(n) {
 			t.Errorf("summaries add up to %d files, want %d (%v)", files, n, perShard)
 		}
-		sameTree(t, src, dest)
+		sameTree(t, w.Src, dest)
 		checkLinkGroups(t, dest, groups, true)
 	})
 
 	// the control: without -H the same run does not keep the links, so the checks above can fail
 	t.Run("control without -H", func(t *testing.T) {
-		dest := filepath.Join(base, "dest0")
+		dest := filepath.Join(w.Dir, "dest0")
 		r := start(t, startOpts{stdin: bytes.NewReader(list)}, append(common, dest)...).wait(5 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		checkIdentity(t, r.Summary(t), int64(n))
+		r.Exit(t, 0)
+		r.Identity(t, n)
 		if b := checkLinkGroups(t, dest, groups, false); b != len(groups) {
 			t.Errorf("without -H, %d of %d groups were broken; want all", b, len(groups))
 		}
 	})
-	noProcsLeft(t, base)
+	noProcsLeft(t, w.Dir)
 }
 
 // The Kubernetes recipe cannot run here (no cluster); its manifest must at least parse, be an

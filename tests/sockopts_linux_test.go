@@ -24,13 +24,12 @@ func TestDaemonNoDelay(t *testing.T) {
 	if _, err := unix.PidfdOpen(os.Getpid(), 0); err != nil {
 		t.Skipf("no pidfd here: %v", err)
 	}
-	base := t.TempDir()
-	src := filepath.Join(base, "src")
-	served := filepath.Join(base, "served")
+	w := newWork(t)
+	served := filepath.Join(w.Dir, "served")
 	os.MkdirAll(served, 0o755)
-	writeFile(t, filepath.Join(src, "slow"), strings.Repeat("x", 128<<10), 0o644)
+	writeFile(t, filepath.Join(w.Src, "slow"), strings.Repeat("x", 128<<10), 0o644)
 	writeFile(t, filepath.Join(served, "slow"), strings.Repeat("y", 128<<10), 0o644)
-	d := startDaemon(t, served, 0)
+	d := startDaemon(t, served)
 
 	tests := []struct {
 		name   string
@@ -39,16 +38,16 @@ func TestDaemonNoDelay(t *testing.T) {
 		want   bool
 		option bool // the start event's rsync_args hold NoDelay
 	}{
-		{"push", []string{"--root", src, d.URL() + "push/"}, nil, true, true},
-		{"pull", []string{"--root", d.URL(), filepath.Join(base, "pulled")}, nil, true, true},
-		{"push, the user's sockopts", []string{"--root", src, d.URL() + "own/"}, []string{"--sockopts=SO_KEEPALIVE"}, false, false},
-		{"local", []string{"--root", src, filepath.Join(base, "local")}, nil, false, false},
+		{"push", []string{"--root", w.Src, d.URL() + "push/"}, nil, true, true},
+		{"pull", []string{"--root", d.URL(), filepath.Join(w.Dir, "pulled")}, nil, true, true},
+		{"push, the user's sockopts", []string{"--root", w.Src, d.URL() + "own/"}, []string{"--sockopts=SO_KEEPALIVE"}, false, false},
+		{"local", []string{"--root", w.Src, filepath.Join(w.Dir, "local")}, nil, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append(append([]string{"--no-throttle"}, tt.args...), "--", "--bwlimit=64")
 			args = append(args, tt.extra...)
-			p := start(t, startOpts{dir: base, stdin: bytes.NewReader([]byte("slow\n"))}, args...)
+			p := start(t, startOpts{dir: w.Dir, stdin: bytes.NewReader([]byte("slow\n"))}, args...)
 			st := p.mustWaitFor("start", 30*time.Second, func(e map[string]any) bool { return e["type"] == "start" })
 			if got := strings.Contains(fmt.Sprint(st["rsync_args"]), "--sockopts=TCP_NODELAY"); got != tt.option {
 				t.Errorf("rsync_args %v: holds --sockopts=TCP_NODELAY: %v, want %v", st["rsync_args"], got, tt.option)
@@ -74,7 +73,7 @@ func TestDaemonNoDelay(t *testing.T) {
 			}
 		})
 	}
-	for _, dir := range []string{filepath.Join(served, "push"), filepath.Join(base, "pulled"), filepath.Join(served, "own"), filepath.Join(base, "local")} {
+	for _, dir := range []string{filepath.Join(served, "push"), filepath.Join(w.Dir, "pulled"), filepath.Join(served, "own"), filepath.Join(w.Dir, "local")} {
 		if fi, err := os.Stat(filepath.Join(dir, "slow")); err != nil || fi.Size() != 128<<10 {
 			t.Errorf("%s/slow: %v", dir, err)
 		}

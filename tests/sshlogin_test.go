@@ -203,8 +203,7 @@ func TestSSHLoginParallel(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &Run{Events: parseEvents(t, data)}
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(scaleWant(paths, k, 2))))
+		s := r.Identity(t, len(scaleWant(paths, k, 2)))
 		checkShardFields(t, r, k, 2)
 		if num(s, "exit_code") != 0 {
 			t.Errorf("shard %d: exit_code %d", k, num(s, "exit_code"))
