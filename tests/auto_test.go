@@ -19,17 +19,12 @@ import (
 
 func TestAutoSettlesAtConnectionLimit(t *testing.T) {
 	needRsync(t)
-	w := t.TempDir()
-	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
-	os.MkdirAll(mod, 0o755)
-	names := spreadFiles(t, src, 36, 4, 150_000)
-	d := startDaemon(t, mod, "max connections = 3")
-	failed := filepath.Join(w, "failed")
-	r := start(t, startOpts{in: nul(names...)}, "-0", "--root", src, "-j", "auto",
-		"--chunk-files", "1", "--failed", failed, "--no-throttle", "--retries", "5", d.URL(), "--", "--bwlimit=150k").wait(3 * time.Minute)
+	w := newWork(t)
+	names := spreadFiles(t, w.Src, 36, 4, 150_000)
+	d := startDaemon(t, w.Dst, "max connections = 3")
+	r, _ := truthRun(t, w.Src, d.URL(), w.Dst, names, "-j", "auto", "--chunk-files", "1", "--retries", "5", "--", "--bwlimit=150k")
 	r.Exit(t, 0)
-	checkTruth(t, r, src, mod, names, failed, 0)
-	if st := r.Events[0]; st["jobs_auto"] != true || num(st, "jobs") != int64(max(runtime.NumCPU(), 8)) {
+	if st := r.Start(t); st["jobs_auto"] != true || num(st, "jobs") != int64(max(runtime.NumCPU(), 8)) {
 		t.Errorf("start: jobs_auto %v, jobs %v; want true, the default -j", st["jobs_auto"], st["jobs"])
 	}
 	// from the default -j, refusals bring the limit down to the 3 the daemon accepts
@@ -186,11 +181,8 @@ func TestAutoCPUBound(t *testing.T) {
 	}
 	wg.Wait()
 	os.MkdirAll(w.Dst, 0o755)
-	failed := filepath.Join(w.Dir, "failed")
-	r := start(t, startOpts{in: nul(names...)}, "-0", "--root", w.Src, "-j", "auto",
-		"--no-throttle", "--throttle-interval", "250ms", "--failed", failed, w.Dst).wait(5 * time.Minute)
+	r, _ := truthRun(t, w.Src, w.Dst, w.Dst, names, "-j", "auto", "--throttle-interval", "250ms")
 	r.Exit(t, 0)
-	checkTruth(t, r, w.Src, w.Dst, names, failed, 0)
 	sameTree(t, w.Src, w.Dst)
 
 	cpus := float64(runtime.NumCPU())

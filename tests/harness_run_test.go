@@ -128,9 +128,16 @@ func runPrsync(t testing.TB, dir string, stdin []byte, args ...string) *Run {
 }
 
 // listRun runs prsync -0 --root src --failed LIST --no-throttle ARGS DEST over rels (paths
-// relative to src), to its end: the args after "--" go after DEST, to rsync. The run's
-// Failed reads the list.
+// relative to src), to its end (listStart).
 func listRun(t testing.TB, src, dest string, rels []string, args ...string) *Run {
+	t.Helper()
+	return listStart(t, src, dest, rels, args...).wait(5 * time.Minute)
+}
+
+// listStart starts prsync -0 --root src --failed LIST --no-throttle ARGS DEST over rels
+// (paths relative to src): the args after "--" go after DEST, to rsync. The run's Failed
+// reads the list.
+func listStart(t testing.TB, src, dest string, rels []string, args ...string) *proc {
 	t.Helper()
 	failed := filepath.Join(t.TempDir(), "failed")
 	cut := len(args)
@@ -138,8 +145,7 @@ func listRun(t testing.TB, src, dest string, rels []string, args ...string) *Run
 		cut = i
 	}
 	all := append(append([]string{"-0", "--root", src, "--failed", failed, "--no-throttle"}, args[:cut]...), dest)
-	all = append(all, args[cut:]...)
-	return start(t, startOpts{in: nul(rels...)}, all...).wait(5 * time.Minute)
+	return start(t, startOpts{in: nul(rels...)}, append(all, args[cut:]...)...)
 }
 
 // proc is a prsync (or a wrapper around it) started by a test, with its stdout

@@ -8,16 +8,8 @@ import (
 
 func checkIdentity(t testing.TB, s map[string]any, want int64)      { t.Helper(); identity(t, s, want) }
 func fltNums(t testing.TB, e map[string]any, want map[string]int64) { t.Helper(); counts(t, e, want) }
-func fltList(t testing.TB, path string, sep byte) []string {
-	t.Helper()
-	a := []string{"--failed", path}
-	if sep == 0 {
-		a = append(a, "-0")
-	}
-	return (&Run{Args: a}).Failed(t)
-}
-func fltOpenUp(t testing.TB, dir string)      { t.Helper(); openUp(t, dir) }
-func fltChownNobody(t testing.TB, dir string) { t.Helper(); nobodysDir(t, dir) }
+func fltOpenUp(t testing.TB, dir string)                            { t.Helper(); openUp(t, dir) }
+func fltChownNobody(t testing.TB, dir string)                       { t.Helper(); nobodysDir(t, dir) }
 func fltNobody(t testing.TB, base string) []string {
 	t.Helper()
 	o := asNobody(t, base)
@@ -26,11 +18,6 @@ func fltNobody(t testing.TB, base string) []string {
 func checkTruth(t testing.TB, r *Run, src, dst string, rels []string, failedList string, sep byte) map[string]bool {
 	t.Helper()
 	return r.DestHolds(t, src, dst, rels)
-}
-func wantFailed(t testing.TB, r *Run, failed map[string]bool, want ...string) {
-	t.Helper()
-	r.FailedAre(t, want...)
-	r.ReasonsName(t)
 }
 func checkRefused(t testing.TB, r *Run, code int, names ...string) {
 	t.Helper()

@@ -239,10 +239,14 @@ func snapshot(t testing.TB, root string) map[string]string {
 	return m
 }
 
-// sameTree fails the test unless dst holds exactly src's files: names, contents, modes, symlinks.
-func sameTree(t testing.TB, src, dst string) {
+// sameTree fails the test unless dst holds exactly src's files (names, contents, modes,
+// symlinks), but the paths except, which it must not hold.
+func sameTree(t testing.TB, src, dst string, except ...string) {
 	t.Helper()
 	a, b := snapshot(t, src), snapshot(t, dst)
+	for _, p := range except {
+		delete(a, p)
+	}
 	for k, v := range a {
 		if w, ok := b[k]; !ok {
 			t.Errorf("missing in %s: %q", dst, k)
@@ -254,6 +258,25 @@ func sameTree(t testing.TB, src, dst string) {
 		if _, ok := a[k]; !ok {
 			t.Errorf("extra in %s: %q", dst, k)
 		}
+	}
+}
+
+// onlyCopies fails the test unless every file under dst is src's file of its name, byte
+// for byte: a copy cut short holds no partial file.
+func onlyCopies(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dst, p)
+		if !copied(src, dst, rel) {
+			t.Errorf("DEST holds %q, not the source's file", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestRefusalsFinalLimit: -j 15 against a daemon with max connections = 3, each session
@@ -19,17 +18,13 @@ import (
 // The limit comes down in steps; stderr says the refusal once as it happens, without a limit that will not
 // last, and once at the end the limit the run ended at, which is the last jobs event's.
 func TestRefusalsFinalLimit(t *testing.T) {
+	t.Parallel() // its sessions overlap on a loaded machine too, and it judges the messages by the run's own events
 	needRsync(t)
-	w := t.TempDir()
-	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
-	os.MkdirAll(mod, 0o755)
-	names := spreadFiles(t, src, 20, 3, 100_000)
-	d := startDaemon(t, mod, "max connections = 3")
-	failed := filepath.Join(w, "failed")
-	r := start(t, startOpts{in: nul(names...)}, "-0", "--root", src, "-j", "15",
-		"--chunk-files", "1", "--failed", failed, "--no-throttle", "--retries", "5", d.URL(), "--", "--bwlimit=60k").wait(3 * time.Minute)
+	w := newWork(t)
+	names := spreadFiles(t, w.Src, 20, 3, 100_000)
+	d := startDaemon(t, w.Dst, "max connections = 3")
+	r, _ := truthRun(t, w.Src, d.URL(), w.Dst, names, "-j", "15", "--chunk-files", "1", "--retries", "5", "--", "--bwlimit=60k")
 	r.Exit(t, 0)
-	checkTruth(t, r, src, mod, names, failed, 0)
 	jobs := r.OfType("jobs")
 	if len(jobs) == 0 {
 		t.Fatalf("no jobs event: the daemon never refused, the test proves nothing\n%s\nchunk_ends: %v", r.Stderr, r.OfType("chunk_end"))

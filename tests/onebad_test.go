@@ -5,7 +5,6 @@ package tests
 
 import (
 	"fmt"
-	"maps"
 	"math/bits"
 	"os"
 	"path/filepath"
@@ -18,7 +17,7 @@ import (
 
 // oneBadTree writes n small files s001… of 20 KB and, when big > 0, a file "a-big" of
 // big bytes, which sorts first; it returns the paths relative to src.
-func oneBadTree(t *testing.T, src string, n, big int) []string {
+func oneBadTree(t testing.TB, src string, n, big int) []string {
 	t.Helper()
 	var rels []string
 	if big > 0 {
@@ -41,17 +40,25 @@ func TestOneBadFileBiggerThanDest(t *testing.T) {
 	w := newWork(t)
 	rels := oneBadTree(t, w.Src, 200, 50<<20)
 	mountTmpfs(t, w.Dst, "size=20m")
-	r, failed := truthRun(t, w.Src, w.Dst, w.Dst, rels, "--chunk-files", "1000", "-j", "2")
-	r.Exit(t, 23)
-	wantFailed(t, r, failed, "a-big")
+	r, _ := truthRun(t, w.Src, w.Dst, w.Dst, rels, "--chunk-files", "1000", "-j", "2")
+	oneBadNoSpace(t, r, w.Src, w.Dst)
 	for _, rel := range rels[1:] {
 		if !landed(w.Src, w.Dst, rel) {
 			t.Errorf("%s not in DEST", rel)
 		}
 	}
-	if a, b := snapshot(t, filepath.Join(w.Src)), snapshot(t, w.Dst); len(b) != len(a)-1 {
-		t.Errorf("DEST holds %d entries, want %d (the source's but the big file)", len(b), len(a)-1)
-	}
+	noProcsLeft(t, w.Dir)
+}
+
+// oneBadNoSpace checks a run of oneBadTree's 200 small files and its big one in one
+// chunk, into dst (a local DEST or a daemon's module) too small for the big file: exactly
+// it fails, with rsync's words, dst holds the rest, and the chunk took two rsync starts.
+func oneBadNoSpace(t *testing.T, r *Run, src, dst string) {
+	t.Helper()
+	r.Exit(t, 23)
+	r.FailedAre(t, "a-big")
+	r.ReasonsName(t)
+	sameTree(t, src, dst, "a-big")
 	for _, e := range r.OfType("path_failed") {
 		if !strings.Contains(fmt.Sprint(e["reason"]), "No space left on device") {
 			t.Errorf("path_failed reason %q does not say rsync's words", e["reason"])
@@ -60,11 +67,9 @@ func TestOneBadFileBiggerThanDest(t *testing.T) {
 	if n := len(r.OfType("chunk_start")); n != 2 {
 		t.Errorf("%d rsync starts, want 2 (the chunk, and its re-run without the big file)", n)
 	}
-	if s := r.Summary(t); num(s, "files_transferred") != 200 || num(s, "files_failed") != 1 || num(s, "chunks") != 1 {
-		t.Errorf("summary %v", s)
-	}
-	noTempFiles(t, w.Dst)
-	noProcsLeft(t, w.Dir)
+	r.Counts(t, map[string]int64{"files_transferred": 200, "files_failed": 1, "chunks": 1})
+	noTempFiles(t, dst)
+	t.Logf("statuses %q; path_failed %v", r.Statuses(), r.OfType("path_failed"))
 }
 
 // TestOneBadFullDest: DEST's file system has room for nothing: the re-run without the
@@ -77,41 +82,41 @@ func TestOneBadFullDest(t *testing.T) {
 	w := newWork(t)
 	rels := oneBadTree(t, w.Src, 60, 0)
 	mountTmpfs(t, w.Dst, "size=4k")
-	failed := filepath.Join(w.Dir, "failed")
-	r := start(t, startOpts{dir: w.Dir, in: nul(rels...)}, "-0", "--no-throttle", "--chunk-files", "20", "-j", "2",
-		"--root", w.Src, "--failed", failed, w.Dst).wait(2 * time.Minute)
-	checkTruth(t, r, w.Src, w.Dst, rels, failed, 0)
-	if r.Code != 11 {
-		t.Errorf("exit %d, want 11\n%s", r.Code, r.Stderr)
-	}
-	if !strings.Contains(r.Stderr, "hint: the destination is full") {
-		t.Errorf("no hint that the destination is full:\n%s", r.Stderr)
-	}
-	// two chunks may run at once: each starts once and re-runs once before the run stops
-	if n := len(r.OfType("chunk_start")); n > 4 {
-		t.Errorf("%d rsync starts, want at most 4", n)
-	}
-	if s := r.Summary(t); num(s, "files_failed") != int64(len(rels)) || num(s, "retries") != 0 {
-		t.Errorf("summary %v", s)
-	}
-	noTempFiles(t, w.Dst)
+	r, _ := truthRun(t, w.Src, w.Dst, w.Dst, rels, "--chunk-files", "20", "-j", "2")
+	oneBadFull(t, r, w.Dst, rels)
+	r.Counts(t, map[string]int64{"files_failed": int64(len(rels)), "retries": 0})
 	noProcsLeft(t, w.Dir)
 }
 
-// oneBadFake runs prsync over rels with the fake rsync in mode, one chunk per chunkFiles
-// paths, one rsync at a time, and checks the truth by walking DEST; it returns the run,
-// the --failed list and the fake's log of its runs ("fail N" or "rsync N" a line).
-func oneBadFake(t *testing.T, src, dst string, rels []string, mode string, chunkFiles int, extra ...string) (*Run, map[string]bool, []string) {
+// oneBadFull checks a run of rels into dst (a local DEST or a daemon's module) with room
+// for nothing: exit 11, every path in --failed, the hint, and, as two chunks may run at
+// once, each started once and re-run once before the run stops: 4 rsync starts at most.
+func oneBadFull(t *testing.T, r *Run, dst string, rels []string) {
 	t.Helper()
-	base := t.TempDir()
-	failed, log := filepath.Join(base, "failed"), filepath.Join(base, "fake-log")
+	r.Exit(t, 11)
+	r.FailedAre(t, rels...)
+	if !strings.Contains(r.Stderr, "hint: the destination is full") {
+		t.Errorf("no hint that the destination is full:\n%s", r.Stderr)
+	}
+	if n := len(r.OfType("chunk_start")); n > 4 {
+		t.Errorf("%d rsync starts, want at most 4", n)
+	}
+	noTempFiles(t, dst)
+	t.Logf("statuses %q; %d starts", r.Statuses(), len(r.OfType("chunk_start")))
+}
+
+// oneBadFake runs prsync over rels with the fake rsync in mode, one chunk per chunkFiles
+// paths, one rsync at a time, and checks the truth by walking DEST (DestHolds); it returns
+// the run and the fake's log of its runs ("fail N" or "rsync N" a line).
+func oneBadFake(t *testing.T, src, dst string, rels []string, mode string, chunkFiles int) (*Run, []string) {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "fake-log")
 	env := []string{"PRSYNC_TEST_FAKE_RSYNC=" + mode, "PRSYNC_TEST_FAKE_LOG=" + log}
-	args := append([]string{"-0", "--no-throttle", "--rsync", fakeRsyncPath(t), "--chunk-files", fmt.Sprint(chunkFiles), "-j", "1",
-		"--root", src, "--failed", failed, dst}, extra...)
-	r := start(t, startOpts{dir: base, in: nul(rels...), env: env}, args...).wait(5 * time.Minute)
-	got := checkTruth(t, r, src, dst, rels, failed, 0)
+	r := start(t, startOpts{in: nul(rels...), env: env}, "-0", "--no-throttle", "--rsync", fakeRsyncPath(t),
+		"--chunk-files", fmt.Sprint(chunkFiles), "-j", "1", "--root", src, "--failed", filepath.Join(t.TempDir(), "failed"), dst).wait(5 * time.Minute)
+	r.DestHolds(t, src, dst, rels)
 	b, _ := os.ReadFile(log)
-	return r, got, strings.Fields(strings.ReplaceAll(string(b), " ", "_"))
+	return r, strings.Fields(strings.ReplaceAll(string(b), " ", "_"))
 }
 
 // TestOneBadPathless: a chunk whose rsync fails for a reason that names no path while one
@@ -135,10 +140,11 @@ func TestOneBadPathless(t *testing.T) {
 			t.Parallel() // each case its own trees and fake rsync; they wait on rsync starts
 			w := newWork(t)
 			rels := oneBadTree(t, w.Src, tc.n, 0)
-			r, failed, log := oneBadFake(t, w.Src, w.Dst, rels, fmt.Sprintf("pathless:%d:%s", tc.code, tc.bad), 1000)
+			r, log := oneBadFake(t, w.Src, w.Dst, rels, fmt.Sprintf("pathless:%d:%s", tc.code, tc.bad), 1000)
 			r.Exit(t, 23)
 			r.Identity(t, tc.n)
-			wantFailed(t, r, failed, tc.bad)
+			r.FailedAre(t, tc.bad)
+			r.ReasonsName(t)
 			r.PathFailed(t, map[string]string{tc.bad: "failed"})
 			for _, e := range r.OfType("path_failed") {
 				if want := fmt.Sprintf("rsync exit %d: rsync: [sender] fstat failed", tc.code); !strings.Contains(fmt.Sprint(e["reason"]), want) {
@@ -146,11 +152,7 @@ func TestOneBadPathless(t *testing.T) {
 				}
 			}
 			// DEST walked against the source: everything but the culprit, as the source has it
-			want := snapshot(t, w.Src)
-			delete(want, tc.bad)
-			if got := snapshot(t, w.Dst); !maps.Equal(got, want) {
-				t.Errorf("DEST holds %d entries, want the source's %d but %s", len(got), len(want), tc.bad)
-			}
+			sameTree(t, w.Src, w.Dst, tc.bad)
 			starts := len(r.OfType("chunk_start"))
 			bound := 1 + 2*bits.Len(uint(tc.n-1))
 			if starts > bound || starts != len(log) {
@@ -187,21 +189,19 @@ func TestOneBadPathlessShared(t *testing.T) {
 		{"one culprit in each half", "pathless:13:s005|s012", 6, all[:16]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case its own trees and fake rsync
 			w := newWork(t)
 			rels := oneBadTree(t, w.Src, 64, 0)
-			r, failed, log := oneBadFake(t, w.Src, w.Dst, rels, tc.mode, 16)
+			r, log := oneBadFake(t, w.Src, w.Dst, rels, tc.mode, 16)
 			r.Exit(t, 23)
 			r.Identity(t, 64)
 			if starts := len(r.OfType("chunk_start")); starts != len(log) || starts != tc.starts {
 				t.Errorf("%d rsync starts (the fake saw %d), want %d", starts, len(log), tc.starts)
 			}
-			wantFailed(t, r, failed, tc.failed...)
-			want := snapshot(t, w.Src)
-			for _, p := range tc.failed {
-				delete(want, p)
-			}
-			if got := snapshot(t, w.Dst); len(tc.failed) < 64 && !maps.Equal(got, want) {
-				t.Errorf("DEST holds %d entries, want the source's %d but the failed", len(got), len(want))
+			r.FailedAre(t, tc.failed...)
+			r.ReasonsName(t)
+			if len(tc.failed) < 64 {
+				sameTree(t, w.Src, w.Dst, tc.failed...)
 			}
 			t.Logf("fake runs %v", log)
 			noTempFiles(t, w.Dst)
@@ -216,11 +216,15 @@ func TestOneBadPathlessShared(t *testing.T) {
 // path counted twice, DEST holding only complete files equal to the source's and every
 // path not in --failed, no temp file and no process left.
 func TestOneBadSignalWhileIsolating(t *testing.T) {
+	t.Parallel() // a correctness test: it waits for the re-run it interrupts, however late it comes
 	needRsync(t)
 	// the runs: 1 all 40 (fails), 2 s001…s020 (copies), 3 s021…s040 (fails), 4 s021…s030
 	// (copies), …: interrupt the first re-run, and one a level further down
 	for _, attempt := range []int{2, 4} {
-		t.Run(fmt.Sprint("during run ", attempt), func(t *testing.T) { oneBadSignal(t, attempt) })
+		t.Run(fmt.Sprint("during run ", attempt), func(t *testing.T) {
+			t.Parallel()
+			oneBadSignal(t, attempt)
+		})
 	}
 }
 
@@ -237,21 +241,15 @@ func oneBadSignal(t *testing.T, attempt int) {
 	r := p.wait(time.Minute)
 	r.Exit(t, 20)
 	s := r.Identity(t, len(rels))
-	got := checkTruth(t, r, w.Src, w.Dst, rels, w.Failed, 0)
-	list := fltList(t, w.Failed, 0)
+	got := r.DestHolds(t, w.Src, w.Dst, rels)
+	list := r.Failed(t)
 	if len(list) != len(got) {
 		t.Errorf("--failed holds %d entries, %d distinct", len(list), len(got))
 	}
 	if n := num(s, "files_failed") + num(s, "files_not_done"); n != int64(len(list)) {
 		t.Errorf("summary failed+not_done %d, --failed holds %d", n, len(list))
 	}
-	seen := map[string]bool{}
-	for _, e := range r.OfType("path_failed") {
-		p := fmt.Sprint(e["path"])
-		if seen[p] {
-			t.Errorf("path_failed twice for %q", p)
-		}
-		seen[p] = true
+	for p := range r.failedStatus(t) { // each path once
 		if !got[p] {
 			t.Errorf("path_failed %q is not in --failed", p)
 		}
@@ -271,20 +269,7 @@ func oneBadSignal(t *testing.T, attempt int) {
 	if final != 1 {
 		t.Errorf("chunk_end statuses %q: want one final chunk_end for the one chunk", r.Statuses())
 	}
-	// DEST walked: only complete files, each the source's
-	err := filepath.WalkDir(w.Dst, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(w.Dst, path)
-		if !copied(w.Src, w.Dst, rel) {
-			t.Errorf("DEST holds %q, not the source's file", rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	onlyCopies(t, w.Src, w.Dst) // only complete files, each the source's
 	noTempFiles(t, w.Dst)
 	noProcsLeft(t, w.Dir)
 	t.Logf("%d files in DEST; statuses %q; summary transferred %d, failed %d, not done %d", len(snapshot(t, w.Dst)), r.Statuses(), num(s, "files_transferred"), num(s, "files_failed"), num(s, "files_not_done"))
@@ -297,33 +282,14 @@ func TestOneBadDaemonDest(t *testing.T) {
 	oncePerSuite(t)
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src, mod := filepath.Join(base, "src"), filepath.Join(base, "mod")
-	rels := oneBadTree(t, src, 200, 50<<20)
+	w := newWork(t)
+	mod := filepath.Join(w.Dir, "mod")
+	rels := oneBadTree(t, w.Src, 200, 50<<20)
 	mountTmpfs(t, mod, "size=20m")
 	d := startDaemon(t, mod)
-	r, failed := truthRun(t, src, d.URL(), mod, rels, "--chunk-files", "1000", "-j", "2")
-	r.Exit(t, 23)
-	wantFailed(t, r, failed, "a-big")
-	want := snapshot(t, src)
-	delete(want, "a-big")
-	if got := snapshot(t, mod); !maps.Equal(got, want) {
-		t.Errorf("the module holds %d entries, want the source's %d but the big file", len(got), len(want))
-	}
-	for _, e := range r.OfType("path_failed") {
-		if !strings.Contains(fmt.Sprint(e["reason"]), "No space left on device") {
-			t.Errorf("path_failed reason %q does not say rsync's words", e["reason"])
-		}
-	}
-	if n := len(r.OfType("chunk_start")); n != 2 {
-		t.Errorf("%d rsync starts, want 2 (the chunk, and its re-run without the big file)", n)
-	}
-	if s := r.Summary(t); num(s, "files_transferred") != 200 || num(s, "files_failed") != 1 || num(s, "chunks") != 1 {
-		t.Errorf("summary %v", s)
-	}
-	noTempFiles(t, mod)
-	noProcsLeft(t, base)
-	t.Logf("statuses %q; path_failed %v", r.Statuses(), r.OfType("path_failed"))
+	r, _ := truthRun(t, w.Src, d.URL(), mod, rels, "--chunk-files", "1000", "-j", "2")
+	oneBadNoSpace(t, r, w.Src, mod)
+	noProcsLeft(t, w.Dir)
 }
 
 // TestOneBadDaemonFullDest: TestOneBadFullDest into a daemon's module: room for nothing,
@@ -332,25 +298,12 @@ func TestOneBadDaemonFullDest(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
-	base := t.TempDir()
-	src, mod := filepath.Join(base, "src"), filepath.Join(base, "mod")
-	rels := oneBadTree(t, src, 60, 0)
+	w := newWork(t)
+	mod := filepath.Join(w.Dir, "mod")
+	rels := oneBadTree(t, w.Src, 60, 0)
 	mountTmpfs(t, mod, "size=4k")
 	d := startDaemon(t, mod)
-	r, failed := truthRun(t, src, d.URL(), mod, rels, "--chunk-files", "20", "-j", "2")
-	if r.Code != 11 {
-		t.Errorf("exit %d, want 11\n%s", r.Code, r.Stderr)
-	}
-	if len(failed) != len(rels) {
-		t.Errorf("--failed holds %d paths, want all %d", len(failed), len(rels))
-	}
-	if !strings.Contains(r.Stderr, "hint: the destination is full") {
-		t.Errorf("no hint that the destination is full:\n%s", r.Stderr)
-	}
-	if n := len(r.OfType("chunk_start")); n > 4 {
-		t.Errorf("%d rsync starts, want at most 4", n)
-	}
-	noTempFiles(t, mod)
-	noProcsLeft(t, base)
-	t.Logf("statuses %q; %d starts", r.Statuses(), len(r.OfType("chunk_start")))
+	r, _ := truthRun(t, w.Src, d.URL(), mod, rels, "--chunk-files", "20", "-j", "2")
+	oneBadFull(t, r, mod, rels)
+	noProcsLeft(t, w.Dir)
 }

@@ -78,11 +78,10 @@ func TestStreamingListOpening(t *testing.T) {
 			// first. Such a try is made again, up to three; the chunk count is checked only
 			// in a try where the rest came before the first wave started.
 			for try := 1; ; try++ {
-				d := t.TempDir()
-				dst, failed := filepath.Join(d, "dst"), filepath.Join(d, "failed")
+				dst := filepath.Join(t.TempDir(), "dst")
 				more := make(chan struct{})
 				in, restAt := slowList(t, names, 500, 300*time.Millisecond, more)
-				p := start(t, startOpts{stdin: in}, "-0", "--root", w.Src, "--no-throttle", "--failed", failed, dst+"/")
+				p := start(t, startOpts{stdin: in}, "-0", "--root", w.Src, "--no-throttle", "--failed", filepath.Join(t.TempDir(), "failed"), dst+"/")
 				in.Close()
 				go func() {
 					p.waitFor(time.Minute, tc.rest)
@@ -90,7 +89,7 @@ func TestStreamingListOpening(t *testing.T) {
 				}()
 				r := p.wait(2 * time.Minute)
 				r.Exit(t, 0)
-				checkTruth(t, r, w.Src, dst, names, failed, 0)
+				r.DestHolds(t, w.Src, dst, names)
 				r.Identity(t, 3000)
 				sameTree(t, w.Src, dst)
 				starts := r.OfType("chunk_start")
@@ -151,14 +150,13 @@ func TestStreamingListInterrupt(t *testing.T) {
 	}
 	for _, ended := range []bool{false, true} {
 		t.Run(fmt.Sprintf("input ended %v", ended), func(t *testing.T) {
-			d := t.TempDir()
-			dst, failed := filepath.Join(d, "dst"), filepath.Join(d, "failed")
+			dst := filepath.Join(t.TempDir(), "dst")
 			if out, err := exec.Command("rsync", "-a", "--include=*/", "--exclude=*", w.Src+"/", dst+"/").CombinedOutput(); err != nil {
 				t.Fatalf("the directories into DEST: %v: %s", err, out)
 			}
 			more := make(chan struct{})
 			in, _ := slowList(t, names, 100, 0, more)
-			p := start(t, startOpts{stdin: in}, "-0", "--root", w.Src, "--failed", failed, dst, "--", "--bwlimit=100k")
+			p := start(t, startOpts{stdin: in}, "-0", "--root", w.Src, "--failed", filepath.Join(t.TempDir(), "failed"), dst, "--", "--bwlimit=100k")
 			in.Close()
 			t.Cleanup(func() {
 				if !ended {
@@ -180,7 +178,7 @@ func TestStreamingListInterrupt(t *testing.T) {
 				t.Errorf("%d chunks started, want the probe alone", n)
 			}
 			s := r.Summary(t)
-			checkTruth(t, r, w.Src, dst, names, failed, 0)
+			r.DestHolds(t, w.Src, dst, names)
 			want := int64(100)
 			if ended {
 				want = 300

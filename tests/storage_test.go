@@ -36,9 +36,8 @@ func TestStorageLost(t *testing.T) {
 		for _, transport := range []string{"pipe", "direct"} {
 			t.Run(c.name+"/"+transport, func(t *testing.T) {
 				t.Parallel()
-				w := t.TempDir()
-				src, dst, store := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "store")
-				failedList := filepath.Join(w, "failed")
+				w := newWork(t)
+				src, dst, store := w.Src, w.Dst, filepath.Join(w.Dir, "store")
 				content := map[string]string{}
 				var rels []string
 				origin := src // where the files are written
@@ -78,8 +77,8 @@ func TestStorageLost(t *testing.T) {
 				}
 				m.lazy = true // unmounted as a network mount goes when its link dies: umount -l
 				// 8 chunks of 50 files (200 KiB), 2 at once at 200 KiB/s each: about 4 s
-				p := start(t, startOpts{dir: w, in: lines(rels...)}, "--no-throttle", "--transport", transport,
-					"-j", "2", "--chunk-files", "50", "--chunk-time", "0", "--root", src, "--failed", failedList, dst, "--", "--bwlimit=200")
+				p := start(t, startOpts{dir: w.Dir, in: lines(rels...)}, "--no-throttle", "--transport", transport,
+					"-j", "2", "--chunk-files", "50", "--chunk-time", "0", "--root", src, "--failed", w.Failed, dst, "--", "--bwlimit=200")
 				p.mustWaitFor("the first chunk's end", time.Minute, is("chunk_end"))
 				m.Unmount()
 				r := p.wait(2 * time.Minute)
@@ -91,7 +90,7 @@ func TestStorageLost(t *testing.T) {
 					t.Errorf("stderr does not say the storage went away:\n%s", r.Stderr)
 				}
 				failed := map[string]bool{}
-				for _, p := range fltList(t, failedList, '\n') {
+				for _, p := range r.Failed(t) {
 					failed[p] = true
 				}
 				if c.where == "sub" {
@@ -124,7 +123,7 @@ func TestStorageLost(t *testing.T) {
 					t.Errorf("%d paths vanished: the source lost its mount, nothing was deleted", num(s, "files_vanished"))
 				}
 				t.Logf("%d of %d done before the loss", done, len(rels))
-				noProcsLeft(t, w)
+				noProcsLeft(t, w.Dir)
 			})
 		}
 	}

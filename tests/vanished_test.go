@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ func TestVanishedDaemonChroot(t *testing.T) {
 	files := regularFiles(t, sub)
 
 	t.Run("use chroot = no", func(t *testing.T) {
+		t.Parallel() // each case its own daemon over the module
 		d := startDaemon(t, mod, "read only = yes\nuse chroot = no")
 		url := d.URL() + "sub"
 
@@ -46,13 +48,12 @@ func TestVanishedDaemonChroot(t *testing.T) {
 		t.Logf("plain rsync exits %d:\n%s", plainCode, out)
 
 		dst := filepath.Join(t.TempDir(), "dst")
-		failedList := filepath.Join(t.TempDir(), "failed")
 		// and one path the module does not have, which is gone
 		const gone = "nested/not-in-the-module"
-		in := append(bytes.Clone(list), gone+"\x00"...)
-		r := start(t, startOpts{stdin: bytes.NewReader(in)}, "-0", "--root", url, "--failed", failedList, "--no-throttle", dst).wait(2 * time.Minute)
-		failed := checkTruth(t, r, sub, dst, append(rels, gone), failedList, 0)
-		s := r.Identity(t, len(rels)+1)
+		in := append(slices.Clone(rels), gone)
+		r := listRun(t, url, dst, in)
+		r.DestHolds(t, sub, dst, in)
+		s := r.Identity(t, len(in))
 		if plainCode == 0 { // an rsync without the fault: the pull copies everything
 			r.Exit(t, 24)
 			sameTree(t, sub, dst)
@@ -68,7 +69,8 @@ func TestVanishedDaemonChroot(t *testing.T) {
 		if n := num(s, "files_failed"); n != int64(len(files)) {
 			t.Errorf("%d paths failed, want the %d regular files", n, len(files))
 		}
-		wantFailed(t, r, failed, append(files, gone)...)
+		r.FailedAre(t, append(files, gone)...)
+		r.ReasonsName(t)
 		for _, e := range r.OfType("path_failed") {
 			reason := fmt.Sprint(e["reason"])
 			if e["path"] == gone {
@@ -94,26 +96,26 @@ func TestVanishedDaemonChroot(t *testing.T) {
 
 		// the hint's way out that needs no change on the far side: the module's top as
 		// --root, the SUBDIR in front of each path
-		var viaTop []byte
+		var viaTop []string
 		for _, rel := range rels {
-			viaTop = append(append(viaTop, "sub/"+rel...), 0)
+			viaTop = append(viaTop, "sub/"+rel)
 		}
 		dst2 := filepath.Join(t.TempDir(), "dst")
-		r = start(t, startOpts{stdin: bytes.NewReader(viaTop)}, "-0", "--root", d.URL(), "--no-throttle", dst2).wait(2 * time.Minute)
+		r = start(t, startOpts{in: nul(viaTop...)}, "-0", "--root", d.URL(), "--no-throttle", dst2).wait(2 * time.Minute)
 		r.Exit(t, 0)
 		sameTree(t, sub, filepath.Join(dst2, "sub"))
 	})
 
 	t.Run("use chroot = yes", func(t *testing.T) {
+		t.Parallel()
 		if !isRoot() {
 			t.Skip("use chroot = yes needs a daemon run as root")
 		}
 		d := startDaemon(t, mod, "read only = yes\nuse chroot = yes")
 		dst := filepath.Join(t.TempDir(), "dst")
-		failedList := filepath.Join(t.TempDir(), "failed")
-		r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", d.URL()+"sub", "--failed", failedList, "--no-throttle", dst).wait(2 * time.Minute)
+		r := listRun(t, d.URL()+"sub", dst, rels)
 		r.Exit(t, 0)
-		checkTruth(t, r, sub, dst, rels, failedList, 0)
+		r.DestHolds(t, sub, dst, rels)
 		r.Identity(t, len(rels))
 		sameTree(t, sub, dst)
 	})
@@ -140,6 +142,7 @@ func TestVanishedReal(t *testing.T) {
 		{name: "ssh", ssh: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case its own trees, and daemon or sshd
 			w := newWork(t)
 			os.Chmod(w.Dir, 0o755)
 			big := make([]byte, 1<<20)
@@ -168,14 +171,13 @@ func TestVanishedReal(t *testing.T) {
 			if c.daemon {
 				root = startDaemon(t, w.Src, "read only = yes").URL()
 			}
-			dst := filepath.Join(w.Dir, "dst")
-			failedList := filepath.Join(w.Dir, "failed")
+			dst := w.Dst
 			// one chunk, as before chunks were sized by time: z-during vanishes while it runs
-			args := []string{"-0", "--root", root, "--failed", failedList, "--no-throttle", "--chunk-time", "0"}
+			args := []string{"-0", "--root", root, "--failed", w.Failed, "--no-throttle", "--chunk-time", "0"}
 			if c.sizes {
 				args = append(args, "--sizes")
 			}
-			p := start(t, startOpts{stdin: bytes.NewReader(in)}, append(append(args, dst, "--"), rsyncArgs...)...)
+			p := start(t, startOpts{in: in}, append(append(args, dst, "--"), rsyncArgs...)...)
 			removed := false
 			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 				if m, _ := filepath.Glob(filepath.Join(dst, ".a-big.*")); len(m) > 0 {
@@ -195,10 +197,8 @@ func TestVanishedReal(t *testing.T) {
 				r.FailedAre(t, "z-before", "z-during")
 			}
 			r.ReasonsName(t)
-			s := r.Identity(t, len(rels))
-			if num(s, "files_vanished") != 2 || num(s, "files_failed") != 0 || num(s, "files_transferred") != 5 {
-				t.Errorf("summary: %v", s)
-			}
+			r.Identity(t, len(rels))
+			r.Counts(t, map[string]int64{"files_vanished": 2, "files_failed": 0, "files_transferred": 5})
 			for _, e := range r.OfType("path_failed") {
 				if e["status"] != "vanished" {
 					t.Errorf("%q: %v %q", e["path"], e["status"], e["reason"])
@@ -229,22 +229,20 @@ func TestVanishedListingFails(t *testing.T) {
 		writeFile(t, filepath.Join(w.Src, rel), rel, 0o644)
 	}
 	d := startDaemon(t, w.Src, "read only = yes")
-	dst, failedList := filepath.Join(w.Dir, "dst"), filepath.Join(w.Dir, "failed")
 	env := []string{"PRSYNC_TEST_FAKE_RSYNC=list-only-fails:10"}
-	r := start(t, startOpts{in: nul(rels...), env: env}, "-0", "--rsync", fakeRsyncPath(t), "--root", d.URL(), "--failed", failedList, "--no-throttle", dst).wait(time.Minute)
+	r := start(t, startOpts{in: nul(rels...), env: env}, "-0", "--rsync", fakeRsyncPath(t), "--root", d.URL(), "--failed", w.Failed, "--no-throttle", w.Dst).wait(time.Minute)
 	r.Exit(t, 23)
-	failed := checkTruth(t, r, w.Src, dst, rels, failedList, 0)
-	wantFailed(t, r, failed, "gone")
-	s := r.Identity(t, 3)
-	if num(s, "files_vanished") != 0 || num(s, "files_failed") != 1 || num(s, "files_transferred") != 2 {
-		t.Errorf("summary: %v", s)
-	}
+	r.DestHolds(t, w.Src, w.Dst, rels)
+	r.FailedAre(t, "gone")
+	r.ReasonsName(t)
+	r.Identity(t, 3)
+	r.Counts(t, map[string]int64{"files_vanished": 0, "files_failed": 1, "files_transferred": 2})
 	for _, e := range r.OfType("path_failed") {
 		if reason := fmt.Sprint(e["reason"]); e["status"] != "failed" || !strings.Contains(reason, "listing the far side to prove it failed") || !strings.Contains(reason, "Connection refused") {
 			t.Errorf("%q: %v %q", e["path"], e["status"], reason)
 		}
 	}
-	if got := regularFiles(t, dst); len(got) != 2 {
+	if got := regularFiles(t, w.Dst); len(got) != 2 {
 		t.Errorf("DEST holds %q, want a and b", got)
 	}
 }
@@ -260,8 +258,9 @@ func TestVanishedAfterCopy(t *testing.T) {
 	needRsync(t)
 	for _, transport := range []string{"pipe", "direct", "daemon"} {
 		t.Run(transport, func(t *testing.T) {
-			w := t.TempDir()
-			src, dst, failedList := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "failed")
+			t.Parallel() // each transport its own trees
+			w := newWork(t)
+			src, dst := w.Src, w.Dst
 			dest := dst
 			if transport == "daemon" {
 				// a push to a daemon: the copy is confirmed by a dry run, and a source deleted
@@ -282,8 +281,8 @@ func TestVanishedAfterCopy(t *testing.T) {
 				}
 			}
 			// 2 rsyncs of 2 chunks each, ~1 MB at 256 KiB/s each: about 2 s of copying
-			p := start(t, startOpts{dir: w, in: lines(rels...)}, "--no-throttle", "--transport", transport,
-				"-j", "2", "--chunk-files", "60", "--chunk-time", "0", "--root", src, "--failed", failedList, dest, "--", "--bwlimit=256")
+			p := start(t, startOpts{dir: w.Dir, in: lines(rels...)}, "--no-throttle", "--transport", transport,
+				"-j", "2", "--chunk-files", "60", "--chunk-time", "0", "--root", src, "--failed", w.Failed, dest, "--", "--bwlimit=256")
 			// the deleter: the source of every other file complete in DEST, and, at each
 			// such deletion, a file rsync has not reached yet
 			deletedAfter, deletedBefore := map[string]bool{}, map[string]bool{}
@@ -292,10 +291,8 @@ func TestVanishedAfterCopy(t *testing.T) {
 				defer close(done)
 				ahead := len(rels) - 1
 				for n := 0; n < 3000; n++ {
-					select {
-					case <-p.readDone: // prsync's stdout closed: it exits
+					if p.ended() {
 						return
-					default:
 					}
 					for _, rel := range rels {
 						fi, err := os.Lstat(filepath.Join(dst, rel))
@@ -325,7 +322,7 @@ func TestVanishedAfterCopy(t *testing.T) {
 			}
 			s := r.Identity(t, len(rels))
 			failed := map[string]bool{}
-			for _, p := range fltList(t, failedList, '\n') {
+			for _, p := range r.Failed(t) {
 				failed[p] = true
 			}
 			// DEST, walked: every path not in --failed is there as it was written
@@ -363,7 +360,7 @@ func TestVanishedAfterCopy(t *testing.T) {
 			r.Exit(t, 24)
 			t.Logf("%d sources deleted after their copy, %d before; %d vanished", len(deletedAfter), len(deletedBefore), vanished)
 			noTempFiles(t, dst)
-			noProcsLeft(t, w)
+			noProcsLeft(t, w.Dir)
 		})
 	}
 }
