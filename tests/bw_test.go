@@ -151,7 +151,7 @@ func TestBandwidthTotal(t *testing.T) {
 				}
 			}
 		}
-		if st := r.Events[0]; st["bwlimit"] != "8M" {
+		if st := r.Start(t); st["bwlimit"] != "8M" {
 			t.Errorf("start bwlimit %v", st["bwlimit"])
 		}
 		sameTree(t, w.Src, dst)

@@ -96,7 +96,7 @@ func TestOutputClash(t *testing.T) {
 				o.wrap = []string{"sh", "-c", tt.shell}
 			}
 			r := start(t, o, append(tt.args, "dst")...).wait(time.Minute)
-			checkRefused(t, r, 1, tt.names...)
+			r.Refused(t, 1, tt.names...)
 			if b, _ := os.ReadFile(filepath.Join(base, victim)); !bytes.Equal(b, content) {
 				t.Errorf("%s is now %q, was %q", victim, b, content)
 			}
@@ -149,10 +149,9 @@ func TestRefusalCreatesNothing(t *testing.T) {
 			w, ro := filepath.Join(base, "w"), filepath.Join(base, "ro")
 			var o startOpts
 			if isRoot() {
-				run := fltNobody(t, base)
-				o.wrap, o.bin = run[:len(run)-1], run[len(run)-1]
-				fltChownNobody(t, w)
-				fltChownNobody(t, ro)
+				o = asNobody(t, base)
+				nobodysDir(t, w)
+				nobodysDir(t, ro)
 			} else {
 				os.MkdirAll(w, 0o755)
 				os.MkdirAll(ro, 0o755)
@@ -162,7 +161,7 @@ func TestRefusalCreatesNothing(t *testing.T) {
 			if err := os.Chmod(ro, 0o555); err != nil {
 				t.Fatal(err)
 			}
-			o.dir, o.stdin = base, strings.NewReader(tt.stdin)
+			o.dir, o.in = base, []byte(tt.stdin)
 			dest := filepath.Join(w, "new", "dst")
 			if tt.dest != "" {
 				dest = strings.NewReplacer("RO/", ro+"/", "W/", w+"/").Replace(tt.dest)
@@ -179,7 +178,7 @@ func TestRefusalCreatesNothing(t *testing.T) {
 			for i, n := range tt.names {
 				names[i] = strings.NewReplacer("RO/", ro+"/", "RO", ro, "W/", w+"/").Replace(n)
 			}
-			checkRefused(t, r, tt.code, names...)
+			r.Refused(t, tt.code, names...)
 			absent(t, w, append(tt.absent, "new")...)
 			absent(t, "/", dest)
 			if b, _ := os.ReadFile(filepath.Join(w, "old")); string(b) != "src/old\n" {

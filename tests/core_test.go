@@ -23,24 +23,16 @@ func TestOddNames(t *testing.T) {
 	r.Exit(t, 0)
 	sameTree(t, w.Src, w.Dst)
 	r.Identity(t, n)
-	if got := num(r.Summary(t), "files_transferred"); got != int64(n) {
-		t.Errorf("files_transferred %d, want %d", got, n)
-	}
-	for _, p := range []string{filepath.Join(w.Dir, "PWNED"), filepath.Join(w.Src, "PWNED"), "PWNED"} {
-		if _, err := os.Lstat(p); err == nil {
-			t.Errorf("%s exists: a name was run as an option", p)
-		}
-	}
+	r.Counts(t, map[string]int64{"files_transferred": int64(n)})
+	absent(t, "", filepath.Join(w.Dir, "PWNED"), filepath.Join(w.Src, "PWNED"), "PWNED") // no name was run as an option
 	if len(r.OfType("chunk_start")) < 2 {
 		t.Errorf("want several chunks with --chunk-files 4, got %d", len(r.OfType("chunk_start")))
 	}
 	// a second run has nothing to do: every path is up to date
 	r2 := runPrsync(t, w.Dir, list, "-0", "--root", w.Src, w.Dst+"/")
-	s2 := r2.Summary(t)
-	if r2.Code != 0 || num(s2, "files_up_to_date") != int64(n) || num(s2, "files_transferred") != 0 {
-		t.Errorf("re-run: exit %d, summary %v", r2.Code, s2)
-	}
-	checkIdentity(t, s2, int64(n))
+	r2.Exit(t, 0)
+	r2.Identity(t, n)
+	r2.Counts(t, map[string]int64{"files_up_to_date": int64(n), "files_transferred": 0})
 	noProcsLeft(t, w.Dst)
 }
 
@@ -55,6 +47,7 @@ func TestLayouts(t *testing.T) {
 	abs := nul(filepath.Join(w.Src, "ks1", "t1", "a.db"), filepath.Join(w.Src, "ks1", "t2", "b.db"))
 
 	t.Run("absolute", func(t *testing.T) {
+		t.Parallel()
 		dst := filepath.Join(w.Dir, "abs")
 		r := runPrsync(t, w.Dir, abs, "-0", dst)
 		r.Exit(t, 0)
@@ -62,12 +55,14 @@ func TestLayouts(t *testing.T) {
 		r.Identity(t, 2)
 	})
 	t.Run("root", func(t *testing.T) {
+		t.Parallel()
 		dst := filepath.Join(w.Dir, "root")
 		r := runPrsync(t, w.Dir, abs, "-0", "-C", w.Src, dst)
 		r.Exit(t, 0)
 		sameTree(t, w.Src, dst)
 	})
 	t.Run("relative from find", func(t *testing.T) {
+		t.Parallel()
 		dst := filepath.Join(w.Dir, "rel")
 		cmd := exec.Command("find", ".", "-type", "f")
 		cmd.Dir = w.Src
@@ -81,23 +76,22 @@ func TestLayouts(t *testing.T) {
 		r.Identity(t, 2)
 	})
 	t.Run("relative with root", func(t *testing.T) {
+		t.Parallel()
 		dst := filepath.Join(w.Dir, "relroot")
 		r := runPrsync(t, w.Dir, []byte("ks1/t1/a.db\n./ks1/t2/b.db\n"), "--root", w.Src, dst)
 		r.Exit(t, 0)
 		sameTree(t, w.Src, dst)
 	})
 	t.Run("outside root", func(t *testing.T) {
+		t.Parallel()
 		dst := filepath.Join(w.Dir, "outside")
-		fl := filepath.Join(w.Dir, "outside.failed")
-		r := runPrsync(t, w.Dir, nul(filepath.Join(w.Src, "ks1", "t1", "a.db"), "/etc/hostname"), "-0", "--root", filepath.Join(w.Src, "ks1"), "--failed", fl, dst)
+		r := runPrsync(t, w.Dir, nul(filepath.Join(w.Src, "ks1", "t1", "a.db"), "/etc/hostname"), "-0", "--root", filepath.Join(w.Src, "ks1"), "--failed", w.Failed, dst)
 		r.Exit(t, 23)
-		pf := r.OfType("path_failed")
-		if len(pf) != 1 || pf[0]["path"] != "/etc/hostname" || !strings.Contains(fmt.Sprint(pf[0]["reason"]), "outside --root") {
+		r.PathFailed(t, map[string]string{"/etc/hostname": "failed"})
+		if pf := r.OfType("path_failed"); !strings.Contains(fmt.Sprint(pf[0]["reason"]), "outside --root") {
 			t.Errorf("path_failed events: %v", pf)
 		}
-		if b, _ := os.ReadFile(fl); string(b) != "/etc/hostname\x00" {
-			t.Errorf("--failed holds %q", b)
-		}
+		r.FailedAre(t, "/etc/hostname")
 		r.Identity(t, 2)
 	})
 }
@@ -107,19 +101,15 @@ func TestDaemon(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
-	w := t.TempDir()
-	src, mod := filepath.Join(w, "src"), filepath.Join(w, "module")
-	os.MkdirAll(mod, 0o755)
-	makeOddTree(t, src)
-	os.Remove(filepath.Join(src, "nested", "dangling")) // daemons refuse unsafe links by default
-	os.Remove(filepath.Join(src, "link-to-plain"))
-	d := startDaemon(t, mod)
-	list, n := listTree(t, src)
-	r := runPrsync(t, w, list, "-0", "-j", "2", "--chunk-files", "5", "--root", src, d.URL()+"sub/dir/")
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stderr, r.Stdout)
-	}
-	sameTree(t, src, filepath.Join(mod, "sub", "dir"))
+	w := newWork(t)
+	makeOddTree(t, w.Src)
+	os.Remove(filepath.Join(w.Src, "nested", "dangling")) // daemons refuse unsafe links by default
+	os.Remove(filepath.Join(w.Src, "link-to-plain"))
+	d := startDaemon(t, w.Dst)
+	list, n := listTree(t, w.Src)
+	r := runPrsync(t, w.Dir, list, "-0", "-j", "2", "--chunk-files", "5", "--root", w.Src, d.URL()+"sub/dir/")
+	r.Exit(t, 0)
+	sameTree(t, w.Src, filepath.Join(w.Dst, "sub", "dir"))
 	r.Identity(t, n)
 	d.Stop()
 	noProcsLeft(t, d.conf)
@@ -135,20 +125,17 @@ func TestVanishedAndUnreadable(t *testing.T) {
 		writeFile(t, filepath.Join(w.Src, f), f, 0o644)
 	}
 	t.Run("vanished", func(t *testing.T) {
+		t.Parallel()
 		dst, fl := filepath.Join(w.Dir, "d1"), filepath.Join(w.Dir, "f1")
 		gone := filepath.Join(w.Src, "gone\nname")
 		r := runPrsync(t, w.Dir, nul(filepath.Join(w.Src, "a"), gone, filepath.Join(w.Src, "b")), "-0", "--root", w.Src, "--failed", fl, dst)
 		r.Exit(t, 24)
-		if b, _ := os.ReadFile(fl); string(b) != gone+"\x00" {
-			t.Errorf("--failed holds %q", b)
-		}
-		s := r.Summary(t)
-		if num(s, "files_vanished") != 1 || num(s, "files_transferred") != 2 {
-			t.Errorf("summary %v", s)
-		}
-		checkIdentity(t, s, 3)
+		r.FailedAre(t, gone)
+		r.Identity(t, 3)
+		r.Counts(t, map[string]int64{"files_vanished": 1, "files_transferred": 2})
 	})
 	t.Run("unreadable", func(t *testing.T) {
+		t.Parallel()
 		if os.Geteuid() != 0 {
 			t.Skip("needs root to run the copy as another user")
 		}
@@ -168,9 +155,7 @@ func TestVanishedAndUnreadable(t *testing.T) {
 			wrap: []string{runuser, "--reuid=65534", "--regid=65534", "--clear-groups"}},
 			"-0", "--root", w.Src, "--failed", fl, dst+"/out").wait(time.Minute)
 		r.Exit(t, 23)
-		if b, _ := os.ReadFile(fl); string(b) != locked+"\x00" {
-			t.Errorf("--failed holds %q", b)
-		}
+		r.FailedAre(t, locked)
 		for _, f := range []string{"a", "c"} {
 			if _, err := os.Stat(filepath.Join(dst, "out", f)); err != nil {
 				t.Errorf("%s not copied: %v", f, err)
@@ -207,9 +192,7 @@ func TestStreaming(t *testing.T) {
 		fmt.Fprintf(pw, "%s\x00", filepath.Join(w.Src, fmt.Sprint(i)))
 	}
 	pw.Close()
-	if r := p.wait(time.Minute); r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
+	p.wait(time.Minute).Exit(t, 0)
 	sameTree(t, w.Src, w.Dst)
 }
 
@@ -221,10 +204,6 @@ func TestDryRun(t *testing.T) {
 	writeFile(t, filepath.Join(w.Src, "a"), "a", 0o644)
 	r := runPrsync(t, w.Dir, nul(filepath.Join(w.Src, "a")), "-0", "-n", "--root", w.Src, w.Dst)
 	r.Exit(t, 0)
-	if _, err := os.Stat(w.Dst); err == nil {
-		t.Error("dry run created DEST")
-	}
-	if s := r.Summary(t); num(s, "files_transferred") != 1 {
-		t.Errorf("dry run reports %v", s)
-	}
+	absent(t, "", w.Dst) // a dry run creates no DEST
+	r.Counts(t, map[string]int64{"files_transferred": 1})
 }

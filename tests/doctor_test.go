@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -34,7 +33,7 @@ func runDoctor(t *testing.T, dir string, stdin []byte, args ...string) *doctorRu
 	if err := os.Mkdir(run, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, startOpts{dir: dir, stdin: bytes.NewReader(stdin), env: []string{"XDG_RUNTIME_DIR=" + run}, onLine: func(l []byte) {
+	p := start(t, startOpts{dir: dir, in: stdin, env: []string{"XDG_RUNTIME_DIR=" + run}, onLine: func(l []byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		d.lines = append(d.lines, string(l))

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"os"
@@ -140,6 +141,20 @@ func at(t testing.TB, e map[string]any) time.Time {
 		t.Fatalf("event time: %v", err)
 	}
 	return v
+}
+
+// eventPath returns an event's path as bytes: path_b64 when the name is not UTF-8.
+func eventPath(t testing.TB, e map[string]any) string {
+	t.Helper()
+	if b, ok := e["path_b64"].(string); ok {
+		d, err := base64.StdEncoding.DecodeString(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(d)
+	}
+	p, _ := e["path"].(string)
+	return p
 }
 
 // Statuses returns the chunk_end statuses in order.

@@ -96,14 +96,14 @@ func TestOpsCgroupThrottle(t *testing.T) {
 	t.Run("busy loop inside the cgroup", func(t *testing.T) {
 		stop := startBusy(t, 2, prefix)
 		dst := filepath.Join(t.TempDir(), "dst")
-		p := start(t, startOpts{stdin: bytes.NewReader(in), wrap: prefix}, append(args, dst)...)
+		p := start(t, startOpts{in: in, wrap: prefix}, append(args, dst)...)
 		p.waitFor(time.Minute, func(e map[string]any) bool {
 			return e["type"] == "throttle" && e["action"] == "suspend" && hot(f(e, "cgroup_cpu_percent"), f(e, "cgroup_own_cpu_percent"), 0.5)
 		})
 		stop()
 		r := p.wait(3 * time.Minute)
 		r.Exit(t, 0)
-		st, _ := r.Events[0]["cgroup"].(map[string]any)
+		st, _ := r.Start(t)["cgroup"].(map[string]any)
 		if st["cpus"] != 0.5 {
 			t.Errorf("start event cgroup %v, want a 0.5-CPU quota", st)
 		}
@@ -148,7 +148,7 @@ func TestOpsCgroupThrottle(t *testing.T) {
 	t.Run("busy loop outside the cgroup", func(t *testing.T) {
 		startBusy(t, 1, nil)
 		dst := filepath.Join(t.TempDir(), "dst")
-		r := start(t, startOpts{stdin: bytes.NewReader(in), wrap: prefix}, append(args, dst)...).wait(3 * time.Minute)
+		r := start(t, startOpts{in: in, wrap: prefix}, append(args, dst)...).wait(3 * time.Minute)
 		r.Exit(t, 0)
 		for _, e := range r.OfType("throttle") {
 			if e["action"] == "suspend" && e["reason"] == "cgroup-cpu" {
@@ -250,18 +250,12 @@ func watchRunning(dst string, d time.Duration) (most, looks int) {
 func TestOpsLiveControl(t *testing.T) {
 	needRsync(t)
 	w := newWork(t)
-	var names []string
-	for i := 0; i < 40; i++ {
-		n := fmt.Sprintf("f%02d", i)
-		writeFile(t, filepath.Join(w.Src, n), strings.Repeat("L", 600_000), 0o644)
-		names = append(names, n)
-	}
+	names := files(t, w.Src, 40, 600_000)
 	run := filepath.Join(w.Dir, "run")
 	os.Mkdir(run, 0o700)
-	failed := filepath.Join(w.Dir, "failed")
 	p := start(t, startOpts{in: nul(names...), env: []string{"XDG_RUNTIME_DIR=" + run}},
 		"-0", "--root", w.Src, "-j", "4", "--chunk-files", "1", "--no-throttle", "--throttle-interval", "200ms",
-		"--failed", failed, w.Dst, "--", "--bwlimit=500k")
+		"--failed", w.Failed, w.Dst, "--", "--bwlimit=500k")
 	st := p.mustWaitFor("start", 30*time.Second, is("start"))
 	sock := fmt.Sprint(st["control_socket"])
 	if !strings.HasPrefix(sock, run+"/prsync/") {
@@ -321,12 +315,10 @@ func TestOpsLiveControl(t *testing.T) {
 	if isRoot() {
 		// another uid: the socket is opened up for this one check, so that the uid
 		// check, not the file's mode, is what refuses
-		fltOpenUp(t, filepath.Dir(sock))
+		openUp(t, filepath.Dir(sock))
 		os.Chmod(sock, 0o666)
-		self := bin(t)
 		copyBin := filepath.Join(w.Dir, "prsync-ctl")
-		data, _ := os.ReadFile(self)
-		os.WriteFile(copyBin, data, 0o755)
+		os.WriteFile(copyBin, mustRead(t, bin(t)), 0o755)
 		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", copyBin, "ctl", "--socket", sock, "pause")
 		cmd.Env = cleanEnv()
 		out, err := cmd.CombinedOutput()
@@ -341,7 +333,7 @@ func TestOpsLiveControl(t *testing.T) {
 
 	r := p.wait(2 * time.Minute)
 	r.Exit(t, 0)
-	checkTruth(t, r, w.Src, w.Dst, names, failed, 0)
+	r.DestHolds(t, w.Src, w.Dst, names)
 	var changes []string
 	for _, e := range r.OfType("control") {
 		changes = append(changes, fmt.Sprintf("%v:%v->%v", e["what"], e["old"], e["new"]))

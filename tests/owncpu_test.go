@@ -168,7 +168,7 @@ func checkOwnCPU(t *testing.T, r *Run, w *cpuWatch, what string, ofPrsync bool, 
 	if !ok {
 		t.Fatalf("summary without own_cpu_seconds: %v", s)
 	}
-	start, end := at(t, r.Events[0]), at(t, s)
+	start, end := at(t, r.Start(t)), at(t, s)
 	used := w.Before(end) - w.After(start) // a reading within the run at each end: at most what they used
 	if own < used-slack {
 		t.Errorf("prsync counted %.2f CPU-s as its own; %s used %.2f in that time: the rest was other load (%s)\n%s", own, what, used, sampled(r), r.Stderr)

@@ -169,7 +169,7 @@ func TestPathsLogInterrupted(t *testing.T) {
 	w := t.TempDir()
 	src, dst, log := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "paths.jsonl")
 	list := nul(under(src, files(t, src, 8, 200_000))...)
-	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "2", "--root", src,
+	l := start(t, startOpts{in: list}, "-0", "-j", "2", "--chunk-files", "2", "--root", src,
 		"--no-throttle", "--paths-log", log, dst, "--", "--bwlimit=200")
 	l.mustWaitFor("chunk_start", 20*time.Second, is("chunk_start"))
 	l.signal(syscall.SIGINT)

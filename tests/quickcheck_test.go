@@ -154,11 +154,11 @@ func TestQuickCheckRun(t *testing.T) {
 	if r.Code != 0 || num(s, "files_up_to_date") != 3 || num(s, "chunks") != 0 {
 		t.Errorf("re-run: exit %d, summary %v", r.Code, s)
 	}
-	if r.Events[0]["quick_check"] != true {
-		t.Errorf("start event quick_check = %v", r.Events[0]["quick_check"])
+	if r.Start(t)["quick_check"] != true {
+		t.Errorf("start event quick_check = %v", r.Start(t)["quick_check"])
 	}
-	if r.Events[0]["list_dest"] != false { // a local disk: nothing is listed ahead
-		t.Errorf("start event list_dest = %v", r.Events[0]["list_dest"])
+	if r.Start(t)["list_dest"] != false { // a local disk: nothing is listed ahead
+		t.Errorf("start event list_dest = %v", r.Start(t)["list_dest"])
 	}
 	writeFile(t, filepath.Join(w.Src, "b"), "changed!", 0o644)
 	r = runPrsync(t, w.Dir, list, "-0", "--root", w.Src, w.Dst)
@@ -169,8 +169,8 @@ func TestQuickCheckRun(t *testing.T) {
 	sameTree(t, w.Src, w.Dst)
 	for _, args := range [][]string{{"--no-quick-check"}, {"--", "-c"}, {"--", "--size-only"}, {"--", "-H"}} {
 		r = runPrsync(t, w.Dir, list, append([]string{"-0", "--root", w.Src, w.Dst}, args...)...)
-		if r.Events[0]["quick_check"] != false || num(r.Summary(t), "chunks") != 1 {
-			t.Errorf("%v: quick_check %v, summary %v", args, r.Events[0]["quick_check"], r.Summary(t))
+		if r.Start(t)["quick_check"] != false || num(r.Summary(t), "chunks") != 1 {
+			t.Errorf("%v: quick_check %v, summary %v", args, r.Start(t)["quick_check"], r.Summary(t))
 		}
 		r.Identity(t, 3)
 	}

@@ -104,7 +104,7 @@ func TestShardThreeSeparate(t *testing.T) {
 		} else {
 			args = append(args, "--from", lf)
 		}
-		procs = append(procs, start(t, startOpts{stdin: bytes.NewReader(stdin)}, append(args, dest)...))
+		procs = append(procs, start(t, startOpts{in: stdin}, append(args, dest)...))
 	}
 	srcFiles := scaleFiles(t, w.Src)
 	seen := map[string]int{}
@@ -212,7 +212,7 @@ func TestShardThreeSharedDest(t *testing.T) {
 		} else {
 			args = append(args, "--from", lf)
 		}
-		procs = append(procs, start(t, startOpts{stdin: bytes.NewReader(stdin)}, append(args, dest)...))
+		procs = append(procs, start(t, startOpts{in: stdin}, append(args, dest)...))
 	}
 	var files, transferred int64
 	var logs []string
@@ -301,7 +301,7 @@ func TestShardSpecs(t *testing.T) {
 	for i, extra := range [][]string{{"--shard", "0/1"}, nil} {
 		dest := filepath.Join(w.Dir, fmt.Sprintf("all%d", i))
 		args := append(append([]string{"-0", "--root", w.Src, "--no-throttle"}, extra...), dest)
-		r := start(t, startOpts{stdin: bytes.NewReader(list)}, args...).wait(5 * time.Minute)
+		r := start(t, startOpts{in: list}, args...).wait(5 * time.Minute)
 		if r.Code != 0 {
 			t.Fatalf("%v: exit %d\n%s", extra, r.Code, r.Stderr)
 		}
@@ -474,7 +474,7 @@ func TestShardHardLinks(t *testing.T) {
 
 	t.Run("one instance", func(t *testing.T) {
 		dest := filepath.Join(w.Dir, "dest1")
-		r := start(t, startOpts{stdin: bytes.NewReader(list)}, append(common, dest, "--", "-H")...).wait(5 * time.Minute)
+		r := start(t, startOpts{in: list}, append(common, dest, "--", "-H")...).wait(5 * time.Minute)
 		r.Exit(t, 0)
 		r.Identity(t, n)
 		sameTree(t, w.Src, dest)
@@ -510,7 +510,7 @@ func TestShardHardLinks(t *testing.T) {
 	// the control: without -H the same run does not keep the links, so the checks above can fail
 	t.Run("control without -H", func(t *testing.T) {
 		dest := filepath.Join(w.Dir, "dest0")
-		r := start(t, startOpts{stdin: bytes.NewReader(list)}, append(common, dest)...).wait(5 * time.Minute)
+		r := start(t, startOpts{in: list}, append(common, dest)...).wait(5 * time.Minute)
 		r.Exit(t, 0)
 		r.Identity(t, n)
 		if b := checkLinkGroups(t, dest, groups, false); b != len(groups) {

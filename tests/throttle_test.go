@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -34,7 +33,7 @@ func TestThrottleUnderCPUHog(t *testing.T) {
 		maxSuspend = "2s"
 		t.Logf("the host is busy without the hog (%.0f%% CPU over 1 s): the resume cannot be the pressure's end; checking the pause, state T and the copy, resumed by --max-suspend %s", cpu, maxSuspend)
 	}
-	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "4", "--root", w.Src,
+	l := start(t, startOpts{in: list}, "-0", "-j", "2", "--chunk-files", "4", "--root", w.Src,
 		"--suspend-threshold", "85", "--resume-threshold", "60", "--throttle-interval", "300ms", "--max-suspend", maxSuspend,
 		w.Dst, "--", "--bwlimit=400")
 	l.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
@@ -89,7 +88,7 @@ func TestInterruptWhilePaused(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			w := newWork(t)
 			list := nul(under(w.Src, files(t, w.Src, 8, 200_000))...)
-			l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "2", "--root", w.Src, "--failed", w.Failed,
+			l := start(t, startOpts{in: list}, "-0", "-j", "2", "--chunk-files", "2", "--root", w.Src, "--failed", w.Failed,
 				"--suspend-threshold", "70", "--resume-threshold", "40", "--throttle-interval", "200ms", "--max-suspend", "30s",
 				w.Dst, "--", "--bwlimit=300")
 			l.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
@@ -162,7 +161,7 @@ func TestNoThrottle(t *testing.T) {
 	w := newWork(t)
 	list := nul(under(w.Src, files(t, w.Src, 8, 100_000))...)
 	startHog(t)
-	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "4", "--root", w.Src, "--no-throttle",
+	l := start(t, startOpts{in: list}, "-0", "-j", "2", "--chunk-files", "4", "--root", w.Src, "--no-throttle",
 		"--suspend-threshold", "70", "--resume-threshold", "40", "--throttle-interval", "200ms",
 		w.Dst, "--", "--bwlimit=400")
 	l.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
@@ -292,7 +291,7 @@ func TestThrottleHeldNotice(t *testing.T) {
 	w := newWork(t)
 	list := nul(under(w.Src, files(t, w.Src, 8, 300_000))...)
 	stopHog := startHog(t)
-	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "2", "--root", w.Src,
+	l := start(t, startOpts{in: list}, "-0", "-j", "2", "--chunk-files", "2", "--root", w.Src,
 		"--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "300ms", "--max-suspend", "15s",
 		w.Dst, "--", "--bwlimit=200")
 	started := time.Now()

@@ -42,9 +42,9 @@ func TestTransportOddBinaryPath(t *testing.T) {
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
 	makeOddTree(t, src)
 	list, n := listTree(t, src)
-	r := start(t, startOpts{bin: odd, stdin: bytes.NewReader(list)}, "-0", "--root", src, "--transport", "pipe", dst).wait(time.Minute)
-	if r.Code != 0 || r.Events[0]["transport"] != "pipe" {
-		t.Fatalf("exit %d, transport %v\n%s", r.Code, r.Events[0]["transport"], r.Stderr)
+	r := start(t, startOpts{bin: odd, in: list}, "-0", "--root", src, "--transport", "pipe", dst).wait(time.Minute)
+	if r.Code != 0 || r.Start(t)["transport"] != "pipe" {
+		t.Fatalf("exit %d, transport %v\n%s", r.Code, r.Start(t)["transport"], r.Stderr)
 	}
 	r.Identity(t, n)
 	sameTree(t, src, dst)
@@ -78,7 +78,7 @@ func TestTransportFallback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := start(t, startOpts{stdin: strings.NewReader("a\n"), env: tc.env}, append([]string{"--root", w.Src}, tc.args...)...).wait(time.Minute)
 			r.Exit(t, 0)
-			if got := r.Events[0]["transport"]; got != tc.want {
+			if got := r.Start(t)["transport"]; got != tc.want {
 				t.Errorf("transport %v, want %s", got, tc.want)
 			}
 			if got := strings.Contains(r.Stderr, "--transport pipe cannot be used"); got != tc.warning {
@@ -110,13 +110,13 @@ func TestTransportOptions(t *testing.T) {
 			run := func(dst string, args ...string) *Run {
 				t.Helper()
 				all := append([]string{"-0", "--root", w.Src, "--transport", tr, "--no-throttle", dst}, args...)
-				r := start(t, startOpts{stdin: bytes.NewReader(list)}, all...).wait(time.Minute)
+				r := start(t, startOpts{in: list}, all...).wait(time.Minute)
 				if r.Code != 0 {
 					t.Fatalf("%v: exit %d\n%s", args, r.Code, r.Stderr)
 				}
 				r.Identity(t, n)
-				if r.Events[0]["transport"] != tr {
-					t.Errorf("transport %v", r.Events[0]["transport"])
+				if r.Start(t)["transport"] != tr {
+					t.Errorf("transport %v", r.Start(t)["transport"])
 				}
 				return r
 			}
@@ -340,7 +340,7 @@ func TestTransportWholeFile(t *testing.T) {
 				}
 
 				args := append([]string{"-0", "--root", w.Src, "--transport", tr, "--no-throttle", w.Dst}, tc.args...)
-				r := start(t, startOpts{stdin: bytes.NewReader(list)}, args...).wait(time.Minute)
+				r := start(t, startOpts{in: list}, args...).wait(time.Minute)
 				r.Exit(t, 0)
 				if read := accessed(t, in, "big"); read != tc.read { // before the test reads the new one
 					t.Errorf("the old file in DEST was read: %v, want %v", read, tc.read)
