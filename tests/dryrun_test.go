@@ -1,9 +1,6 @@
 package tests
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,22 +11,6 @@ import (
 
 	"github.com/prsync/prsync/rsync"
 )
-
-// relTree returns every file and symlink under dir, relative to it, NUL-separated, and
-// the names.
-func relTree(t testing.TB, dir string) ([]byte, []string) {
-	t.Helper()
-	abs, _ := listTree(t, dir)
-	var names []string
-	for _, p := range bytes.Split(bytes.TrimSuffix(abs, []byte{0}), []byte{0}) {
-		rel, err := filepath.Rel(dir, string(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, rel)
-	}
-	return nul(names...), names
-}
 
 // wantItemize is what rsync -n -i says of a new entry: a regular file or a symlink.
 func wantItemize(t testing.TB, src, name string) string {
@@ -55,7 +36,7 @@ func TestDryRunLists(t *testing.T) {
 	needRsync(t)
 	w := newWork(t)
 	makeOddTree(t, w.Src)
-	list, names := relTree(t, w.Src)
+	list, names := relList(t, w.Src)
 	// one path is in DEST already, as the source has it: up to date, not named
 	if out, err := exec.Command("rsync", "-a", "--mkpath", filepath.Join(w.Src, "plain.db"), w.Dst+"/").CombinedOutput(); err != nil {
 		t.Fatalf("rsync: %v: %s", err, out)
@@ -63,6 +44,7 @@ func TestDryRunLists(t *testing.T) {
 	fresh := "plain.db"
 
 	t.Run("events", func(t *testing.T) {
+		t.Parallel() // two dry runs over the same trees
 		r := runPrsync(t, w.Dir, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", w.Src, w.Dst)
 		r.Exit(t, 0)
 		s := r.Identity(t, len(names))
@@ -110,10 +92,9 @@ func TestDryRunLists(t *testing.T) {
 	})
 
 	t.Run("terminal", func(t *testing.T) {
+		t.Parallel()
 		lines, r := runOnTerminal(t, w.Dir, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", w.Src, w.Dst)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, strings.Join(lines, "\n"))
-		}
+		r.Exit(t, 0)
 		item := regexp.MustCompile(`^([<>ch.][fdLDS][ .+a-z]{9}) (.*)$`)
 		got := map[string]string{}
 		for _, l := range lines {
@@ -163,44 +144,14 @@ func TestDryRunLists(t *testing.T) {
 // returns the terminal's lines (without the progress line's redraws) and the run.
 func runOnTerminal(t *testing.T, dir string, stdin []byte, args ...string) ([]string, *Run) {
 	t.Helper()
-	master, slave, err := openPTY()
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	defer master.Close()
-	cmd := exec.Command(bin(t), args...)
-	cmd.Dir, cmd.Stdin, cmd.Stderr, cmd.Env = dir, bytes.NewReader(stdin), slave, cleanEnv()
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	term := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(master) // EIO once prsync, the last writer, has gone
-		term <- b
-	}()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(5 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatal("prsync did not end within 5 minutes")
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	out := <-term
+	r := start(t, startOpts{dir: dir, in: stdin, tty: true}, args...).wait(5 * time.Minute)
 	var lines []string
-	for _, l := range strings.Split(string(out), "\n") {
+	for _, l := range strings.Split(r.Stderr, "\n") {
 		l = strings.TrimSuffix(l, "\r")
 		if i := strings.LastIndex(l, "\r\x1b[K"); i >= 0 {
 			l = l[i+len("\r\x1b[K"):] // what the line holds once the progress line is cleared
 		}
 		lines = append(lines, l)
 	}
-	return lines, &Run{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Events: parseEvents(t, stdout.Bytes())}
+	return lines, r
 }

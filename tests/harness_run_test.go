@@ -102,6 +102,9 @@ type startOpts struct {
 	env   []string  // added to the test's environment, which loses every PRSYNC_* variable
 	wrap  []string  // run prsync under this command (runuser ...), or nil
 	bin   string    // the prsync binary ("" for the race-built one)
+	// tty puts prsync's stderr on a pseudo-terminal (the test is skipped where there is
+	// none): the run's Stderr is what the terminal showed.
+	tty bool
 	// onLine, if set, gets every stdout line instead of the events being kept (a run of
 	// millions of events).
 	onLine func(line []byte)
@@ -165,6 +168,7 @@ type proc struct {
 	stderr   lockedBuf
 
 	readDone chan struct{}
+	ttyDone  chan struct{} // the terminal's reader is done (closed at once without one)
 	waitOnce sync.Once
 	waitErr  chan error
 	run      *Run
@@ -209,8 +213,18 @@ func start(t testing.TB, o startOpts, args ...string) *proc {
 		env = append([]string{"PRSYNC_TRANSPORT=" + tr}, env...) // the whole suite in one transport
 	}
 	cmd.Env = cleanEnv(env...)
-	p := &proc{t: t, cmd: cmd, args: args, dir: o.dir, onLine: o.onLine, readDone: make(chan struct{}), waitErr: make(chan error, 1)}
+	p := &proc{t: t, cmd: cmd, args: args, dir: o.dir, onLine: o.onLine, readDone: make(chan struct{}),
+		ttyDone: make(chan struct{}), waitErr: make(chan error, 1)}
 	cmd.Stderr = &p.stderr
+	var master, slave *os.File
+	if o.tty {
+		var err error
+		if master, slave, err = openPTY(); err != nil {
+			t.Skipf("no pseudo-terminal: %v", err)
+		}
+		t.Cleanup(func() { master.Close() })
+		cmd.Stderr = slave
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +234,15 @@ func start(t testing.TB, o startOpts, args ...string) *proc {
 		t.Fatalf("start %s: %v", argv[0], err)
 	}
 	go p.read(stdout)
+	if o.tty {
+		slave.Close()
+		go func() {
+			defer close(p.ttyDone)
+			io.Copy(&p.stderr, master) // until EIO, once prsync, the last writer, has gone
+		}()
+	} else {
+		close(p.ttyDone)
+	}
 	t.Cleanup(func() {
 		select {
 		case <-p.readDone:
@@ -380,6 +403,7 @@ func (p *proc) wait(timeout time.Duration) *Run {
 	if err != nil && !errors.As(err, &ee) {
 		p.t.Fatalf("wait: %v", err)
 	}
+	<-p.ttyDone
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.parseErr != nil {

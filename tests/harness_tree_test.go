@@ -123,6 +123,16 @@ func under(dir string, rels []string) []string {
 	return out
 }
 
+// writeList writes list into dir, as a list for --from, and returns its path.
+func writeList(t testing.TB, dir string, list []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, "list")
+	if err := os.WriteFile(p, list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // listTree returns every file and symlink under dir, NUL-separated, absolute (find -print0).
 func listTree(t testing.TB, dir string) ([]byte, int) {
 	t.Helper()

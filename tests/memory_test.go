@@ -70,7 +70,7 @@ func TestMemoryStreaming(t *testing.T) {
 			readHWM()
 		}
 	}}, "--no-throttle", "--no-progress", filepath.Join(base, "dst"))
-	pid.Store(int64(p.cmd.Process.Pid))
+	pid.Store(int64(p.pid()))
 	pollDone := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(20 * time.Millisecond)

@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,11 +224,7 @@ func sampled(r *Run) string {
 // listFile returns list in a file open for reading: prsync's stdin with no producer to count.
 func listFile(t testing.TB, list []byte) *os.File {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "list")
-	if err := os.WriteFile(p, list, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
+	f, err := os.Open(writeList(t, t.TempDir(), list))
 	if err != nil {
 		t.Fatal(err)
 	}

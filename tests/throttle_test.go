@@ -102,7 +102,7 @@ func TestInterruptWhilePaused(t *testing.T) {
 				t.Fatal("no rsync in state T")
 			}
 			t0 := time.Now()
-			l.cmd.Process.Signal(sig)
+			l.signal(sig)
 			r := l.wait(15 * time.Second)
 			r.Exit(t, 20)
 			checkStoppedByTerm(t, r, time.Since(t0))
@@ -114,13 +114,9 @@ func TestInterruptWhilePaused(t *testing.T) {
 				t.Errorf("%d processes left stopped", n)
 			}
 			noProcsLeft(t, w.Dst)
-			if stray := tempFiles(w.Dst); len(stray) > 0 {
-				t.Errorf("temp files left in DEST: %v", stray)
-			}
+			noTempFiles(t, w.Dst)
 			// every path not copied is in --failed
-			b, _ := os.ReadFile(w.Failed)
-			listed := strings.Count(string(b), "\x00")
-			if int64(listed) != num(s, "files_not_done")+num(s, "files_failed")+num(s, "files_vanished") {
+			if listed := len(r.Failed(t)); int64(listed) != num(s, "files_not_done")+num(s, "files_failed")+num(s, "files_vanished") {
 				t.Errorf("--failed lists %d paths, summary %v", listed, s)
 			}
 		})
@@ -166,17 +162,9 @@ func TestNoThrottle(t *testing.T) {
 		w.Dst, "--", "--bwlimit=400")
 	l.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
 	seenT := false
-	done := make(chan struct{})
-	go func() { <-l.readDone; close(done) }()
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		case <-time.After(100 * time.Millisecond):
-			if stoppedProcs(w.Dst) > 0 {
-				seenT = true
-			}
-		}
+	for !l.ended() {
+		time.Sleep(100 * time.Millisecond)
+		seenT = seenT || stoppedProcs(w.Dst) > 0
 	}
 	r := l.wait(60 * time.Second)
 	r.Exit(t, 0)
@@ -186,9 +174,7 @@ func TestNoThrottle(t *testing.T) {
 	if n := len(r.OfType("throttle")); n > 0 {
 		t.Errorf("%d throttle events with --no-throttle", n)
 	}
-	if s := r.Summary(t); num(s, "suspensions") != 0 {
-		t.Errorf("summary suspensions %v", s["suspensions"])
-	}
+	r.Counts(t, map[string]int64{"suspensions": 0})
 	sameTree(t, w.Src, w.Dst)
 }
 
@@ -224,9 +210,7 @@ func TestThrottleDeletePass(t *testing.T) {
 	feed.Close()
 	r := l.wait(60 * time.Second)
 	r.Exit(t, 0)
-	if _, err := os.Lstat(filepath.Join(w.Dst, "d", "extra")); !os.IsNotExist(err) {
-		t.Errorf("d/extra not deleted: %v", err)
-	}
+	absent(t, w.Dst, "d/extra") // deleted
 	sameTree(t, w.Src, w.Dst)
 	if s := r.Summary(t); s["delete_pass"] != "ran" {
 		t.Errorf("delete_pass %q", s["delete_pass"])
@@ -245,14 +229,11 @@ func TestFeederOwnCPU(t *testing.T) {
 		t.Skip("own CPU is measured on Linux only")
 	}
 	w := newWork(t)
-	for i := 0; i < 40; i++ {
-		writeFile(t, filepath.Join(w.Src, fmt.Sprintf("f%02d", i)), strings.Repeat("z", 60_000), 0o644)
-	}
+	files(t, w.Src, 40, 60_000) // f00 … f39
 	// the busy loop looks at the clock every 20,000 rounds, so date's forks are few
 	producer := `printf '%s\n' f0* f1*; end=$(($(date +%s) + 2)); n=0
 while :; do n=$((n + 1)); if [ $((n % 20000)) = 0 ] && [ "$(date +%s)" -ge "$end" ]; then break; fi; done
 printf '%s\n' f2* f3*`
-	dst := filepath.Join(w.Dir, "dst")
 	bin(t) // built before the producer starts: its busy loop is to run beside the copy
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -267,14 +248,14 @@ printf '%s\n' f2* f3*`
 	cpu := watchCPU(t, feed.Process.Pid)
 	r := start(t, startOpts{stdin: pr}, "--root", w.Src, "-j", "2", "--chunk-files", "5",
 		"--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "250ms",
-		dst, "--", "--bwlimit=300").wait(2 * time.Minute)
+		w.Dst, "--", "--bwlimit=300").wait(2 * time.Minute)
 	pr.Close()
 	cpu.Stop() // before the wait reaps the producer and its /proc entry goes
 	if err := feed.Wait(); err != nil {
 		t.Fatalf("the producer: %v", err)
 	}
 	r.Exit(t, 0)
-	sameTree(t, w.Src, dst)
+	sameTree(t, w.Src, w.Dst)
 	checkOwnCPU(t, r, cpu, "the list's producer", false, 30)
 }
 

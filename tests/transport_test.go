@@ -28,26 +28,18 @@ var transports = []string{"pipe", "direct"}
 func TestTransportOddBinaryPath(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	dir := filepath.Join(w, "my tools", "it's here")
-	os.MkdirAll(dir, 0o755)
-	data, err := os.ReadFile(bin(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	odd := filepath.Join(dir, "prsync")
-	if err := os.WriteFile(odd, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	makeOddTree(t, src)
-	list, n := listTree(t, src)
-	r := start(t, startOpts{bin: odd, in: list}, "-0", "--root", src, "--transport", "pipe", dst).wait(time.Minute)
-	if r.Code != 0 || r.Start(t)["transport"] != "pipe" {
-		t.Fatalf("exit %d, transport %v\n%s", r.Code, r.Start(t)["transport"], r.Stderr)
+	w := newWork(t)
+	odd := filepath.Join(w.Dir, "my tools", "it's here", "prsync")
+	writeFile(t, odd, string(mustRead(t, bin(t))), 0o755)
+	makeOddTree(t, w.Src)
+	list, n := listTree(t, w.Src)
+	r := start(t, startOpts{bin: odd, in: list}, "-0", "--root", w.Src, "--transport", "pipe", w.Dst).wait(time.Minute)
+	r.Exit(t, 0)
+	if r.Start(t)["transport"] != "pipe" {
+		t.Fatalf("transport %v\n%s", r.Start(t)["transport"], r.Stderr)
 	}
 	r.Identity(t, n)
-	sameTree(t, src, dst)
+	sameTree(t, w.Src, w.Dst)
 }
 
 // TestTransportFallback: where the pipe cannot carry the copy, prsync uses direct, and says
@@ -58,7 +50,6 @@ func TestTransportFallback(t *testing.T) {
 	w := newWork(t)
 	writeFile(t, filepath.Join(w.Src, "a"), "a", 0o644)
 	d := startDaemon(t, filepath.Join(w.Dir, "mod"))
-	os.MkdirAll(d.Dir, 0o755)
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -76,7 +67,8 @@ func TestTransportFallback(t *testing.T) {
 		{"pipe asked for, rsync 3.1.3", []string{"--transport", "pipe", "--rsync", fakeRsyncPath(t), filepath.Join(w.Dir, "d6")}, []string{"PRSYNC_TEST_FAKE_RSYNC=version:3.1.3"}, "pipe", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := start(t, startOpts{stdin: strings.NewReader("a\n"), env: tc.env}, append([]string{"--root", w.Src}, tc.args...)...).wait(time.Minute)
+			t.Parallel() // each its own DEST
+			r := start(t, startOpts{in: lines("a"), env: tc.env}, append([]string{"--root", w.Src}, tc.args...)...).wait(time.Minute)
 			r.Exit(t, 0)
 			if got := r.Start(t)["transport"]; got != tc.want {
 				t.Errorf("transport %v, want %s", got, tc.want)
@@ -87,9 +79,7 @@ func TestTransportFallback(t *testing.T) {
 		})
 	}
 	r := start(t, startOpts{}, "--transport", "tube", filepath.Join(w.Dir, "d4")).wait(time.Minute)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "prsync: error:") {
-		t.Errorf("--transport tube: exit %d, %q", r.Code, r.Stderr)
-	}
+	r.Refused(t, 1) // --transport tube
 }
 
 // TestTransportOptions: hard links, ACLs and extended attributes (as root), --partial-dir,
@@ -99,6 +89,7 @@ func TestTransportOptions(t *testing.T) {
 	needRsync(t)
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
+			t.Parallel() // each transport its own trees
 			w := newWork(t)
 			for i, n := range []string{"a", "sub/b", "sub/deep/c"} {
 				writeFile(t, filepath.Join(w.Src, n), strings.Repeat("x", 1000*(i+1)), 0o640)
@@ -111,9 +102,7 @@ func TestTransportOptions(t *testing.T) {
 				t.Helper()
 				all := append([]string{"-0", "--root", w.Src, "--transport", tr, "--no-throttle", dst}, args...)
 				r := start(t, startOpts{in: list}, all...).wait(time.Minute)
-				if r.Code != 0 {
-					t.Fatalf("%v: exit %d\n%s", args, r.Code, r.Stderr)
-				}
+				r.Exit(t, 0)
 				r.Identity(t, n)
 				if r.Start(t)["transport"] != tr {
 					t.Errorf("transport %v", r.Start(t)["transport"])
@@ -141,12 +130,8 @@ func TestTransportOptions(t *testing.T) {
 
 			dst = filepath.Join(w.Dir, "dry")
 			r := run(dst, "-n")
-			if _, err := os.Stat(dst); err == nil {
-				t.Errorf("--dry-run created DEST")
-			}
-			if num(r.Summary(t), "files_transferred") != int64(n) {
-				t.Errorf("--dry-run: %d transferred, want %d", num(r.Summary(t), "files_transferred"), n)
-			}
+			absent(t, "", dst) // --dry-run creates no DEST
+			r.Counts(t, map[string]int64{"files_transferred": int64(n)})
 
 			if !isRoot() {
 				return
@@ -188,7 +173,7 @@ func TestTransportOwnCPU(t *testing.T) {
 			p := start(t, startOpts{stdin: listFile(t, list)}, "-0", "--root", src, "--transport", tr, "-j", "2",
 				"--chunk-files", "200", "--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "200ms",
 				dst)
-			cpu := watchCPU(t, p.cmd.Process.Pid)
+			cpu := watchCPU(t, p.pid())
 			r := p.wait(2 * time.Minute)
 			r.Exit(t, 0)
 			sameTree(t, src, dst)
@@ -318,6 +303,7 @@ func TestTransportWholeFile(t *testing.T) {
 			{[]string{"--", "--no-whole-file"}, true},
 		} {
 			t.Run(fmt.Sprintf("%s %q", tr, tc.args), func(t *testing.T) {
+				t.Parallel() // each its own trees and inotify watch
 				w := newWork(t)
 				big := filepath.Join(w.Dst, "db", "big")
 				writeFile(t, big, string(old), 0o644)

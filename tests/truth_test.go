@@ -437,10 +437,10 @@ func TestTruthInterrupts(t *testing.T) {
 				// SigCgt in /proc cannot tell: the runtime sets it for SIGINT itself
 				p.mustWaitFor("start", 30*time.Second, is("start"))
 				time.Sleep(delays[i])
-				p.cmd.Process.Signal(syscall.SIGINT)
+				p.signal(syscall.SIGINT)
 				if i%5 == 4 {
 					time.Sleep(time.Duration(i%7) * 20 * time.Millisecond)
-					p.cmd.Process.Signal(syscall.SIGINT)
+					p.signal(syscall.SIGINT)
 				}
 				r := p.wait(time.Minute)
 				mu.Lock()

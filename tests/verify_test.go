@@ -6,8 +6,10 @@ package tests
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,7 @@ func TestVerifyCulprit(t *testing.T) {
 	for _, target := range []string{"local", "daemon"} {
 		for _, tc := range cases {
 			t.Run(target+"/"+tc.name, func(t *testing.T) {
+				t.Parallel() // each case its own trees, wrapper and daemon
 				verifyCulprit(t, target, tc.changes, tc.reasons, tc.hint)
 			})
 		}
@@ -86,10 +89,9 @@ func verifyCulprit(t *testing.T, target string, changes []string, reasons map[st
 	if target == "daemon" {
 		dest, arrow = startDaemon(t, w.Dst).URL(), "<" // the sender logs it
 	}
-	failed := filepath.Join(w.Dir, "failed")
 	// one chunk: the wrapper changes the files at the first checksum pass, which must come
 	// after every path was copied
-	r := runPrsync(t, "", nul(names...), "-0", "--root", w.Src, "--rsync", wrapper, "--verify", "--failed", failed, "--chunk-files", "100", dest)
+	r := runPrsync(t, "", nul(names...), "-0", "--root", w.Src, "--rsync", wrapper, "--verify", "--failed", w.Failed, "--chunk-files", "100", dest)
 	r.Exit(t, 23)
 	if _, err := os.Stat(filepath.Join(w.Dir, "changed")); err != nil {
 		t.Fatal("the wrapper never saw the checksum pass: the test proves nothing")
@@ -136,14 +138,11 @@ func verifyCulprit(t *testing.T, target string, changes []string, reasons map[st
 			t.Errorf("%s: DEST %.20q…, source %.20q…", n, d, s)
 		}
 	}
-	if b, _ := os.ReadFile(failed); len(strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")) != len(reasons) {
-		t.Errorf("--failed holds %q, want %d paths", b, len(reasons))
-	}
+	r.FailedAre(t, slices.Collect(maps.Keys(reasons))...)
 	// the --failed list, copied again with --checksum (f3's quick check passes), makes
 	// DEST the source's
-	r = runPrsync(t, "", mustRead(t, failed), "-0", "--root", w.Src, "--verify", dest, "--", "--checksum")
-	if r.Code != 0 || num(r.Summary(t), "files_transferred") != int64(len(reasons)) {
-		t.Fatalf("repair: exit %d, summary %v\n%s", r.Code, r.Summary(t), r.Stderr)
-	}
+	r = runPrsync(t, "", nul(r.Failed(t)...), "-0", "--root", w.Src, "--verify", dest, "--", "--checksum")
+	r.Exit(t, 0)
+	r.Counts(t, map[string]int64{"files_transferred": int64(len(reasons))})
 	sameTree(t, w.Src, w.Dst)
 }

@@ -26,18 +26,22 @@ import (
 // not_done with a reason that names the window (or failed) and, in a local DEST, not
 // there as the source has it; the paths never read are the only ones in neither; no
 // rsync temp file is left in DEST, and no rsync runs or is stopped. The summary says
-// max_duration_reached and the identity holds.
+// max_duration_reached and the identity holds. The three cases run side by side (and still
+// apart from the other tests): the invariants each is judged by hold under any load.
 func TestMaxDuration(t *testing.T) {
 	needRsync(t)
 	for _, how := range []string{"local", "daemon", "paused"} {
-		t.Run(how, func(t *testing.T) { maxDuration(t, how) })
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			maxDuration(t, how)
+		})
 	}
 }
 
 func maxDuration(t *testing.T, how string) {
 	const window, grace = 4 * time.Second, 4 * time.Second
-	base := t.TempDir()
-	src, dst, failed, logs := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed"), filepath.Join(base, "starts")
+	w := newWork(t)
+	src, dst, logs := w.Src, w.Dst, filepath.Join(w.Dir, "starts")
 	for _, d := range []string{dst, logs} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -47,13 +51,13 @@ func maxDuration(t *testing.T, how string) {
 	names := append([]string{"big"}, files(t, src, 12, 40<<10)...)
 	// every rsync prsync starts (not the server side of the pipe transport) writes its
 	// /proc stat, which holds the kernel's time of its start, whenever it gets to it
-	wrapper := filepath.Join(base, "rsync-wrapper")
+	wrapper := filepath.Join(w.Dir, "rsync-wrapper")
 	writeFile(t, wrapper, fmt.Sprintf(`#!/bin/sh
 case " $* " in *" --server "*) ;; *) cat /proc/$$/stat > '%s'/$$ ;; esac
 exec rsync "$@"
 `, logs), 0o755)
 	dest := dst
-	args := []string{"--rsync", wrapper, "--root", src, "-j", "2", "--chunk-files", "3", "--failed", failed,
+	args := []string{"--rsync", wrapper, "--root", src, "-j", "2", "--chunk-files", "3", "--failed", w.Failed,
 		"--max-duration", window.String(), "--max-duration-grace", grace.String()}
 	switch how {
 	case "daemon":
@@ -69,8 +73,8 @@ exec rsync "$@"
 	default:
 		args = append(args, "--no-throttle")
 	}
-	p := start(t, startOpts{dir: base, in: lines(names...)}, append(args, dest, "--", "--bwlimit=40")...)
-	pid := p.cmd.Process.Pid
+	p := start(t, startOpts{dir: w.Dir, in: lines(names...)}, append(args, dest, "--", "--bwlimit=40")...)
+	pid := p.pid()
 	prsyncStart, ok := procStart(pid)
 	if !ok {
 		t.Fatalf("cannot read the start time of prsync (pid %d)", pid)
