@@ -6,7 +6,6 @@ package tests
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,28 +73,6 @@ func active(s []sample) []sample {
 
 func rateOf(a, b sample) float64 { return float64(b.bytes-a.bytes) / b.at.Sub(a.at).Seconds() }
 
-func bwFiles(t *testing.T, dir string, n, size int) []string {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(uint64(n), uint64(size)))
-	buf := make([]byte, size)
-	for j := 0; j+8 <= len(buf); j += 8 {
-		v := rng.Uint64()
-		for k := 0; k < 8; k++ {
-			buf[j+k] = byte(v >> (8 * k))
-		}
-	}
-	var names []string
-	for i := 0; i < n; i++ {
-		copy(buf, fmt.Sprintf("file %d ", i)) // each its own content
-		name := fmt.Sprintf("b%03d", i)
-		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, name)
-	}
-	return names
-}
-
 // TestBandwidthTotal checks that prsync's rsyncs together stay within 10 % of --bwlimit (a 10 s window 15 % under),
 // over the whole run and over every 10 s window, and that one chunk alone uses all of it.
 // On a machine others keep busy, the copy may not reach 8 MiB/s at all (its pipes run
@@ -113,8 +90,7 @@ func TestBandwidthTotal(t *testing.T) {
 	// under × the limit unless the host was busy
 	within := func(got, under float64, busy bool) bool { return (busy || got >= under*limit) && got <= 1.1*limit }
 	w := newWork(t)
-	os.MkdirAll(w.Src, 0o755)
-	names := bwFiles(t, w.Src, 48, 2_000_000)
+	names := files(t, w.Src, 48, 2_000_000) // random bytes: nothing for rsync to compress
 
 	t.Run("48 chunks at -j 4", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "dst")
@@ -159,12 +135,11 @@ func TestBandwidthTotal(t *testing.T) {
 
 	t.Run("one chunk", func(t *testing.T) {
 		big := filepath.Join(w.Dir, "big")
-		os.MkdirAll(big, 0o755)
-		bwFiles(t, big, 1, 40_000_000)
+		one := files(t, big, 1, 40_000_000)
 		dst := filepath.Join(t.TempDir(), "dst")
 		stop := make(chan struct{})
 		samples := growth(dst, 250*time.Millisecond, stop)
-		r := start(t, startOpts{stdin: strings.NewReader("b000\n")}, "--root", big, "--no-throttle", "--bwlimit", "8M", dst).wait(time.Minute)
+		r := start(t, startOpts{in: lines(one...)}, "--root", big, "--no-throttle", "--bwlimit", "8M", dst).wait(time.Minute)
 		close(stop)
 		r.Exit(t, 0)
 		s := active(<-samples)

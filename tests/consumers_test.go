@@ -25,8 +25,8 @@ func TestMetricsNodeExporter(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	exporter, promtool := needProg(t, "prometheus-node-exporter", "prometheus-node-exporter"), needProg(t, "promtool", "prometheus")
-	w := t.TempDir()
-	src, dst, textdir := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "textfile")
+	w := newWork(t)
+	src, dst, textdir := w.Src, w.Dst, filepath.Join(w.Dir, "textfile")
 	if err := os.Mkdir(textdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestMetricsNodeExporter(t *testing.T) {
 
 	port := freePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	startChildDaemon(t, "node-exporter", cleanEnv(), filepath.Join(w, "exporter.log"), exporter,
+	startChildDaemon(t, "node-exporter", cleanEnv(), filepath.Join(w.Dir, "exporter.log"), exporter,
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
 		"--collector.disable-defaults", "--collector.textfile", "--collector.textfile.directory="+textdir)
 	scrape := func() string {
@@ -69,7 +69,7 @@ func TestMetricsNodeExporter(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		log, _ := os.ReadFile(filepath.Join(w, "exporter.log"))
+		log, _ := os.ReadFile(filepath.Join(w.Dir, "exporter.log"))
 		t.Fatalf("%s: node exporter's /metrics never showed it within %v:\n%s\nits log:\n%s", what, d, s, log)
 		return nil, ""
 	}
@@ -89,10 +89,8 @@ func TestMetricsNodeExporter(t *testing.T) {
 	m, mid := waitFor("mid-run", time.Minute, func(m map[string]float64) bool {
 		return ok(m) && m[k("prsync_up")] == 1 && m[k("prsync_rsyncs", `state="running"`)] >= 1 && m[k("prsync_input_done")] == 1
 	})
-	select {
-	case <-p.readDone:
+	if p.ended() {
 		t.Fatalf("the run had ended when the scrape saw it running:\n%s", mid)
-	default:
 	}
 	for name, want := range map[string]float64{k("prsync_exit_code"): -1, k("prsync_jobs_limit"): 2, k("prsync_files_read_total"): 6,
 		k("prsync_bytes_read_total"): 1<<20 + 1000, k("prsync_rsyncs", `state="paused"`): 0} {
@@ -248,7 +246,7 @@ func TestMetricsNodeExporterTwoRuns(t *testing.T) {
 			t.Errorf("%s: prsync_last_update_timestamp_seconds %v, not a time of this run", j.file, v)
 		}
 		check := exec.Command(promtool, "check", "metrics")
-		check.Stdin = strings.NewReader(readString(t, filepath.Join(textdir, j.file)))
+		check.Stdin = bytes.NewReader(mustRead(t, filepath.Join(textdir, j.file)))
 		if out, err := check.CombinedOutput(); err != nil {
 			t.Errorf("promtool check metrics %s: %v\n%s", j.file, err, out)
 		}
@@ -259,15 +257,6 @@ func TestMetricsNodeExporterTwoRuns(t *testing.T) {
 	if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("collected before")) || bytes.Contains(b, []byte("level=error")) {
 		t.Errorf("node_exporter logged errors:\n%s", b)
 	}
-}
-
-func readString(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // TestMetricsStallAlert runs README's stall alert (the yaml block of its Metrics section)

@@ -68,9 +68,8 @@ func TestFault02VanishedDuringCopy(t *testing.T) {
 	last := names[len(names)-1]
 	// 100 kB at 25 kB/s: the last file is sent 3 s in, time enough to remove it on a busy machine
 	p := start(t, startOpts{dir: w.Dir, in: lines(names...)}, "--no-throttle", "--root", w.Src, "--failed", w.Failed, w.Dst, "--", "--bwlimit=25")
-	p.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
 	// a temp file in DEST means the receiver is writing the first file: the list is built
-	p.waitTemp(w.Dst, 10*time.Second)
+	p.midFile(w.Dst)
 	if err := os.Remove(filepath.Join(w.Src, last)); err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +197,7 @@ func TestFault05DaemonKilled(t *testing.T) {
 	d := startDaemon(t, mod)
 	marker := fmt.Sprintf("127.0.0.1:%d/mod", d.Port)
 	p := start(t, startOpts{dir: w.Dir, in: lines(names...), env: []string{"PRSYNC_RETRY_DELAY=300ms"}}, "--no-throttle", "--retries", "10", "--root", w.Src, "--failed", w.Failed, d.URL(), "--", "--bwlimit=100")
-	p.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
-	p.waitTemp(mod, 10*time.Second)
+	p.midFile(mod)
 	// Ten retries from 300 ms, doubled with 0.5-1.5x jitter, outlast the restart: it takes
 	// about 2 s where PID 1 reaps the killed session child late (Stop waits for its group
 	// to be gone), and three retries ran out in a clean-clone CI once.
@@ -288,8 +286,7 @@ func TestFault07RsyncKilled(t *testing.T) {
 	names := files(t, w.Src, 4, 40<<10)
 	// 100 kB at 25 kB/s: the last file is sent 3 s in, time enough to remove it on a busy machine
 	p := start(t, startOpts{dir: w.Dir, in: lines(names...)}, "--no-throttle", "--root", w.Src, "--failed", w.Failed, w.Dst, "--", "--bwlimit=25")
-	cs := p.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
-	p.waitTemp(w.Dst, 10*time.Second)
+	cs := p.midFile(w.Dst)
 	pid := int(num(cs, "pid"))
 	if st, ok := procsMentioning(w.Dst)[pid]; !ok {
 		t.Fatalf("rsync %d from chunk_start is not running (%v)", pid, procsMentioning(w.Dst))
@@ -463,8 +460,7 @@ func TestSignalHUP(t *testing.T) {
 	w := newWork(t)
 	names := files(t, w.Src, 4, 40<<10)
 	p := start(t, startOpts{dir: w.Dir, in: lines(names...)}, "--no-throttle", "--root", w.Src, "--failed", w.Failed, w.Dst, "--", "--bwlimit=50")
-	p.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
-	p.waitTemp(w.Dst, 10*time.Second)
+	p.midFile(w.Dst)
 	p.signal(syscall.SIGHUP)
 	r := p.wait(30 * time.Second)
 	r.Exit(t, 20)
@@ -499,8 +495,7 @@ func TestSignalSecondInterruptKills(t *testing.T) {
 	names := files(t, w.Src, 2, 200<<10)
 	// 100 kB at 25 kB/s: the last file is sent 3 s in, time enough to remove it on a busy machine
 	p := start(t, startOpts{dir: w.Dir, in: lines(names...)}, "--no-throttle", "--root", w.Src, "--failed", w.Failed, w.Dst, "--", "--bwlimit=25")
-	p.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
-	p.waitTemp(w.Dst, 10*time.Second)
+	p.midFile(w.Dst)
 	p.signal(syscall.SIGINT)
 	p.signal(syscall.SIGINT)
 	r := p.wait(30 * time.Second)

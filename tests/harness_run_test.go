@@ -378,6 +378,15 @@ func (p *proc) waitTemp(dir string, timeout time.Duration) string {
 	return ""
 }
 
+// midFile waits for the first chunk_start event and then for an rsync temp file under dir
+// (up to 10 s each): an rsync is writing a file there. It returns the chunk_start event.
+func (p *proc) midFile(dir string) map[string]any {
+	p.t.Helper()
+	cs := p.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
+	p.waitTemp(dir, 10*time.Second)
+	return cs
+}
+
 func (p *proc) stdout() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
