@@ -74,7 +74,7 @@ go test -race -count=1 -timeout $((5 * scale))m $(go list ./... | grep -v -e '/t
 go test -race -count=1 -timeout $((5 * scale))m ./throttle/
 echo "== integration tests (./tests: the prsync they run is race-built)"
 # The prsync (and the scripts' prsync) that ./tests runs is always built with -race
-# (tests/helpers_test.go, bin). The harness around it (trees, events, walks of DEST) is built
+# (tests/harness_run_test.go, bin). The harness around it (trees, events, walks of DEST) is built
 # with -race in make test-full: it costs a third more CPU and runs none of prsync's code.
 # The timing tests run first, one at a time; then the others side by side (t.Parallel), at
 # most 8 at once (-parallel 8: many wait on rsync's --bwlimit, retries and daemons).

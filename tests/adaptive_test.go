@@ -4,10 +4,7 @@ package tests
 // fixed -j that a daemon's max connections lowered climbs back once the daemon takes more.
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,23 +17,14 @@ import (
 // probe), and 4 rsyncs copy side by side; before, it was one chunk and one rsync.
 func TestShortListEverySlot(t *testing.T) {
 	needRsync(t)
-	w := t.TempDir()
-	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
-	os.MkdirAll(mod, 0o755)
-	names := spreadFiles(t, src, 300, 5, 2000)
-	d := startDaemon(t, mod, 0)
-	failed := filepath.Join(w, "failed")
-	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "4",
-		"--failed", failed, "--no-throttle", d.URL(), "--", "--bwlimit=100k").wait(2 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkTruth(t, r, src, mod, names, failed, 0)
-	checkIdentity(t, r.Summary(t), 300)
-	if b, err := os.ReadFile(failed); err != nil || len(b) != 0 {
-		t.Errorf("--failed: %q, %v; want it empty", b, err)
-	}
-	if st := r.Events[0]; st["chunk_time"] != 2.0 {
+	w := newWork(t)
+	names := spreadFiles(t, w.Src, 300, 5, 2000)
+	d := startDaemon(t, w.Dst)
+	r, _ := truthRun(t, w.Src, d.URL(), w.Dst, names, "-j", "4", "--", "--bwlimit=100k")
+	r.Exit(t, 0)
+	r.Identity(t, 300)
+	r.FailedAre(t)
+	if st := r.Start(t); st["chunk_time"] != 2.0 {
 		t.Errorf("start event chunk_time %v, want 2", st["chunk_time"])
 	}
 	starts := r.OfType("chunk_start")
@@ -63,32 +51,17 @@ func TestShortListEverySlot(t *testing.T) {
 // 0.5 s each: with 48 the copy ended before the second step, 6 s after the refusals).
 func TestRefusedLimitClimbsBack(t *testing.T) {
 	needRsync(t)
-	w := t.TempDir()
-	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
-	os.MkdirAll(mod, 0o755)
-	names := spreadFiles(t, src, 72, 3, 100_000)
-	user := rootModule()
-	d := startDaemonConf(t, mod, 0, user+"max connections = 2")
-	failed := filepath.Join(w, "failed")
-	p := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "4",
-		"--chunk-files", "2", "--failed", failed, "--no-throttle", "--retries", "5", d.URL(), "--", "--bwlimit=200k")
-	p.mustWaitFor("the limit lowered by a refusal", time.Minute, func(e map[string]any) bool {
-		return e["type"] == "jobs" && e["reason"] == "refused"
-	})
-	conf, err := os.ReadFile(d.conf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWork(t)
+	names := spreadFiles(t, w.Src, 72, 3, 100_000)
+	d := startDaemon(t, w.Dst, "max connections = 2")
+	p := listStart(t, w.Src, d.URL(), names, "-j", "4", "--chunk-files", "2", "--retries", "5", "--", "--bwlimit=200k")
+	p.mustWaitFor("the limit lowered by a refusal", time.Minute, is("jobs", "reason", "refused"))
 	mark := d.LogMark(t)
-	if err := os.WriteFile(d.conf, bytes.Replace(conf, []byte("max connections = 2"), []byte("max connections = 4"), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	d.SetModule(t, "max connections = 2", "max connections = 4")
 	r := p.wait(2 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkTruth(t, r, src, mod, names, failed, 0)
-	checkIdentity(t, r.Summary(t), 72)
+	r.Exit(t, 0)
+	r.DestHolds(t, w.Src, w.Dst, names)
+	r.Identity(t, 72)
 	var climbs []int64
 	top := int64(0)
 	for _, j := range r.OfType("jobs") {
@@ -131,20 +104,12 @@ func TestDaemonStatedLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := t.TempDir()
-			src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
-			os.MkdirAll(mod, 0o755)
-			names := spreadFiles(t, src, 240, 12, 1000)
-			user := rootModule()
-			d := startDaemonConf(t, mod, 0, user+fmt.Sprintf("max connections = %d", tt.maxConn))
-			failed := filepath.Join(w, "failed")
-			args := append([]string{"-0", "--root", src, "--chunk-files", "8", "--failed", failed, "--no-throttle"}, tt.args...)
-			r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, append(args, d.URL())...).wait(2 * time.Minute)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
-			checkTruth(t, r, src, mod, names, failed, 0)
-			checkIdentity(t, r.Summary(t), 240)
+			w := newWork(t)
+			names := spreadFiles(t, w.Src, 240, 12, 1000)
+			d := startDaemon(t, w.Dst, fmt.Sprintf("max connections = %d", tt.maxConn))
+			r, _ := truthRun(t, w.Src, d.URL(), w.Dst, names, append([]string{"--chunk-files", "8"}, tt.args...)...)
+			r.Exit(t, 0)
+			r.Identity(t, 240)
 			refused := 0
 			for _, e := range r.OfType("chunk_end") {
 				if strings.Contains(fmt.Sprint(e["error"]), "max connections") {

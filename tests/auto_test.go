@@ -19,20 +19,12 @@ import (
 
 func TestAutoSettlesAtConnectionLimit(t *testing.T) {
 	needRsync(t)
-	w := t.TempDir()
-	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
-	os.MkdirAll(mod, 0o755)
-	names := spreadFiles(t, src, 36, 4, 150_000)
-	user := rootModule()
-	d := startDaemonConf(t, mod, 0, user+"max connections = 3")
-	failed := filepath.Join(w, "failed")
-	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "auto",
-		"--chunk-files", "1", "--failed", failed, "--no-throttle", "--retries", "5", d.URL(), "--", "--bwlimit=150k").wait(3 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkTruth(t, r, src, mod, names, failed, 0)
-	if st := r.Events[0]; st["jobs_auto"] != true || num(st, "jobs") != int64(max(runtime.NumCPU(), 8)) {
+	w := newWork(t)
+	names := spreadFiles(t, w.Src, 36, 4, 150_000)
+	d := startDaemon(t, w.Dst, "max connections = 3")
+	r, _ := truthRun(t, w.Src, d.URL(), w.Dst, names, "-j", "auto", "--chunk-files", "1", "--retries", "5", "--", "--bwlimit=150k")
+	r.Exit(t, 0)
+	if st := r.Start(t); st["jobs_auto"] != true || num(st, "jobs") != int64(max(runtime.NumCPU(), 8)) {
 		t.Errorf("start: jobs_auto %v, jobs %v; want true, the default -j", st["jobs_auto"], st["jobs"])
 	}
 	// from the default -j, refusals bring the limit down to the 3 the daemon accepts
@@ -168,8 +160,7 @@ func TestAutoCPUBound(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("prsync tells its rsyncs' CPU from others' on Linux only")
 	}
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
 	const files = 24_000
 	names := make([]string, files)
 	var wg sync.WaitGroup
@@ -179,7 +170,7 @@ func TestAutoCPUBound(t *testing.T) {
 			defer wg.Done()
 			for i := g; i < files; i += 8 {
 				names[i] = fmt.Sprintf("d%03d/f%05d", i%240, i)
-				p := filepath.Join(src, names[i])
+				p := filepath.Join(w.Src, names[i])
 				os.MkdirAll(filepath.Dir(p), 0o755)
 				if err := os.WriteFile(p, bytes.Repeat([]byte{byte(i)}, 256+i%2048), 0o644); err != nil {
 					t.Error(err)
@@ -189,15 +180,10 @@ func TestAutoCPUBound(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	os.MkdirAll(dst, 0o755)
-	failed := filepath.Join(w, "failed")
-	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "auto",
-		"--no-throttle", "--throttle-interval", "250ms", "--failed", failed, dst).wait(5 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkTruth(t, r, src, dst, names, failed, 0)
-	sameTree(t, src, dst)
+	os.MkdirAll(w.Dst, 0o755)
+	r, _ := truthRun(t, w.Src, w.Dst, w.Dst, names, "-j", "auto", "--throttle-interval", "250ms")
+	r.Exit(t, 0)
+	sameTree(t, w.Src, w.Dst)
 
 	cpus := float64(runtime.NumCPU())
 	jobs := r.OfType("jobs")

@@ -5,9 +5,7 @@ package tests
 // changes it mid-run.
 
 import (
-	"bytes"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,28 +73,6 @@ func active(s []sample) []sample {
 
 func rateOf(a, b sample) float64 { return float64(b.bytes-a.bytes) / b.at.Sub(a.at).Seconds() }
 
-func bwFiles(t *testing.T, dir string, n, size int) []string {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(uint64(n), uint64(size)))
-	buf := make([]byte, size)
-	for j := 0; j+8 <= len(buf); j += 8 {
-		v := rng.Uint64()
-		for k := 0; k < 8; k++ {
-			buf[j+k] = byte(v >> (8 * k))
-		}
-	}
-	var names []string
-	for i := 0; i < n; i++ {
-		copy(buf, fmt.Sprintf("file %d ", i)) // each its own content
-		name := fmt.Sprintf("b%03d", i)
-		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, name)
-	}
-	return names
-}
-
 // TestBandwidthTotal checks that prsync's rsyncs together stay within 10 % of --bwlimit (a 10 s window 15 % under),
 // over the whole run and over every 10 s window, and that one chunk alone uses all of it.
 // On a machine others keep busy, the copy may not reach 8 MiB/s at all (its pipes run
@@ -113,21 +89,17 @@ func TestBandwidthTotal(t *testing.T) {
 	// within is the check of a rate against the limit: at most 10 % over, and at least
 	// under × the limit unless the host was busy
 	within := func(got, under float64, busy bool) bool { return (busy || got >= under*limit) && got <= 1.1*limit }
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
-	os.MkdirAll(src, 0o755)
-	names := bwFiles(t, src, 48, 2_000_000)
+	w := newWork(t)
+	names := files(t, w.Src, 48, 2_000_000) // random bytes: nothing for rsync to compress
 
 	t.Run("48 chunks at -j 4", func(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "dst")
 		stop := make(chan struct{})
 		samples := growth(dst, 250*time.Millisecond, stop)
-		r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "4", "--chunk-files", "1",
+		r := start(t, startOpts{in: nul(names...)}, "-0", "--root", w.Src, "-j", "4", "--chunk-files", "1",
 			"--no-throttle", "--bwlimit", "8M", dst).wait(2 * time.Minute)
 		close(stop)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 0)
 		s := active(<-samples)
 		if len(s) < 8 {
 			t.Fatalf("too few samples: %v", s)
@@ -155,24 +127,21 @@ func TestBandwidthTotal(t *testing.T) {
 				}
 			}
 		}
-		if st := r.Events[0]; st["bwlimit"] != "8M" {
+		if st := r.Start(t); st["bwlimit"] != "8M" {
 			t.Errorf("start bwlimit %v", st["bwlimit"])
 		}
-		sameTree(t, src, dst)
+		sameTree(t, w.Src, dst)
 	})
 
 	t.Run("one chunk", func(t *testing.T) {
-		big := filepath.Join(w, "big")
-		os.MkdirAll(big, 0o755)
-		bwFiles(t, big, 1, 40_000_000)
+		big := filepath.Join(w.Dir, "big")
+		one := files(t, big, 1, 40_000_000)
 		dst := filepath.Join(t.TempDir(), "dst")
 		stop := make(chan struct{})
 		samples := growth(dst, 250*time.Millisecond, stop)
-		r := start(t, startOpts{stdin: strings.NewReader("b000\n")}, "--root", big, "--no-throttle", "--bwlimit", "8M", dst).wait(time.Minute)
+		r := start(t, startOpts{in: lines(one...)}, "--root", big, "--no-throttle", "--bwlimit", "8M", dst).wait(time.Minute)
 		close(stop)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 0)
 		s := active(<-samples)
 		// one rsync's own --bwlimit pacing, sampled every 250 ms over a 5 s copy, lands
 		// within 15 % below the limit (7.18 MiB/s was seen on a quiet machine); above it, 10 %
@@ -185,14 +154,14 @@ func TestBandwidthTotal(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "dst")
 		run := filepath.Join(t.TempDir(), "run")
 		os.Mkdir(run, 0o700)
-		p := start(t, startOpts{stdin: bytes.NewReader(nul(names[:24]...)), env: []string{"XDG_RUNTIME_DIR=" + run}},
-			"-0", "--root", src, "-j", "4", "--chunk-files", "1", "--no-throttle", "--bwlimit", "8M", dst)
-		st := p.mustWaitFor("start", 10*time.Second, fltIs("start"))
+		p := start(t, startOpts{in: nul(names[:24]...), env: []string{"XDG_RUNTIME_DIR=" + run}},
+			"-0", "--root", w.Src, "-j", "4", "--chunk-files", "1", "--no-throttle", "--bwlimit", "8M", dst)
+		st := p.mustWaitFor("start", 10*time.Second, is("start"))
 		time.Sleep(1500 * time.Millisecond)
 		if out, code := ctl(t, fmt.Sprint(st["control_socket"]), "bwlimit", "2M"); code != 0 || !strings.Contains(out, "8M -> 2M") {
 			t.Fatalf("ctl bwlimit 2M: %d %q", code, out)
 		}
-		p.mustWaitFor("bwlimit event", 5*time.Second, fltIs("bwlimit", "old", "8M", "new", "2M"))
+		p.mustWaitFor("bwlimit event", 5*time.Second, is("bwlimit", "old", "8M", "new", "2M"))
 		time.Sleep(500 * time.Millisecond)
 		a := sample{time.Now(), duBytes(dst)}
 		time.Sleep(4 * time.Second)
@@ -204,9 +173,7 @@ func TestBandwidthTotal(t *testing.T) {
 			t.Fatalf("ctl bwlimit off: %d %q", code, out)
 		}
 		r := p.wait(2 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 0)
 		if len(r.OfType("control")) != 2 {
 			t.Errorf("control events %v", r.OfType("control"))
 		}

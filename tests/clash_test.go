@@ -2,12 +2,9 @@ package tests
 
 import (
 	"bytes"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -99,7 +96,7 @@ func TestOutputClash(t *testing.T) {
 				o.wrap = []string{"sh", "-c", tt.shell}
 			}
 			r := start(t, o, append(tt.args, "dst")...).wait(time.Minute)
-			checkRefused(t, r, 1, tt.names...)
+			r.Refused(t, 1, tt.names...)
 			if b, _ := os.ReadFile(filepath.Join(base, victim)); !bytes.Equal(b, content) {
 				t.Errorf("%s is now %q, was %q", victim, b, content)
 			}
@@ -152,10 +149,9 @@ func TestRefusalCreatesNothing(t *testing.T) {
 			w, ro := filepath.Join(base, "w"), filepath.Join(base, "ro")
 			var o startOpts
 			if isRoot() {
-				run := fltNobody(t, base)
-				o.wrap, o.bin = run[:len(run)-1], run[len(run)-1]
-				fltChownNobody(t, w)
-				fltChownNobody(t, ro)
+				o = asNobody(t, base)
+				nobodysDir(t, w)
+				nobodysDir(t, ro)
 			} else {
 				os.MkdirAll(w, 0o755)
 				os.MkdirAll(ro, 0o755)
@@ -165,7 +161,7 @@ func TestRefusalCreatesNothing(t *testing.T) {
 			if err := os.Chmod(ro, 0o555); err != nil {
 				t.Fatal(err)
 			}
-			o.dir, o.stdin = base, strings.NewReader(tt.stdin)
+			o.dir, o.in = base, []byte(tt.stdin)
 			dest := filepath.Join(w, "new", "dst")
 			if tt.dest != "" {
 				dest = strings.NewReplacer("RO/", ro+"/", "W/", w+"/").Replace(tt.dest)
@@ -182,7 +178,7 @@ func TestRefusalCreatesNothing(t *testing.T) {
 			for i, n := range tt.names {
 				names[i] = strings.NewReplacer("RO/", ro+"/", "RO", ro, "W/", w+"/").Replace(n)
 			}
-			checkRefused(t, r, tt.code, names...)
+			r.Refused(t, tt.code, names...)
 			absent(t, w, append(tt.absent, "new")...)
 			absent(t, "/", dest)
 			if b, _ := os.ReadFile(filepath.Join(w, "old")); string(b) != "src/old\n" {
@@ -192,44 +188,5 @@ func TestRefusalCreatesNothing(t *testing.T) {
 				t.Errorf("%s holds %v", ro, ents)
 			}
 		})
-	}
-}
-
-// checkRefused checks a run refused before it started: its exit code, nothing on stdout,
-// one error line on stderr that names each of names.
-func checkRefused(t *testing.T, r *Run, code int, names ...string) {
-	t.Helper()
-	if r.Code != code {
-		t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, code, r.Stderr)
-	}
-	if r.Stdout != "" {
-		t.Errorf("stdout %q", r.Stdout)
-	}
-	var errs []string
-	for _, l := range strings.Split(r.Stderr, "\n") {
-		if strings.HasPrefix(l, "prsync: error: ") {
-			errs = append(errs, l)
-		}
-	}
-	if len(errs) != 1 {
-		t.Fatalf("%d error lines, want 1; stderr:\n%s", len(errs), r.Stderr)
-	}
-	for _, n := range names {
-		if !strings.Contains(errs[0], n) {
-			t.Errorf("the error does not name %q: %s", n, errs[0])
-		}
-	}
-}
-
-// absent checks that none of the paths below dir exists.
-func absent(t *testing.T, dir string, paths ...string) {
-	t.Helper()
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Lstat(filepath.Join(dir, p)); !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			t.Errorf("%s exists after a refused run (%v)", p, err)
-		}
 	}
 }

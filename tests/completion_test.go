@@ -46,19 +46,6 @@ func model(t *testing.T) *docgen.Source {
 	return &docgen.Source{App: p.Model}
 }
 
-// need skips the test when a shell part is missing, or fails it when the suite was asked
-// to install what it needs.
-func need(t *testing.T, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("PRSYNC_TEST_INSTALL") != "" {
-		t.Fatalf("%s is not installed (PRSYNC_TEST_INSTALL is set: scripts/test.sh installs it)", what)
-	}
-	t.Skipf("%s is not installed", what)
-}
-
 // bashCompletionScript finds bash-completion's main script.
 func bashCompletionScript() string {
 	for _, p := range []string{

@@ -24,9 +24,9 @@ import (
 func TestMetricsNodeExporter(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	exporter, promtool := consumerNeed(t, "prometheus-node-exporter", "prometheus-node-exporter"), consumerNeed(t, "promtool", "prometheus")
-	w := t.TempDir()
-	src, dst, textdir := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "textfile")
+	exporter, promtool := needProg(t, "prometheus-node-exporter", "prometheus-node-exporter"), needProg(t, "promtool", "prometheus")
+	w := newWork(t)
+	src, dst, textdir := w.Src, w.Dst, filepath.Join(w.Dir, "textfile")
 	if err := os.Mkdir(textdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestMetricsNodeExporter(t *testing.T) {
 
 	port := freePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	startChildDaemon(t, "node-exporter", cleanEnv(), filepath.Join(w, "exporter.log"), exporter,
+	startChildDaemon(t, "node-exporter", cleanEnv(), filepath.Join(w.Dir, "exporter.log"), exporter,
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
 		"--collector.disable-defaults", "--collector.textfile", "--collector.textfile.directory="+textdir)
 	scrape := func() string {
@@ -69,7 +69,7 @@ func TestMetricsNodeExporter(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		log, _ := os.ReadFile(filepath.Join(w, "exporter.log"))
+		log, _ := os.ReadFile(filepath.Join(w.Dir, "exporter.log"))
 		t.Fatalf("%s: node exporter's /metrics never showed it within %v:\n%s\nits log:\n%s", what, d, s, log)
 		return nil, ""
 	}
@@ -84,15 +84,13 @@ func TestMetricsNodeExporter(t *testing.T) {
 		return name + "{" + strings.Join(append([]string{fmt.Sprintf("dest=%q", dst)}, label...), ",") + "}"
 	}
 	mf := filepath.Join(textdir, "prsync.prom")
-	p := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "2",
+	p := start(t, startOpts{in: nul(names...)}, "-0", "--root", src, "-j", "2",
 		"--chunk-files", "1", "--throttle-interval", "100ms", "--no-throttle", "--metrics-file", mf, dst, "--", "--bwlimit=256")
 	m, mid := waitFor("mid-run", time.Minute, func(m map[string]float64) bool {
 		return ok(m) && m[k("prsync_up")] == 1 && m[k("prsync_rsyncs", `state="running"`)] >= 1 && m[k("prsync_input_done")] == 1
 	})
-	select {
-	case <-p.readDone:
+	if p.ended() {
 		t.Fatalf("the run had ended when the scrape saw it running:\n%s", mid)
-	default:
 	}
 	for name, want := range map[string]float64{k("prsync_exit_code"): -1, k("prsync_jobs_limit"): 2, k("prsync_files_read_total"): 6,
 		k("prsync_bytes_read_total"): 1<<20 + 1000, k("prsync_rsyncs", `state="paused"`): 0} {
@@ -104,10 +102,8 @@ func TestMetricsNodeExporter(t *testing.T) {
 		t.Errorf("mid-run: no rate, or every file already transferred:\n%s", mid)
 	}
 	r := p.wait(2 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkIdentity(t, r.Summary(t), 6)
+	r.Exit(t, 0)
+	r.Identity(t, 6)
 	sameTree(t, src, dst)
 	waitFor("end", 30*time.Second, func(m map[string]float64) bool {
 		return ok(m) && m[k("prsync_up")] == 0 && m[k("prsync_exit_code")] == 0 && m[k("prsync_files_total", `status="transferred"`)] == 6 &&
@@ -146,20 +142,6 @@ func parseExposition(s string) map[string]float64 {
 	return m
 }
 
-// consumerNeed returns the path of prog, or skips the test (fails under
-// PRSYNC_TEST_INSTALL, where scripts/test.sh installs pkg).
-func consumerNeed(t *testing.T, prog, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(prog)
-	if err != nil {
-		if os.Getenv("PRSYNC_TEST_INSTALL") != "" {
-			t.Fatalf("%s is not installed, though scripts/test.sh installs %s", prog, pkg)
-		}
-		t.Skipf("%s is not installed (Debian's %s)", prog, pkg)
-	}
-	return p
-}
-
 // TestMetricsNodeExporterTwoRuns: the metrics files of four runs in one textfile directory,
 // as cron jobs write them: two into two DESTs, and the two shards (--shard 0/2, 1/2) of one
 // list into a third, side by side. node_exporter serves the series of all four files, told
@@ -170,7 +152,7 @@ func consumerNeed(t *testing.T, prog, pkg string) string {
 func TestMetricsNodeExporterTwoRuns(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	exporter, promtool := consumerNeed(t, "prometheus-node-exporter", "prometheus-node-exporter"), consumerNeed(t, "promtool", "prometheus")
+	exporter, promtool := needProg(t, "prometheus-node-exporter", "prometheus-node-exporter"), needProg(t, "promtool", "prometheus")
 	w := t.TempDir()
 	src, textdir := filepath.Join(w, "src"), filepath.Join(w, "textfile")
 	if err := os.Mkdir(textdir, 0o755); err != nil {
@@ -204,7 +186,7 @@ func TestMetricsNodeExporterTwoRuns(t *testing.T) {
 	procs := make([]*proc, len(jobs))
 	for i, j := range jobs {
 		args := append([]string{"-0", "--root", src, "--no-throttle", "--metrics-file", filepath.Join(textdir, j.file)}, j.args...)
-		procs[i] = start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, append(args, j.dest)...)
+		procs[i] = start(t, startOpts{in: nul(names...)}, append(args, j.dest)...)
 	}
 	var shardFiles float64
 	for i, p := range procs {
@@ -212,8 +194,7 @@ func TestMetricsNodeExporterTwoRuns(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("%s: exit %d\n%s", jobs[i].file, r.Code, r.Stderr)
 		}
-		s := r.Summary(t)
-		checkIdentity(t, s, -1)
+		s := r.Identity(t, -1)
 		if jobs[i].files == 0 {
 			jobs[i].files = float64(num(s, "files"))
 			shardFiles += jobs[i].files
@@ -265,7 +246,7 @@ func TestMetricsNodeExporterTwoRuns(t *testing.T) {
 			t.Errorf("%s: prsync_last_update_timestamp_seconds %v, not a time of this run", j.file, v)
 		}
 		check := exec.Command(promtool, "check", "metrics")
-		check.Stdin = strings.NewReader(readString(t, filepath.Join(textdir, j.file)))
+		check.Stdin = bytes.NewReader(mustRead(t, filepath.Join(textdir, j.file)))
 		if out, err := check.CombinedOutput(); err != nil {
 			t.Errorf("promtool check metrics %s: %v\n%s", j.file, err, out)
 		}
@@ -276,15 +257,6 @@ func TestMetricsNodeExporterTwoRuns(t *testing.T) {
 	if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("collected before")) || bytes.Contains(b, []byte("level=error")) {
 		t.Errorf("node_exporter logged errors:\n%s", b)
 	}
-}
-
-func readString(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // TestMetricsStallAlert runs README's stall alert (the yaml block of its Metrics section)
@@ -298,15 +270,15 @@ func readString(t *testing.T, path string) string {
 func TestMetricsStallAlert(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	promtool := consumerNeed(t, "promtool", "prometheus")
+	promtool := needProg(t, "promtool", "prometheus")
 	rule := readmeAlert(t)
 	w := t.TempDir()
 	src, dst, mf := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "prsync.prom")
 	// 1 MiB at 64 KiB/s: 16 s of copying, in which prsync is killed
 	writeFile(t, filepath.Join(src, "big"), strings.Repeat("0123456789abcdef", 1<<16), 0o644)
-	p := start(t, startOpts{stdin: bytes.NewReader(nul("big"))}, "-0", "--root", src, "--transport", "direct", "--no-throttle",
+	p := start(t, startOpts{in: nul("big")}, "-0", "--root", src, "--transport", "direct", "--no-throttle",
 		"--throttle-interval", "100ms", "--metrics-file", mf, dst, "--", "--bwlimit=64")
-	cs := p.mustWaitFor("chunk_start", time.Minute, fltIs("chunk_start"))
+	cs := p.mustWaitFor("chunk_start", time.Minute, is("chunk_start"))
 	t.Cleanup(func() { syscall.Kill(-int(num(cs, "pid")), syscall.SIGKILL) }) // the rsyncs outlive a killed prsync
 	var samples map[string]float64
 	deadline := time.Now().Add(time.Minute)

@@ -4,13 +4,12 @@ package tests
 // (--verify), proven by walking DEST.
 
 import (
-	"bytes"
-	"encoding/base64"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -275,7 +274,7 @@ func TestDeleteNeverDeletesSource(t *testing.T) {
 				}
 				dest := m.dst
 				if target == "daemon" {
-					dest = startDaemon(t, m.dst, 0).URL()
+					dest = startDaemon(t, m.dst).URL()
 				}
 				var ps []*proc
 				for k := 0; k < shards; k++ {
@@ -283,14 +282,12 @@ func TestDeleteNeverDeletesSource(t *testing.T) {
 					if shards > 1 {
 						args = append(args, "--shard", fmt.Sprintf("%d/%d", k, shards))
 					}
-					ps = append(ps, start(t, startOpts{stdin: bytes.NewReader(m.list())}, append(args, dest)...))
+					ps = append(ps, start(t, startOpts{in: m.list()}, append(args, dest)...))
 				}
 				var runs []*Run
 				for _, p := range ps {
 					r := p.wait(2 * time.Minute)
-					if r.Code != 0 {
-						t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-					}
+					r.Exit(t, 0)
 					if s := r.Summary(t); s["delete_pass"] != "ran" {
 						t.Errorf("delete_pass %v", s["delete_pass"])
 					}
@@ -316,36 +313,31 @@ func TestDeleteNeverDeletesSource(t *testing.T) {
 func TestDeleteRemovedFromSource(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
 	for _, f := range []string{"a/keep", "a/gone-file", "a/gone-dir/one", "a/gone-dir/sub/two", "b/x"} {
-		writeFile(t, filepath.Join(src, f), f, 0o644)
+		writeFile(t, filepath.Join(w.Src, f), f, 0o644)
 	}
 	list := func() []byte {
 		var ps []string
-		filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-			if err == nil && p != src {
+		filepath.WalkDir(w.Src, func(p string, d os.DirEntry, err error) error {
+			if err == nil && p != w.Src {
 				ps = append(ps, p)
 			}
 			return nil
 		})
 		return nul(ps...)
 	}
-	if r := runPrsync(t, "", list(), "-0", "--root", src, "--delete", dst); r.Code != 0 {
-		t.Fatalf("first run: exit %d\n%s", r.Code, r.Stderr)
-	}
-	sameTree(t, src, dst)
-	if err := os.Remove(filepath.Join(src, "a/gone-file")); err != nil {
+	runPrsync(t, "", list(), "-0", "--root", w.Src, "--delete", w.Dst).Exit(t, 0)
+	sameTree(t, w.Src, w.Dst)
+	if err := os.Remove(filepath.Join(w.Src, "a/gone-file")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(filepath.Join(src, "a/gone-dir")); err != nil {
+	if err := os.RemoveAll(filepath.Join(w.Src, "a/gone-dir")); err != nil {
 		t.Fatal(err)
 	}
-	r := runPrsync(t, "", list(), "-0", "--root", src, "--delete", dst)
-	if r.Code != 0 {
-		t.Fatalf("second run: exit %d\n%s", r.Code, r.Stderr)
-	}
-	sameTree(t, src, dst)
+	r := runPrsync(t, "", list(), "-0", "--root", w.Src, "--delete", w.Dst)
+	r.Exit(t, 0)
+	sameTree(t, w.Src, w.Dst)
 	want := map[string]string{"a/gone-file": "file", "a/gone-dir": "dir", "a/gone-dir/one": "file",
 		"a/gone-dir/sub": "dir", "a/gone-dir/sub/two": "file"}
 	got := deletedSet(t, r)
@@ -361,8 +353,8 @@ func TestDeleteRemovedFromSource(t *testing.T) {
 // non-empty directory where the source has a file) and one entry only DEST has.
 func blockedTree(t *testing.T) (src, dst string, list []byte) {
 	t.Helper()
-	w := t.TempDir()
-	src, dst = filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
+	src, dst = w.Src, w.Dst
 	writeFile(t, filepath.Join(src, "ok"), "ok", 0o644)
 	writeFile(t, filepath.Join(src, "clash"), "a file", 0o644)
 	writeFile(t, filepath.Join(dst, "clash", "inside"), "a directory in DEST", 0o644)
@@ -376,11 +368,10 @@ func TestDeleteBlocked(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	t.Run("a failed path", func(t *testing.T) {
+		t.Parallel()
 		src, dst, list := blockedTree(t)
 		r := runPrsync(t, "", list, "-0", "--root", src, "--delete", dst)
-		if r.Code != 23 {
-			t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 23)
 		if _, err := os.Lstat(filepath.Join(dst, "extra")); err != nil {
 			t.Errorf("the deletion pass ran after a failure: %v", err)
 		}
@@ -396,11 +387,10 @@ func TestDeleteBlocked(t *testing.T) {
 		}
 	})
 	t.Run("--delete-after-errors", func(t *testing.T) {
+		t.Parallel()
 		src, dst, list := blockedTree(t)
 		r := runPrsync(t, "", list, "-0", "--root", src, "--delete", "--delete-after-errors", dst)
-		if r.Code != 23 {
-			t.Fatalf("exit %d, want 23 (the path still failed)\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 23)
 		if _, err := os.Lstat(filepath.Join(dst, "extra")); !os.IsNotExist(err) {
 			t.Errorf("extra not deleted: %v", err)
 		}
@@ -412,9 +402,10 @@ func TestDeleteBlocked(t *testing.T) {
 		}
 	})
 	t.Run("source directories gone", func(t *testing.T) {
+		t.Parallel()
 		// a chunk of the pass whose every directory is gone from the source
-		w := t.TempDir()
-		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+		w := newWork(t)
+		src, dst := w.Src, w.Dst
 		writeFile(t, filepath.Join(src, "keep"), "keep", 0o644)
 		list := []string{"keep"}
 		for i := 0; i < 40; i++ {
@@ -422,20 +413,19 @@ func TestDeleteBlocked(t *testing.T) {
 			list = append(list, fmt.Sprintf("gone%02d/x", i))
 		}
 		r := runPrsync(t, "", nul(list...), "-0", "--root", src, "--delete", dst)
-		if r.Code != 24 {
-			t.Fatalf("exit %d, want 24 (the paths vanished)\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 24)
 		if s := r.Summary(t); s["delete_pass"] != "ran" || num(s, "files_deleted") != 80 {
 			t.Errorf("delete_pass %q, files_deleted %v", s["delete_pass"], s["files_deleted"])
 		}
 		sameTree(t, src, dst)
 	})
 	t.Run("stdout closed", func(t *testing.T) {
+		t.Parallel()
 		src, dst, _ := blockedTree(t)
 		if err := os.RemoveAll(filepath.Join(dst, "clash")); err != nil {
 			t.Fatal(err)
 		}
-		r := start(t, startOpts{stdin: bytes.NewReader(nul("ok", "clash")), wrap: []string{"bash", "-c", `"$0" "$@" | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}`}},
+		r := start(t, startOpts{in: nul("ok", "clash"), wrap: []string{"bash", "-c", `"$0" "$@" | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}`}},
 			"-0", "--root", src, "--delete", dst).wait(time.Minute)
 		if r.Code != 23 {
 			t.Fatalf("exit %d, want 23 (the deletion asked for did not run)\n%s", r.Code, r.Stderr)
@@ -447,29 +437,23 @@ func TestDeleteBlocked(t *testing.T) {
 			t.Errorf("stderr:\n%s", r.Stderr)
 		}
 		for _, f := range []string{"ok", "clash"} {
-			if !same(t, filepath.Join(src, f), filepath.Join(dst, f)) {
+			if !copied(src, dst, f) {
 				t.Errorf("%s not copied", f)
 			}
 		}
 	})
 	t.Run("interrupted", func(t *testing.T) {
-		w := t.TempDir()
-		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-		var names []string
-		for i := 0; i < 12; i++ {
-			n := fmt.Sprintf("big%02d", i)
-			writeFile(t, filepath.Join(src, n), strings.Repeat("z", 200_000), 0o644)
-			names = append(names, n)
-		}
+		t.Parallel()
+		w := newWork(t)
+		src, dst := w.Src, w.Dst
+		names := files(t, src, 12, 200_000)
 		writeFile(t, filepath.Join(dst, "extra"), "only in DEST", 0o644)
-		p := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "--delete",
+		p := start(t, startOpts{in: nul(names...)}, "-0", "--root", src, "--delete",
 			"--delete-after-errors", "-j", "2", "--chunk-files", "1", dst, "--", "--bwlimit=300")
-		p.mustWaitFor("a chunk", 30*time.Second, func(e map[string]any) bool { return e["type"] == "chunk_start" })
+		p.mustWaitFor("a chunk", 30*time.Second, is("chunk_start"))
 		p.signal(syscall.SIGINT)
 		r := p.wait(time.Minute)
-		if r.Code != 20 {
-			t.Fatalf("exit %d, want 20\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 20)
 		if _, err := os.Lstat(filepath.Join(dst, "extra")); err != nil {
 			t.Errorf("an interrupted run deleted: %v", err)
 		}
@@ -487,14 +471,10 @@ func TestDeleteDryRun(t *testing.T) {
 	m := makeMigTree(t, 7)
 	// DEST must hold the copy first, or the dry run cannot see into directories the copy
 	// has yet to create; a migration's final pass is just that
-	if r := runPrsync(t, "", m.list(), "-0", "--root", m.src, m.dst); r.Code != 0 {
-		t.Fatalf("copy: exit %d\n%s", r.Code, r.Stderr)
-	}
+	runPrsync(t, "", m.list(), "-0", "--root", m.src, m.dst).Exit(t, 0)
 	m.before = snapshot(t, m.dst)
 	dry := runPrsync(t, "", m.list(), "-0", "--root", m.src, "-n", "--delete", m.dst)
-	if dry.Code != 0 {
-		t.Fatalf("dry run: exit %d\n%s", dry.Code, dry.Stderr)
-	}
+	dry.Exit(t, 0)
 	if after := snapshot(t, m.dst); fmt.Sprint(after) != fmt.Sprint(m.before) {
 		t.Fatal("-n --delete changed DEST")
 	}
@@ -504,26 +484,15 @@ func TestDeleteDryRun(t *testing.T) {
 		}
 	}
 	real := runPrsync(t, "", m.list(), "-0", "--root", m.src, "--delete", m.dst)
-	if real.Code != 0 {
-		t.Fatalf("real run: exit %d\n%s", real.Code, real.Stderr)
-	}
+	real.Exit(t, 0)
 	d, g := deletedSet(t, dry), deletedSet(t, real)
 	if len(g) == 0 || fmt.Sprint(d) != fmt.Sprint(g) {
-		t.Errorf("the dry run listed %v, the real run deleted %v", keys(d), keys(g))
+		t.Errorf("the dry run listed %v, the real run deleted %v", slices.Sorted(maps.Keys(d)), slices.Sorted(maps.Keys(g)))
 	}
 	m.check(t)
 	if n := num(dry.Summary(t), "files_deleted"); n != int64(len(d)) {
 		t.Errorf("dry run files_deleted %d, %d events", n, len(d))
 	}
-}
-
-func keys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // flipByte changes one byte of a file and keeps its size and mtime, so that no quick
@@ -560,61 +529,49 @@ func TestVerify(t *testing.T) {
 	needRsync(t)
 	for _, target := range []string{"local", "daemon"} {
 		t.Run(target, func(t *testing.T) {
-			w := t.TempDir()
-			src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+			t.Parallel() // each target its own trees
+			w := newWork(t)
 			var names []string
 			for i := 0; i < 40; i++ {
 				n := fmt.Sprintf("d%d/f%02d.db", i%4, i)
-				writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i), 500+i*37), 0o644)
+				writeFile(t, filepath.Join(w.Src, n), strings.Repeat(fmt.Sprint(i), 500+i*37), 0o644)
 				names = append(names, n)
 			}
-			dest := dst
+			dest := w.Dst
 			if target == "daemon" {
-				if err := os.Mkdir(dst, 0o755); err != nil {
+				if err := os.Mkdir(w.Dst, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				dest = startDaemon(t, dst, 0).URL()
+				dest = startDaemon(t, w.Dst).URL()
 			}
-			if r := runPrsync(t, "", nul(names...), "-0", "--root", src, "--verify", dest); r.Code != 0 {
-				t.Fatalf("copy with --verify: exit %d\n%s", r.Code, r.Stderr)
-			} else if s := r.Summary(t); num(s, "files_verified") != 40 || num(s, "files_verify_failed") != 0 {
-				t.Errorf("copy: files_verified %v, files_verify_failed %v", s["files_verified"], s["files_verify_failed"])
-			}
+			r := runPrsync(t, "", nul(names...), "-0", "--root", w.Src, "--verify", dest)
+			r.Exit(t, 0)
+			r.Counts(t, map[string]int64{"files_verified": 40, "files_verify_failed": 0})
 			bad := "d2/f10.db"
-			flipByte(t, filepath.Join(dst, bad), 123)
-			failed := filepath.Join(w, "failed")
-			r := runPrsync(t, "", nul(names...), "-0", "--root", src, "--verify", "--failed", failed, dest)
-			if r.Code != 23 {
-				t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
-			}
-			s := r.Summary(t)
-			checkIdentity(t, s, 40)
-			if num(s, "files_failed") != 1 || num(s, "files_verify_failed") != 1 || num(s, "files_verified") != 39 {
-				t.Errorf("summary: failed %v, verify_failed %v, verified %v", s["files_failed"], s["files_verify_failed"], s["files_verified"])
-			}
-			pf := r.OfType("path_failed")
-			if len(pf) != 1 || pf[0]["path"] != bad || !strings.HasPrefix(pf[0]["reason"].(string), "verify: content differs") {
+			flipByte(t, filepath.Join(w.Dst, bad), 123)
+			r = runPrsync(t, "", nul(names...), "-0", "--root", w.Src, "--verify", "--failed", w.Failed, dest)
+			r.Exit(t, 23)
+			r.Identity(t, 40)
+			r.Counts(t, map[string]int64{"files_failed": 1, "files_verify_failed": 1, "files_verified": 39})
+			r.PathFailed(t, map[string]string{bad: "failed"})
+			if pf := r.OfType("path_failed"); !strings.HasPrefix(pf[0]["reason"].(string), "verify: content differs") {
 				t.Errorf("path_failed %v, want %s with verify: content differs", pf, bad)
 			}
-			if b, _ := os.ReadFile(failed); string(b) != bad+"\x00" {
-				t.Errorf("--failed holds %q, want %q", b, bad)
-			}
+			r.FailedAre(t, bad)
 			if !strings.Contains(r.Stderr, "-- --checksum") {
 				t.Errorf("no hint to copy again with --checksum:\n%s", r.Stderr)
 			}
 			// the plain re-run of the list does not repair it (the quick checks pass) ...
-			if r := runPrsync(t, "", mustRead(t, failed), "-0", "--root", src, dest); r.Code != 0 {
-				t.Fatalf("re-run: exit %d\n%s", r.Code, r.Stderr)
-			}
-			if same(t, filepath.Join(src, bad), filepath.Join(dst, bad)) {
+			list := nul(r.Failed(t)...)
+			runPrsync(t, "", list, "-0", "--root", w.Src, dest).Exit(t, 0)
+			if copied(w.Src, w.Dst, bad) {
 				t.Fatal("a plain re-run repaired it: the test proves nothing")
 			}
 			// ... the list with --checksum does
-			r = runPrsync(t, "", mustRead(t, failed), "-0", "--root", src, "--verify", dest, "--", "--checksum")
-			if r.Code != 0 || num(r.Summary(t), "files_transferred") != 1 {
-				t.Fatalf("repair: exit %d, summary %v\n%s", r.Code, r.Summary(t), r.Stderr)
-			}
-			sameTree(t, src, dst)
+			r = runPrsync(t, "", list, "-0", "--root", w.Src, "--verify", dest, "--", "--checksum")
+			r.Exit(t, 0)
+			r.Counts(t, map[string]int64{"files_transferred": 1})
+			sameTree(t, w.Src, w.Dst)
 		})
 	}
 }
@@ -623,27 +580,19 @@ func TestVerify(t *testing.T) {
 func TestVerifyTransferred(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
 	for i := 0; i < 10; i++ {
-		writeFile(t, filepath.Join(src, fmt.Sprintf("f%d", i)), strings.Repeat("q", 1000), 0o644)
+		writeFile(t, filepath.Join(w.Src, fmt.Sprintf("f%d", i)), strings.Repeat("q", 1000), 0o644)
 	}
 	list := nul("f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9")
-	if r := runPrsync(t, "", nul("f0", "f1", "f2"), "-0", "--root", src, dst); r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	flipByte(t, filepath.Join(dst, "f1"), 10) // up to date for every quick check
-	r := runPrsync(t, "", list, "-0", "--root", src, "--verify=transferred", dst)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	if s := r.Summary(t); num(s, "files_verified") != 7 || num(s, "files_transferred") != 7 {
-		t.Errorf("verified %v of %v transferred", s["files_verified"], s["files_transferred"])
-	}
-	r = runPrsync(t, "", list, "-0", "--root", src, "--verify", "all", dst)
-	if r.Code != 23 || num(r.Summary(t), "files_verified") != 9 {
-		t.Errorf("--verify all: exit %d, summary %v", r.Code, r.Summary(t))
-	}
+	runPrsync(t, "", nul("f0", "f1", "f2"), "-0", "--root", w.Src, w.Dst).Exit(t, 0)
+	flipByte(t, filepath.Join(w.Dst, "f1"), 10) // up to date for every quick check
+	r := runPrsync(t, "", list, "-0", "--root", w.Src, "--verify=transferred", w.Dst)
+	r.Exit(t, 0)
+	r.Counts(t, map[string]int64{"files_verified": 7, "files_transferred": 7})
+	r = runPrsync(t, "", list, "-0", "--root", w.Src, "--verify", "all", w.Dst)
+	r.Exit(t, 23)
+	r.Counts(t, map[string]int64{"files_verified": 9})
 }
 
 // TestDeleteVerifyOddNames: names with newlines, a leading '-' and invalid UTF-8, among
@@ -651,28 +600,18 @@ func TestVerifyTransferred(t *testing.T) {
 func TestDeleteVerifyOddNames(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	makeOddTree(t, src)
-	list, _ := listTree(t, src)
-	if r := runPrsync(t, "", list, "-0", "--root", src, dst); r.Code != 0 {
-		t.Fatalf("copy: exit %d\n%s", r.Code, r.Stderr)
-	}
+	w := newWork(t)
+	makeOddTree(t, w.Src)
+	list, _ := listTree(t, w.Src)
+	runPrsync(t, "", list, "-0", "--root", w.Src, w.Dst).Exit(t, 0)
 	extras := []string{"new\nline.extra", "-rf", "--delete", "bad\xfe.extra", "nested/deeper/-x\ny\xff"}
 	for _, e := range extras {
-		writeFile(t, filepath.Join(dst, e), "only in DEST", 0o644)
+		writeFile(t, filepath.Join(w.Dst, e), "only in DEST", 0o644)
 	}
-	flipByte(t, filepath.Join(dst, "new\nline"), 3)
-	failed := filepath.Join(w, "failed")
-	r := runPrsync(t, "", list, "-0", "--root", src, "--delete", "--delete-after-errors", "--verify", "--failed", failed, dst)
-	if r.Code != 23 {
-		t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
-	}
-	for _, e := range extras {
-		if _, err := os.Lstat(filepath.Join(dst, e)); !os.IsNotExist(err) {
-			t.Errorf("%q not deleted: %v", e, err)
-		}
-	}
+	flipByte(t, filepath.Join(w.Dst, "new\nline"), 3)
+	r := runPrsync(t, "", list, "-0", "--root", w.Src, "--delete", "--delete-after-errors", "--verify", "--failed", w.Failed, w.Dst)
+	r.Exit(t, 23)
+	absent(t, w.Dst, extras...) // deleted
 	got := map[string]bool{}
 	for _, e := range r.OfType("deleted") {
 		got[eventPath(t, e)] = true
@@ -685,43 +624,10 @@ func TestDeleteVerifyOddNames(t *testing.T) {
 			t.Errorf("no deleted event for %q", e)
 		}
 	}
-	if b, _ := os.ReadFile(failed); string(b) != filepath.Join(src, "new\nline")+"\x00" {
-		t.Errorf("--failed holds %q", b)
-	}
-	r = runPrsync(t, "", mustRead(t, failed), "-0", "--root", src, "--verify", dst, "--", "--checksum")
-	if r.Code != 0 {
-		t.Fatalf("repair: exit %d\n%s", r.Code, r.Stderr)
-	}
-	sameTree(t, src, dst)
-}
-
-// eventPath returns an event's path as bytes: path_b64 when the name is not UTF-8.
-func eventPath(t *testing.T, e map[string]any) string {
-	t.Helper()
-	if b, ok := e["path_b64"].(string); ok {
-		d, err := base64.StdEncoding.DecodeString(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(d)
-	}
-	p, _ := e["path"].(string)
-	return p
-}
-
-func mustRead(t *testing.T, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// same reports whether two files have the same content.
-func same(t *testing.T, a, b string) bool {
-	t.Helper()
-	return bytes.Equal(mustRead(t, a), mustRead(t, b))
+	r.FailedAre(t, filepath.Join(w.Src, "new\nline"))
+	r = runPrsync(t, "", nul(r.Failed(t)...), "-0", "--root", w.Src, "--verify", w.Dst, "--", "--checksum")
+	r.Exit(t, 0)
+	sameTree(t, w.Src, w.Dst)
 }
 
 // TestDeleteDaemonRefuses: a daemon module that refuses --delete stops the run before
@@ -735,15 +641,11 @@ func TestDeleteDaemonRefuses(t *testing.T) {
 		{"read only = yes", "read only", "read only"},
 	} {
 		t.Run(tt.conf, func(t *testing.T) {
-			w := t.TempDir()
-			src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-			writeFile(t, filepath.Join(src, "f"), "f", 0o644)
-			if err := os.Mkdir(dst, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			user := rootModule()
-			d := startDaemonConf(t, dst, 0, user+tt.conf)
-			r := runPrsync(t, "", nul("f"), "-0", "--root", src, "--delete", d.URL())
+			t.Parallel() // each its own daemon
+			w := newWork(t)
+			writeFile(t, filepath.Join(w.Src, "f"), "f", 0o644)
+			d := startDaemon(t, w.Dst, tt.conf)
+			r := runPrsync(t, "", nul("f"), "-0", "--root", w.Src, "--delete", d.URL())
 			if r.Code == 0 || r.Code == 23 || len(r.Events) != 0 {
 				t.Fatalf("exit %d with %d events, want an early exit with rsync's code\n%s", r.Code, len(r.Events), r.Stderr)
 			}
@@ -758,9 +660,7 @@ func TestDeleteDaemonRefuses(t *testing.T) {
 				!strings.Contains(lines[0], tt.msg) || !strings.Contains(lines[1], tt.hint) {
 				t.Errorf("stderr:\n%s", r.Stderr)
 			}
-			if _, err := os.Lstat(filepath.Join(dst, "f")); !os.IsNotExist(err) {
-				t.Errorf("copied although the deletion pass cannot run: %v", err)
-			}
+			absent(t, w.Dst, "f") // not copied: the deletion pass cannot run
 		})
 	}
 }
@@ -774,15 +674,14 @@ func TestDeleteSSH(t *testing.T) {
 	sshConfig, _ := startSSHD(t, "")
 	for _, dir := range []string{"push", "pull"} {
 		t.Run(dir, func(t *testing.T) {
+			t.Parallel() // each its own trees, through the one sshd
 			m := makeMigTree(t, 11)
 			root, dest := m.src, "h0:"+m.dst
 			if dir == "pull" {
 				root, dest = "h0:"+m.src, m.dst
 			}
 			r := runPrsync(t, "", m.list(), "-0", "--root", root, "--delete", "--verify", dest, "--", "-e", "ssh -F "+sshConfig)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
+			r.Exit(t, 0)
 			s := r.Summary(t)
 			if s["delete_pass"] != "ran" || num(s, "files_verified") != int64(len(m.listed)) {
 				t.Errorf("delete_pass %v, files_verified %v of %d", s["delete_pass"], s["files_verified"], len(m.listed))

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,7 +269,7 @@ func TestTruthDestSymlink(t *testing.T) {
 				realUnder(t, src, dest, rel)
 			}
 			if outside {
-				if after := treeState(t, w, target, true); !equalMaps(before, after) {
+				if after := treeState(t, w, target, true); !maps.Equal(before, after) {
 					t.Errorf("the link's target was written:\nbefore %v\nafter  %v", before, after)
 				}
 			}
@@ -279,7 +280,7 @@ func TestTruthDestSymlink(t *testing.T) {
 				}
 				delete(want, "x/extra")
 			}
-			if !equalMaps(got, want) {
+			if !maps.Equal(got, want) {
 				t.Errorf("DEST is not what plain rsync makes of it:\nprsync %v\nrsync  %v", got, want)
 			}
 
@@ -365,7 +366,7 @@ func TestTruthDestSymlinkKeep(t *testing.T) {
 				delete(want, "y/store/stale")
 				delete(wantT, "stale")
 			}
-			if !equalMaps(got, want) || !equalMaps(gotT, wantT) {
+			if !maps.Equal(got, want) || !maps.Equal(gotT, wantT) {
 				t.Errorf("DEST is not what plain rsync -aK makes of it:\nprsync %v\n       %v\nrsync  %v\n       %v", got, gotT, want, wantT)
 			}
 		})
@@ -377,22 +378,14 @@ func TestTruthDestSymlinkKeep(t *testing.T) {
 // are part of where paths land). It returns the paths in the --failed list.
 func linkRun(t testing.TB, src, dest string, rels []string, args ...string) (*Run, map[string]bool) {
 	t.Helper()
-	list := filepath.Join(t.TempDir(), "failed")
-	all := append(append([]string{"-0", "--root", src, "--failed", list, "--no-throttle"}, args[:splitAt(args)]...), dest)
-	all = append(all, args[splitAt(args):]...)
-	r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...))}, all...).wait(2 * time.Minute)
-	s := r.Summary(t)
-	checkIdentity(t, s, int64(len(rels)))
+	r := listRun(t, src, dest, rels, args...)
+	s := r.Identity(t, len(rels))
 	if int64(r.Code) != num(s, "exit_code") {
 		t.Errorf("exit %d, summary exit_code %d", r.Code, num(s, "exit_code"))
 	}
 	failed := map[string]bool{}
-	if b, err := os.ReadFile(list); err == nil {
-		for _, p := range bytes.Split(b, []byte{0}) {
-			if len(p) > 0 {
-				failed[string(p)] = true
-			}
-		}
+	for _, p := range r.Failed(t) {
+		failed[p] = true
 	}
 	if r.Code == 0 && len(failed) > 0 {
 		t.Errorf("exit 0 with %d paths in --failed", len(failed))
@@ -409,16 +402,4 @@ func keptLanded(src, dest, rel string) bool {
 		return err == nil && b.IsDir()
 	}
 	return landed(src, dest, rel)
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || v != w {
-			return false
-		}
-	}
-	return true
 }

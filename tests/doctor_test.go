@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -34,7 +33,7 @@ func runDoctor(t *testing.T, dir string, stdin []byte, args ...string) *doctorRu
 	if err := os.Mkdir(run, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, startOpts{dir: dir, stdin: bytes.NewReader(stdin), env: []string{"XDG_RUNTIME_DIR=" + run}, onLine: func(l []byte) {
+	p := start(t, startOpts{dir: dir, in: stdin, env: []string{"XDG_RUNTIME_DIR=" + run}, onLine: func(l []byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		d.lines = append(d.lines, string(l))
@@ -102,11 +101,7 @@ func TestDoctorMisconfigured(t *testing.T) {
 	if err := exec.Command("truncate", "-s", "16M", filepath.Join(src, "holes")).Run(); err != nil {
 		t.Fatal(err)
 	}
-	conf := "max connections = 2\n"
-	if isRoot() {
-		conf += "uid = root\ngid = root\n"
-	}
-	d := startDaemonConf(t, dst, 0, conf)
+	d := startDaemon(t, dst, "max connections = 2")
 	list := nul("a", "b", "plain", "holes")
 	wrapper := rsyncWrapper(t)
 
@@ -157,10 +152,8 @@ func TestDoctorMisconfigured(t *testing.T) {
 
 	// the slots were given back: a run at -j 2 copies everything, with -H and -S
 	run := runPrsync(t, "", list, "-0", "-j", "2", "-C", src, d.URL(), "--", "-HS")
-	if run.Code != 0 {
-		t.Fatalf("the run after doctor: exit %d\n%s", run.Code, run.Stderr)
-	}
-	checkIdentity(t, run.Summary(t), 4)
+	run.Exit(t, 0)
+	run.Identity(t, 4)
 	var a, b syscall.Stat_t
 	if err := syscall.Lstat(filepath.Join(dst, "a"), &a); err != nil {
 		t.Fatal(err)
@@ -178,18 +171,8 @@ func TestDoctorMisconfigured(t *testing.T) {
 func TestDoctorFullDest(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	if !isRoot() {
-		t.Skip("mounting a tmpfs needs root")
-	}
 	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "doctor", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
+	mountTmpfs(t, mnt, "size=1m")
 	// fill it
 	fh, err := os.Create(filepath.Join(mnt, "fill"))
 	if err != nil {
@@ -230,7 +213,7 @@ func TestDoctorThrottleNow(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("own CPU is measured on Linux only")
 	}
-	h := startHog(t)
+	stopHog := startHog(t)
 	time.Sleep(200 * time.Millisecond) // the hogs are running
 	r := runDoctor(t, "", nil, "--suspend-threshold", "30", "--resume-threshold", "20", t.TempDir())
 	t.Logf("prsync doctor under the hogs:\n%s", r)
@@ -248,7 +231,7 @@ func TestDoctorThrottleNow(t *testing.T) {
 	if line := r.byName["throttle-now"]; r.status("throttle-now") != "ok" || !strings.Contains(line, "--no-throttle: the run never pauses") {
 		t.Errorf("throttle-now with --no-throttle: %q", line)
 	}
-	h.stop()
+	stopHog()
 	r = runDoctor(t, "", nil, "--suspend-threshold", "100", t.TempDir())
 	if line := r.byName["throttle-now"]; r.status("throttle-now") != "ok" || !strings.Contains(line, "rsyncs would start") {
 		t.Errorf("throttle-now with --suspend-threshold 100: %q", line)

@@ -1,9 +1,6 @@
 package tests
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,22 +11,6 @@ import (
 
 	"github.com/prsync/prsync/rsync"
 )
-
-// relTree returns every file and symlink under dir, relative to it, NUL-separated, and
-// the names.
-func relTree(t testing.TB, dir string) ([]byte, []string) {
-	t.Helper()
-	abs, _ := listTree(t, dir)
-	var names []string
-	for _, p := range bytes.Split(bytes.TrimSuffix(abs, []byte{0}), []byte{0}) {
-		rel, err := filepath.Rel(dir, string(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, rel)
-	}
-	return nul(names...), names
-}
 
 // wantItemize is what rsync -n -i says of a new entry: a regular file or a symlink.
 func wantItemize(t testing.TB, src, name string) string {
@@ -53,23 +34,20 @@ func wantItemize(t testing.TB, src, name string) string {
 func TestDryRunLists(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	makeOddTree(t, src)
-	list, names := relTree(t, src)
+	w := newWork(t)
+	makeOddTree(t, w.Src)
+	list, names := relList(t, w.Src)
 	// one path is in DEST already, as the source has it: up to date, not named
-	if out, err := exec.Command("rsync", "-a", "--mkpath", filepath.Join(src, "plain.db"), dst+"/").CombinedOutput(); err != nil {
+	if out, err := exec.Command("rsync", "-a", "--mkpath", filepath.Join(w.Src, "plain.db"), w.Dst+"/").CombinedOutput(); err != nil {
 		t.Fatalf("rsync: %v: %s", err, out)
 	}
 	fresh := "plain.db"
 
 	t.Run("events", func(t *testing.T) {
-		r := runPrsync(t, w, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", src, dst)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(names)))
+		t.Parallel() // two dry runs over the same trees
+		r := runPrsync(t, w.Dir, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", w.Src, w.Dst)
+		r.Exit(t, 0)
+		s := r.Identity(t, len(names))
 		got := map[string]map[string]any{}
 		for _, e := range r.OfType("would_transfer") {
 			p := eventPath(t, e)
@@ -93,19 +71,19 @@ func TestDryRunLists(t *testing.T) {
 				t.Errorf("%q not named", n)
 				continue
 			}
-			fi, _ := os.Lstat(filepath.Join(src, n))
+			fi, _ := os.Lstat(filepath.Join(w.Src, n))
 			wantBytes := int64(0)
 			if fi.Mode().IsRegular() {
 				wantBytes = fi.Size()
 			}
-			if e["itemize"] != wantItemize(t, src, n) || num(e, "bytes") != wantBytes || num(e, "chunk") < 1 {
-				t.Errorf("%q: %v; want itemize %s, bytes %d and a chunk", n, e, wantItemize(t, src, n), wantBytes)
+			if e["itemize"] != wantItemize(t, w.Src, n) || num(e, "bytes") != wantBytes || num(e, "chunk") < 1 {
+				t.Errorf("%q: %v; want itemize %s, bytes %d and a chunk", n, e, wantItemize(t, w.Src, n), wantBytes)
 			}
 			if _, b64 := e["path_b64"]; b64 != strings.Contains(n, "\xff") {
 				t.Errorf("%q: path_b64 present %v", n, b64)
 			}
 		}
-		if ents, _ := os.ReadDir(dst); len(ents) != 1 {
+		if ents, _ := os.ReadDir(w.Dst); len(ents) != 1 {
 			t.Errorf("a dry run wrote into DEST: %v", ents)
 		}
 		if strings.Contains(r.Stderr, "+++++++++") {
@@ -114,10 +92,9 @@ func TestDryRunLists(t *testing.T) {
 	})
 
 	t.Run("terminal", func(t *testing.T) {
-		lines, r := runOnTerminal(t, w, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", src, dst)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, strings.Join(lines, "\n"))
-		}
+		t.Parallel()
+		lines, r := runOnTerminal(t, w.Dir, list, "-0", "-n", "-j", "2", "--chunk-files", "5", "--root", w.Src, w.Dst)
+		r.Exit(t, 0)
 		item := regexp.MustCompile(`^([<>ch.][fdLDS][ .+a-z]{9}) (.*)$`)
 		got := map[string]string{}
 		for _, l := range lines {
@@ -139,8 +116,8 @@ func TestDryRunLists(t *testing.T) {
 				}
 				continue
 			}
-			if got[n] != wantItemize(t, src, n) {
-				t.Errorf("%q: listed as %q, want %q; the terminal:\n%s", n, got[n], wantItemize(t, src, n), strings.Join(lines, "\n"))
+			if got[n] != wantItemize(t, w.Src, n) {
+				t.Errorf("%q: listed as %q, want %q; the terminal:\n%s", n, got[n], wantItemize(t, w.Src, n), strings.Join(lines, "\n"))
 			}
 		}
 		if len(got) != len(names)-1 {
@@ -167,44 +144,14 @@ func TestDryRunLists(t *testing.T) {
 // returns the terminal's lines (without the progress line's redraws) and the run.
 func runOnTerminal(t *testing.T, dir string, stdin []byte, args ...string) ([]string, *Run) {
 	t.Helper()
-	master, slave, err := openPTY()
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	defer master.Close()
-	cmd := exec.Command(bin(t), args...)
-	cmd.Dir, cmd.Stdin, cmd.Stderr, cmd.Env = dir, bytes.NewReader(stdin), slave, cleanEnv()
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	term := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(master) // EIO once prsync, the last writer, has gone
-		term <- b
-	}()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(5 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatal("prsync did not end within 5 minutes")
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	out := <-term
+	r := start(t, startOpts{dir: dir, in: stdin, tty: true}, args...).wait(5 * time.Minute)
 	var lines []string
-	for _, l := range strings.Split(string(out), "\n") {
+	for _, l := range strings.Split(r.Stderr, "\n") {
 		l = strings.TrimSuffix(l, "\r")
 		if i := strings.LastIndex(l, "\r\x1b[K"); i >= 0 {
 			l = l[i+len("\r\x1b[K"):] // what the line holds once the progress line is cleared
 		}
 		lines = append(lines, l)
 	}
-	return lines, &Run{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Events: parseEvents(t, stdout.Bytes())}
+	return lines, r
 }

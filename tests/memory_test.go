@@ -55,7 +55,7 @@ func TestMemoryStreaming(t *testing.T) {
 	// milliseconds; it is read once more when the summary, the last event, arrives.
 	var pid atomic.Int64
 	readHWM := func() {
-		if v := fltVmHWM(int(pid.Load())); v > hwm.Load() {
+		if v := vmHWM(int(pid.Load())); v > hwm.Load() {
 			hwm.Store(v)
 		}
 	}
@@ -70,7 +70,7 @@ func TestMemoryStreaming(t *testing.T) {
 			readHWM()
 		}
 	}}, "--no-throttle", "--no-progress", filepath.Join(base, "dst"))
-	pid.Store(int64(p.cmd.Process.Pid))
+	pid.Store(int64(p.pid()))
 	pollDone := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(20 * time.Millisecond)
@@ -105,8 +105,8 @@ func TestMemoryStreaming(t *testing.T) {
 	if r.Code != 24 {
 		t.Errorf("exit code %d, want 24 (all vanished)\n%s", r.Code, r.Stderr)
 	}
-	checkIdentity(t, s, int64(n))
-	fltNums(t, s, map[string]int64{"files_vanished": int64(n), "chunks": 0})
+	identity(t, s, int64(n))
+	counts(t, s, map[string]int64{"files_vanished": int64(n), "chunks": 0})
 	if failed != n {
 		t.Errorf("%d path_failed events, want %d", failed, n)
 	}
@@ -115,8 +115,8 @@ func TestMemoryStreaming(t *testing.T) {
 	}
 }
 
-// fltVmHWM returns the peak RSS of a live process in bytes, from /proc/PID/status, or 0.
-func fltVmHWM(pid int) int64 {
+// vmHWM returns the peak RSS of a live process in bytes, from /proc/PID/status, or 0.
+func vmHWM(pid int) int64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0

@@ -4,16 +4,13 @@ package tests
 // DEST.
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestRefusalsFinalLimit: -j 15 against a daemon with max connections = 3, each session
@@ -21,20 +18,13 @@ import (
 // The limit comes down in steps; stderr says the refusal once as it happens, without a limit that will not
 // last, and once at the end the limit the run ended at, which is the last jobs event's.
 func TestRefusalsFinalLimit(t *testing.T) {
+	t.Parallel() // its sessions overlap on a loaded machine too, and it judges the messages by the run's own events
 	needRsync(t)
-	w := t.TempDir()
-	src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
-	os.MkdirAll(mod, 0o755)
-	names := spreadFiles(t, src, 20, 3, 100_000)
-	user := rootModule()
-	d := startDaemonConf(t, mod, 0, user+"max connections = 3")
-	failed := filepath.Join(w, "failed")
-	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "-j", "15",
-		"--chunk-files", "1", "--failed", failed, "--no-throttle", "--retries", "5", d.URL(), "--", "--bwlimit=60k").wait(3 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkTruth(t, r, src, mod, names, failed, 0)
+	w := newWork(t)
+	names := spreadFiles(t, w.Src, 20, 3, 100_000)
+	d := startDaemon(t, w.Dst, "max connections = 3")
+	r, _ := truthRun(t, w.Src, d.URL(), w.Dst, names, "-j", "15", "--chunk-files", "1", "--retries", "5", "--", "--bwlimit=60k")
+	r.Exit(t, 0)
 	jobs := r.OfType("jobs")
 	if len(jobs) == 0 {
 		t.Fatalf("no jobs event: the daemon never refused, the test proves nothing\n%s\nchunk_ends: %v", r.Stderr, r.OfType("chunk_end"))
@@ -70,36 +60,24 @@ func TestRefusalsFinalLimit(t *testing.T) {
 func TestDeleteMountPoint(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	if !isRoot() {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	mnt := filepath.Join(dst, "mnt")
+	w := newWork(t)
+	mnt := filepath.Join(w.Dst, "mnt")
 	names := []string{"d0", "d1"}
 	for i := 0; i < 6; i++ {
 		n := fmt.Sprintf("d%d/f%d", i%2, i)
-		writeFile(t, filepath.Join(src, n), fmt.Sprint(i), 0o644)
+		writeFile(t, filepath.Join(w.Src, n), fmt.Sprint(i), 0o644)
 		names = append(names, n)
 	}
-	if err := os.MkdirAll(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mountTmpfs := func() {
-		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).CombinedOutput(); err != nil {
-			t.Skipf("mount tmpfs: %v: %s", err, out)
-		}
-		t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	mount := func() *mounted {
+		m := mountTmpfs(t, mnt, "size=1m")
 		writeFile(t, filepath.Join(mnt, "data"), "on the mount", 0o644)
 		writeFile(t, filepath.Join(mnt, "sub", "more"), "on the mount too", 0o644)
+		return m
 	}
-	mountTmpfs()
-	r := runPrsync(t, "", nul(names...), "-0", "--root", src, "--delete", dst)
-	if r.Code != 23 {
-		t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
-	}
-	s := r.Summary(t)
-	checkIdentity(t, s, int64(len(names)))
+	m := mount()
+	r := runPrsync(t, "", nul(names...), "-0", "--root", w.Src, "--delete", w.Dst)
+	r.Exit(t, 23)
+	s := r.Identity(t, len(names))
 	if p, _ := s["delete_pass"].(string); !strings.HasPrefix(p, "failed: ") || !strings.Contains(p, "rmdir(mnt) failed: Device or resource busy") {
 		t.Errorf("delete_pass %q", s["delete_pass"])
 	}
@@ -107,16 +85,13 @@ func TestDeleteMountPoint(t *testing.T) {
 		t.Errorf("the mount holds %v (%v): rsync empties it", ents, err)
 	}
 	// the walk: DEST is the source's, plus the emptied mount point
-	if err := exec.Command("umount", mnt).Run(); err != nil {
-		t.Fatal(err)
-	}
+	m.Unmount()
 	os.Remove(mnt)
-	sameTree(t, src, dst)
+	sameTree(t, w.Src, w.Dst)
 
 	// with -x, rsync deletes nothing across the mount point
-	os.MkdirAll(mnt, 0o755)
-	mountTmpfs()
-	r = runPrsync(t, "", nul(names...), "-0", "--root", src, "--delete", dst, "--", "-x")
+	mount()
+	r = runPrsync(t, "", nul(names...), "-0", "--root", w.Src, "--delete", w.Dst, "--", "-x")
 	if r.Code != 0 || r.Summary(t)["delete_pass"] != "ran" {
 		t.Fatalf("with -x: exit %d, delete_pass %v\n%s", r.Code, r.Summary(t)["delete_pass"], r.Stderr)
 	}

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +25,9 @@ func TestMetricsFileMidRun(t *testing.T) {
 	needRsync(t)
 	for _, how := range []string{"removed", "read-only remount"} {
 		t.Run(how, func(t *testing.T) {
-			w := t.TempDir()
-			src, dst, dir := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "prom")
+			t.Parallel() // each its own trees and metrics directory
+			w := newWork(t)
+			src, dst, dir := w.Src, w.Dst, filepath.Join(w.Dir, "prom")
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -44,56 +45,32 @@ func TestMetricsFileMidRun(t *testing.T) {
 					}
 				}
 			default:
-				if !isRoot() {
-					t.Skip("mounting a tmpfs needs root")
-				}
-				mount := func(args ...string) {
-					if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-						t.Fatalf("mount %v: %v: %s", args, err, out)
-					}
-				}
-				if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
-					t.Skipf("mount tmpfs: %v: %s", err, out)
-				}
-				t.Cleanup(func() { exec.Command("umount", dir).Run() })
-				breakDir = func() { mount("-o", "remount,ro", dir) }
-				mendDir = func() { mount("-o", "remount,rw", dir) }
+				m := mountTmpfs(t, dir, "size=1m")
+				breakDir = func() { m.Remount("remount,ro") }
+				mendDir = func() { m.Remount("remount,rw") }
 			}
-			var names []string
-			for i := 0; i < 40; i++ {
-				n := fmt.Sprintf("d%d/f%02d", i%3, i)
-				writeFile(t, filepath.Join(src, n), strings.Repeat(fmt.Sprint(i), 100+i), 0o644)
-				names = append(names, n)
-			}
+			names := spreadFiles(t, src, 40, 3, 100)
 			mf := filepath.Join(dir, "prsync.prom")
 			pr, pw := io.Pipe()
 			p := start(t, startOpts{stdin: pr}, "-0", "--root", src, "--chunk-files", "5", "--chunk-wait", "50ms",
 				"--throttle-interval", "100ms", "--metrics-file", mf, dst)
 			defer pw.Close()
 			pw.Write(nul(names[:20]...))
-			p.mustWaitFor("chunk_end", time.Minute, func(e map[string]any) bool { return e["type"] == "chunk_end" })
+			p.mustWaitFor("chunk_end", time.Minute, is("chunk_end"))
 			if b, err := os.ReadFile(mf); err != nil || !strings.Contains(string(b), fmt.Sprintf("\nprsync_up{dest=%q} 1\n", dst)) {
 				t.Fatalf("the metrics file mid-run: %v\n%s", err, b)
 			}
 			breakDir()
 			warning := "prsync: warning: --metrics-file " + mf + ": "
-			deadline := time.Now().Add(time.Minute)
-			for !strings.Contains(p.stderr.String(), warning) {
-				if time.Now().After(deadline) {
-					t.Fatalf("no warning within a minute; stderr:\n%s", p.stderr.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			p.waitStderr("warning", regexp.MustCompile("^"+regexp.QuoteMeta(warning)), time.Minute)
 			time.Sleep(500 * time.Millisecond) // five intervals more that cannot write
 			pw.Write(nul(names[20:]...))
 			time.Sleep(300 * time.Millisecond)
 			mendDir()
 			pw.Close()
 			r := p.wait(5 * time.Minute)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
-			checkIdentity(t, r.Summary(t), 40)
+			r.Exit(t, 0)
+			r.Identity(t, 40)
 			if n := strings.Count(r.Stderr, "prsync: warning: "); n != 1 || strings.Count(r.Stderr, warning) != 1 {
 				t.Errorf("%d warnings, want one naming %s:\n%s", n, mf, r.Stderr)
 			}

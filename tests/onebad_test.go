@@ -4,12 +4,9 @@ package tests
 // real tmpfs mounts (root only), and DEST walked after every run.
 
 import (
-	"bytes"
 	"fmt"
-	"maps"
 	"math/bits"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,29 +15,9 @@ import (
 	"time"
 )
 
-// tmpfsDest mounts a tmpfs of size at dir, and unmounts it when the test ends.
-func tmpfsDest(t *testing.T, dir, size string) {
-	t.Helper()
-	if !isRoot() {
-		t.Skip("needs root to mount a tmpfs")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-			exec.Command("umount", "-l", dir).Run()
-		}
-	})
-}
-
 // oneBadTree writes n small files s001… of 20 KB and, when big > 0, a file "a-big" of
 // big bytes, which sorts first; it returns the paths relative to src.
-func oneBadTree(t *testing.T, src string, n, big int) []string {
+func oneBadTree(t testing.TB, src string, n, big int) []string {
 	t.Helper()
 	var rels []string
 	if big > 0 {
@@ -60,23 +37,28 @@ func oneBadTree(t *testing.T, src string, n, big int) []string {
 func TestOneBadFileBiggerThanDest(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
-	rels := oneBadTree(t, src, 200, 50<<20)
-	tmpfsDest(t, dst, "20m")
-	r, failed := truthRun(t, src, dst, dst, rels, "--chunk-files", "1000", "-j", "2")
-	if r.Code != 23 {
-		t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
-	}
-	wantFailed(t, r, failed, "a-big")
+	w := newWork(t)
+	rels := oneBadTree(t, w.Src, 200, 50<<20)
+	mountTmpfs(t, w.Dst, "size=20m")
+	r, _ := truthRun(t, w.Src, w.Dst, w.Dst, rels, "--chunk-files", "1000", "-j", "2")
+	oneBadNoSpace(t, r, w.Src, w.Dst)
 	for _, rel := range rels[1:] {
-		if !landed(src, dst, rel) {
+		if !landed(w.Src, w.Dst, rel) {
 			t.Errorf("%s not in DEST", rel)
 		}
 	}
-	if a, b := snapshot(t, filepath.Join(src)), snapshot(t, dst); len(b) != len(a)-1 {
-		t.Errorf("DEST holds %d entries, want %d (the source's but the big file)", len(b), len(a)-1)
-	}
+	noProcsLeft(t, w.Dir)
+}
+
+// oneBadNoSpace checks a run of oneBadTree's 200 small files and its big one in one
+// chunk, into dst (a local DEST or a daemon's module) too small for the big file: exactly
+// it fails, with rsync's words, dst holds the rest, and the chunk took two rsync starts.
+func oneBadNoSpace(t *testing.T, r *Run, src, dst string) {
+	t.Helper()
+	r.Exit(t, 23)
+	r.FailedAre(t, "a-big")
+	r.ReasonsName(t)
+	sameTree(t, src, dst, "a-big")
 	for _, e := range r.OfType("path_failed") {
 		if !strings.Contains(fmt.Sprint(e["reason"]), "No space left on device") {
 			t.Errorf("path_failed reason %q does not say rsync's words", e["reason"])
@@ -85,11 +67,9 @@ func TestOneBadFileBiggerThanDest(t *testing.T) {
 	if n := len(r.OfType("chunk_start")); n != 2 {
 		t.Errorf("%d rsync starts, want 2 (the chunk, and its re-run without the big file)", n)
 	}
-	if s := r.Summary(t); num(s, "files_transferred") != 200 || num(s, "files_failed") != 1 || num(s, "chunks") != 1 {
-		t.Errorf("summary %v", s)
-	}
-	fltNoTemp(t, dst)
-	noProcsLeft(t, base)
+	r.Counts(t, map[string]int64{"files_transferred": 200, "files_failed": 1, "chunks": 1})
+	noTempFiles(t, dst)
+	t.Logf("statuses %q; path_failed %v", r.Statuses(), r.OfType("path_failed"))
 }
 
 // TestOneBadFullDest: DEST's file system has room for nothing: the re-run without the
@@ -99,45 +79,44 @@ func TestOneBadFileBiggerThanDest(t *testing.T) {
 func TestOneBadFullDest(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
-	rels := oneBadTree(t, src, 60, 0)
-	tmpfsDest(t, dst, "4k")
-	failed := filepath.Join(base, "failed")
-	r := start(t, startOpts{dir: base, stdin: bytes.NewReader(nul(rels...))}, "-0", "--no-throttle", "--chunk-files", "20", "-j", "2",
-		"--root", src, "--failed", failed, dst).wait(2 * time.Minute)
-	checkTruth(t, r, src, dst, rels, failed, 0)
-	if r.Code != 11 {
-		t.Errorf("exit %d, want 11\n%s", r.Code, r.Stderr)
-	}
+	w := newWork(t)
+	rels := oneBadTree(t, w.Src, 60, 0)
+	mountTmpfs(t, w.Dst, "size=4k")
+	r, _ := truthRun(t, w.Src, w.Dst, w.Dst, rels, "--chunk-files", "20", "-j", "2")
+	oneBadFull(t, r, w.Dst, rels)
+	r.Counts(t, map[string]int64{"files_failed": int64(len(rels)), "retries": 0})
+	noProcsLeft(t, w.Dir)
+}
+
+// oneBadFull checks a run of rels into dst (a local DEST or a daemon's module) with room
+// for nothing: exit 11, every path in --failed, the hint, and, as two chunks may run at
+// once, each started once and re-run once before the run stops: 4 rsync starts at most.
+func oneBadFull(t *testing.T, r *Run, dst string, rels []string) {
+	t.Helper()
+	r.Exit(t, 11)
+	r.FailedAre(t, rels...)
 	if !strings.Contains(r.Stderr, "hint: the destination is full") {
 		t.Errorf("no hint that the destination is full:\n%s", r.Stderr)
 	}
-	// two chunks may run at once: each starts once and re-runs once before the run stops
 	if n := len(r.OfType("chunk_start")); n > 4 {
 		t.Errorf("%d rsync starts, want at most 4", n)
 	}
-	if s := r.Summary(t); num(s, "files_failed") != int64(len(rels)) || num(s, "retries") != 0 {
-		t.Errorf("summary %v", s)
-	}
-	fltNoTemp(t, dst)
-	noProcsLeft(t, base)
+	noTempFiles(t, dst)
+	t.Logf("statuses %q; %d starts", r.Statuses(), len(r.OfType("chunk_start")))
 }
 
 // oneBadFake runs prsync over rels with the fake rsync in mode, one chunk per chunkFiles
-// paths, one rsync at a time, and checks the truth by walking DEST; it returns the run,
-// the --failed list and the fake's log of its runs ("fail N" or "rsync N" a line).
-func oneBadFake(t *testing.T, src, dst string, rels []string, mode string, chunkFiles int, extra ...string) (*Run, map[string]bool, []string) {
+// paths, one rsync at a time, and checks the truth by walking DEST (DestHolds); it returns
+// the run and the fake's log of its runs ("fail N" or "rsync N" a line).
+func oneBadFake(t *testing.T, src, dst string, rels []string, mode string, chunkFiles int) (*Run, []string) {
 	t.Helper()
-	base := t.TempDir()
-	failed, log := filepath.Join(base, "failed"), filepath.Join(base, "fake-log")
+	log := filepath.Join(t.TempDir(), "fake-log")
 	env := []string{"PRSYNC_TEST_FAKE_RSYNC=" + mode, "PRSYNC_TEST_FAKE_LOG=" + log}
-	args := append([]string{"-0", "--no-throttle", "--rsync", fakeRsyncPath(t), "--chunk-files", fmt.Sprint(chunkFiles), "-j", "1",
-		"--root", src, "--failed", failed, dst}, extra...)
-	r := start(t, startOpts{dir: base, stdin: bytes.NewReader(nul(rels...)), env: env}, args...).wait(5 * time.Minute)
-	got := checkTruth(t, r, src, dst, rels, failed, 0)
+	r := start(t, startOpts{in: nul(rels...), env: env}, "-0", "--no-throttle", "--rsync", fakeRsyncPath(t),
+		"--chunk-files", fmt.Sprint(chunkFiles), "-j", "1", "--root", src, "--failed", filepath.Join(t.TempDir(), "failed"), dst).wait(5 * time.Minute)
+	r.DestHolds(t, src, dst, rels)
 	b, _ := os.ReadFile(log)
-	return r, got, strings.Fields(strings.ReplaceAll(string(b), " ", "_"))
+	return r, strings.Fields(strings.ReplaceAll(string(b), " ", "_"))
 }
 
 // TestOneBadPathless: a chunk whose rsync fails for a reason that names no path while one
@@ -159,36 +138,32 @@ func TestOneBadPathless(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case its own trees and fake rsync; they wait on rsync starts
-			base := t.TempDir()
-			src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
-			rels := oneBadTree(t, src, tc.n, 0)
-			r, failed, log := oneBadFake(t, src, dst, rels, fmt.Sprintf("pathless:%d:%s", tc.code, tc.bad), 1000)
-			s := fltExit(t, r, 23)
-			checkIdentity(t, s, int64(tc.n))
-			wantFailed(t, r, failed, tc.bad)
-			fltPathFailed(t, r, map[string]string{tc.bad: "failed"})
+			w := newWork(t)
+			rels := oneBadTree(t, w.Src, tc.n, 0)
+			r, log := oneBadFake(t, w.Src, w.Dst, rels, fmt.Sprintf("pathless:%d:%s", tc.code, tc.bad), 1000)
+			r.Exit(t, 23)
+			r.Identity(t, tc.n)
+			r.FailedAre(t, tc.bad)
+			r.ReasonsName(t)
+			r.PathFailed(t, map[string]string{tc.bad: "failed"})
 			for _, e := range r.OfType("path_failed") {
 				if want := fmt.Sprintf("rsync exit %d: rsync: [sender] fstat failed", tc.code); !strings.Contains(fmt.Sprint(e["reason"]), want) {
 					t.Errorf("path_failed reason %q is not rsync's line", e["reason"])
 				}
 			}
 			// DEST walked against the source: everything but the culprit, as the source has it
-			want := snapshot(t, src)
-			delete(want, tc.bad)
-			if got := snapshot(t, dst); !maps.Equal(got, want) {
-				t.Errorf("DEST holds %d entries, want the source's %d but %s", len(got), len(want), tc.bad)
-			}
+			sameTree(t, w.Src, w.Dst, tc.bad)
 			starts := len(r.OfType("chunk_start"))
 			bound := 1 + 2*bits.Len(uint(tc.n-1))
 			if starts > bound || starts != len(log) {
 				t.Errorf("%d rsync starts (the fake saw %d), want at most %d", starts, len(log), bound)
 			}
-			fltNums(t, s, map[string]int64{"files_transferred": int64(tc.n - 1), "files_failed": 1, "chunks": 1, "retries": 0})
-			if st := fltStatuses(r); st[len(st)-1] != "partial" || slices.Index(st, "isolating") != 0 {
+			r.Counts(t, map[string]int64{"files_transferred": int64(tc.n - 1), "files_failed": 1, "chunks": 1, "retries": 0})
+			if st := r.Statuses(); st[len(st)-1] != "partial" || slices.Index(st, "isolating") != 0 {
 				t.Errorf("chunk_end statuses %q, want isolating … partial", st)
 			}
-			fltNoTemp(t, dst)
-			noProcsLeft(t, base)
+			noTempFiles(t, w.Dst)
+			noProcsLeft(t, w.Dir)
 			t.Logf("%d paths, culprit %s: %d rsync starts (bound %d): %v", tc.n, tc.bad, starts, bound, log)
 		})
 	}
@@ -214,26 +189,23 @@ func TestOneBadPathlessShared(t *testing.T) {
 		{"one culprit in each half", "pathless:13:s005|s012", 6, all[:16]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := t.TempDir()
-			src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
-			rels := oneBadTree(t, src, 64, 0)
-			r, failed, log := oneBadFake(t, src, dst, rels, tc.mode, 16)
-			s := fltExit(t, r, 23)
-			checkIdentity(t, s, 64)
+			t.Parallel() // each case its own trees and fake rsync
+			w := newWork(t)
+			rels := oneBadTree(t, w.Src, 64, 0)
+			r, log := oneBadFake(t, w.Src, w.Dst, rels, tc.mode, 16)
+			r.Exit(t, 23)
+			r.Identity(t, 64)
 			if starts := len(r.OfType("chunk_start")); starts != len(log) || starts != tc.starts {
 				t.Errorf("%d rsync starts (the fake saw %d), want %d", starts, len(log), tc.starts)
 			}
-			wantFailed(t, r, failed, tc.failed...)
-			want := snapshot(t, src)
-			for _, p := range tc.failed {
-				delete(want, p)
-			}
-			if got := snapshot(t, dst); len(tc.failed) < 64 && !maps.Equal(got, want) {
-				t.Errorf("DEST holds %d entries, want the source's %d but the failed", len(got), len(want))
+			r.FailedAre(t, tc.failed...)
+			r.ReasonsName(t)
+			if len(tc.failed) < 64 {
+				sameTree(t, w.Src, w.Dst, tc.failed...)
 			}
 			t.Logf("fake runs %v", log)
-			fltNoTemp(t, dst)
-			noProcsLeft(t, base)
+			noTempFiles(t, w.Dst)
+			noProcsLeft(t, w.Dir)
 		})
 	}
 }
@@ -244,43 +216,40 @@ func TestOneBadPathlessShared(t *testing.T) {
 // path counted twice, DEST holding only complete files equal to the source's and every
 // path not in --failed, no temp file and no process left.
 func TestOneBadSignalWhileIsolating(t *testing.T) {
+	t.Parallel() // a correctness test: it waits for the re-run it interrupts, however late it comes
 	needRsync(t)
 	// the runs: 1 all 40 (fails), 2 s001…s020 (copies), 3 s021…s040 (fails), 4 s021…s030
 	// (copies), …: interrupt the first re-run, and one a level further down
 	for _, attempt := range []int{2, 4} {
-		t.Run(fmt.Sprint("during run ", attempt), func(t *testing.T) { oneBadSignal(t, attempt) })
+		t.Run(fmt.Sprint("during run ", attempt), func(t *testing.T) {
+			t.Parallel()
+			oneBadSignal(t, attempt)
+		})
 	}
 }
 
 func oneBadSignal(t *testing.T, attempt int) {
-	base := t.TempDir()
-	src, dst, failed := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed")
-	rels := oneBadTree(t, src, 40, 0)
+	w := newWork(t)
+	rels := oneBadTree(t, w.Src, 40, 0)
 	env := []string{"PRSYNC_TEST_FAKE_RSYNC=pathless:13:s040"}
-	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(nul(rels...)), env: env}, "-0", "--no-throttle", "--rsync", fakeRsyncPath(t),
-		"--chunk-files", "1000", "-j", "1", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100")
-	p.mustWaitFor("the re-run's chunk_start", time.Minute, fltIs("chunk_start", "attempt", attempt))
-	fltWaitTemp(t, p, dst, 30*time.Second)
+	p := start(t, startOpts{dir: w.Dir, in: nul(rels...), env: env}, "-0", "--no-throttle", "--rsync", fakeRsyncPath(t),
+		"--chunk-files", "1000", "-j", "1", "--root", w.Src, "--failed", w.Failed, w.Dst, "--", "--bwlimit=100")
+	p.mustWaitFor("the re-run's chunk_start", time.Minute, is("chunk_start", "attempt", attempt))
+	p.waitTemp(w.Dst, 30*time.Second)
 	time.Sleep(500 * time.Millisecond) // a file or two of the re-run land
 	p.signal(syscall.SIGINT)
 	r := p.wait(time.Minute)
-	s := fltExit(t, r, 20)
-	checkIdentity(t, s, int64(len(rels)))
-	got := checkTruth(t, r, src, dst, rels, failed, 0)
-	list := fltList(t, failed, 0)
+	r.Exit(t, 20)
+	s := r.Identity(t, len(rels))
+	got := r.DestHolds(t, w.Src, w.Dst, rels)
+	list := r.Failed(t)
 	if len(list) != len(got) {
 		t.Errorf("--failed holds %d entries, %d distinct", len(list), len(got))
 	}
 	if n := num(s, "files_failed") + num(s, "files_not_done"); n != int64(len(list)) {
 		t.Errorf("summary failed+not_done %d, --failed holds %d", n, len(list))
 	}
-	seen := map[string]bool{}
-	for _, e := range r.OfType("path_failed") {
-		p := fmt.Sprint(e["path"])
-		if seen[p] {
-			t.Errorf("path_failed twice for %q", p)
-		}
-		seen[p] = true
+	for p := range r.failedStatus(t) { // each path once
 		if !got[p] {
 			t.Errorf("path_failed %q is not in --failed", p)
 		}
@@ -292,31 +261,18 @@ func oneBadSignal(t *testing.T, attempt int) {
 		t.Errorf("summary %v: the re-run over s001…s020 ended before the interrupt, yet fewer than 20 transferred", s)
 	}
 	final := 0
-	for _, st := range fltStatuses(r) {
+	for _, st := range r.Statuses() {
 		if st != "isolating" && st != "retrying" {
 			final++
 		}
 	}
 	if final != 1 {
-		t.Errorf("chunk_end statuses %q: want one final chunk_end for the one chunk", fltStatuses(r))
+		t.Errorf("chunk_end statuses %q: want one final chunk_end for the one chunk", r.Statuses())
 	}
-	// DEST walked: only complete files, each the source's
-	err := filepath.WalkDir(dst, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dst, path)
-		if !fltCopied(src, dst, rel) {
-			t.Errorf("DEST holds %q, not the source's file", rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fltNoTemp(t, dst)
-	noProcsLeft(t, base)
-	t.Logf("%d files in DEST; statuses %q; summary transferred %d, failed %d, not done %d", len(snapshot(t, dst)), fltStatuses(r), num(s, "files_transferred"), num(s, "files_failed"), num(s, "files_not_done"))
+	onlyCopies(t, w.Src, w.Dst) // only complete files, each the source's
+	noTempFiles(t, w.Dst)
+	noProcsLeft(t, w.Dir)
+	t.Logf("%d files in DEST; statuses %q; summary transferred %d, failed %d, not done %d", len(snapshot(t, w.Dst)), r.Statuses(), num(s, "files_transferred"), num(s, "files_failed"), num(s, "files_not_done"))
 }
 
 // TestOneBadDaemonDest: the same as TestOneBadFileBiggerThanDest into an rsync daemon's
@@ -326,35 +282,14 @@ func TestOneBadDaemonDest(t *testing.T) {
 	oncePerSuite(t)
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src, mod := filepath.Join(base, "src"), filepath.Join(base, "mod")
-	rels := oneBadTree(t, src, 200, 50<<20)
-	tmpfsDest(t, mod, "20m")
-	d := startDaemon(t, mod, 0)
-	r, failed := truthRun(t, src, d.URL(), mod, rels, "--chunk-files", "1000", "-j", "2")
-	if r.Code != 23 {
-		t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
-	}
-	wantFailed(t, r, failed, "a-big")
-	want := snapshot(t, src)
-	delete(want, "a-big")
-	if got := snapshot(t, mod); !maps.Equal(got, want) {
-		t.Errorf("the module holds %d entries, want the source's %d but the big file", len(got), len(want))
-	}
-	for _, e := range r.OfType("path_failed") {
-		if !strings.Contains(fmt.Sprint(e["reason"]), "No space left on device") {
-			t.Errorf("path_failed reason %q does not say rsync's words", e["reason"])
-		}
-	}
-	if n := len(r.OfType("chunk_start")); n != 2 {
-		t.Errorf("%d rsync starts, want 2 (the chunk, and its re-run without the big file)", n)
-	}
-	if s := r.Summary(t); num(s, "files_transferred") != 200 || num(s, "files_failed") != 1 || num(s, "chunks") != 1 {
-		t.Errorf("summary %v", s)
-	}
-	fltNoTemp(t, mod)
-	noProcsLeft(t, base)
-	t.Logf("statuses %q; path_failed %v", fltStatuses(r), r.OfType("path_failed"))
+	w := newWork(t)
+	mod := filepath.Join(w.Dir, "mod")
+	rels := oneBadTree(t, w.Src, 200, 50<<20)
+	mountTmpfs(t, mod, "size=20m")
+	d := startDaemon(t, mod)
+	r, _ := truthRun(t, w.Src, d.URL(), mod, rels, "--chunk-files", "1000", "-j", "2")
+	oneBadNoSpace(t, r, w.Src, mod)
+	noProcsLeft(t, w.Dir)
 }
 
 // TestOneBadDaemonFullDest: TestOneBadFullDest into a daemon's module: room for nothing,
@@ -363,25 +298,12 @@ func TestOneBadDaemonFullDest(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
-	base := t.TempDir()
-	src, mod := filepath.Join(base, "src"), filepath.Join(base, "mod")
-	rels := oneBadTree(t, src, 60, 0)
-	tmpfsDest(t, mod, "4k")
-	d := startDaemon(t, mod, 0)
-	r, failed := truthRun(t, src, d.URL(), mod, rels, "--chunk-files", "20", "-j", "2")
-	if r.Code != 11 {
-		t.Errorf("exit %d, want 11\n%s", r.Code, r.Stderr)
-	}
-	if len(failed) != len(rels) {
-		t.Errorf("--failed holds %d paths, want all %d", len(failed), len(rels))
-	}
-	if !strings.Contains(r.Stderr, "hint: the destination is full") {
-		t.Errorf("no hint that the destination is full:\n%s", r.Stderr)
-	}
-	if n := len(r.OfType("chunk_start")); n > 4 {
-		t.Errorf("%d rsync starts, want at most 4", n)
-	}
-	fltNoTemp(t, mod)
-	noProcsLeft(t, base)
-	t.Logf("statuses %q; %d starts", fltStatuses(r), len(r.OfType("chunk_start")))
+	w := newWork(t)
+	mod := filepath.Join(w.Dir, "mod")
+	rels := oneBadTree(t, w.Src, 60, 0)
+	mountTmpfs(t, mod, "size=4k")
+	d := startDaemon(t, mod)
+	r, _ := truthRun(t, w.Src, d.URL(), mod, rels, "--chunk-files", "20", "-j", "2")
+	oneBadFull(t, r, mod, rels)
+	noProcsLeft(t, w.Dir)
 }

@@ -51,12 +51,11 @@ func slowList(t *testing.T, names []string, first int, pause time.Duration, more
 // ended: 34 chunks here.
 func TestStreamingListOpening(t *testing.T) {
 	needRsync(t)
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
+	w := newWork(t)
 	var names []string
 	for i := range 3000 {
 		n := fmt.Sprintf("d%02d/f%04d", i%30, i)
-		writeFile(t, filepath.Join(src, n), strings.Repeat("x", 100+i%900), 0o644)
+		writeFile(t, filepath.Join(w.Src, n), strings.Repeat("x", 100+i%900), 0o644)
 		names = append(names, n)
 	}
 	for _, tc := range []struct {
@@ -79,23 +78,20 @@ func TestStreamingListOpening(t *testing.T) {
 			// first. Such a try is made again, up to three; the chunk count is checked only
 			// in a try where the rest came before the first wave started.
 			for try := 1; ; try++ {
-				d := t.TempDir()
-				dst, failed := filepath.Join(d, "dst"), filepath.Join(d, "failed")
+				dst := filepath.Join(t.TempDir(), "dst")
 				more := make(chan struct{})
 				in, restAt := slowList(t, names, 500, 300*time.Millisecond, more)
-				p := start(t, startOpts{stdin: in}, "-0", "--root", src, "--no-throttle", "--failed", failed, dst+"/")
+				p := start(t, startOpts{stdin: in}, "-0", "--root", w.Src, "--no-throttle", "--failed", filepath.Join(t.TempDir(), "failed"), dst+"/")
 				in.Close()
 				go func() {
 					p.waitFor(time.Minute, tc.rest)
 					close(more)
 				}()
 				r := p.wait(2 * time.Minute)
-				if r.Code != 0 {
-					t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-				}
-				checkTruth(t, r, src, dst, names, failed, 0)
-				checkIdentity(t, r.Summary(t), 3000)
-				sameTree(t, src, dst)
+				r.Exit(t, 0)
+				r.DestHolds(t, w.Src, dst, names)
+				r.Identity(t, 3000)
+				sameTree(t, w.Src, dst)
 				starts := r.OfType("chunk_start")
 				var files []int64
 				for _, s := range starts {
@@ -136,8 +132,7 @@ func TestStreamingListOpening(t *testing.T) {
 // DEST or in --failed, and no rsync left.
 func TestStreamingListInterrupt(t *testing.T) {
 	needRsync(t)
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
+	w := newWork(t)
 	var names []string
 	for i := range 300 {
 		n := fmt.Sprintf("d%d/f%03d", i%3, i)
@@ -150,26 +145,25 @@ func TestStreamingListInterrupt(t *testing.T) {
 			// bound gave every slot a part within 0.3 s: 8 chunks started.
 			size = 300000
 		}
-		writeFile(t, filepath.Join(src, n), strings.Repeat("y", size), 0o644)
+		writeFile(t, filepath.Join(w.Src, n), strings.Repeat("y", size), 0o644)
 		names = append(names, n)
 	}
 	for _, ended := range []bool{false, true} {
 		t.Run(fmt.Sprintf("input ended %v", ended), func(t *testing.T) {
-			d := t.TempDir()
-			dst, failed := filepath.Join(d, "dst"), filepath.Join(d, "failed")
-			if out, err := exec.Command("rsync", "-a", "--include=*/", "--exclude=*", src+"/", dst+"/").CombinedOutput(); err != nil {
+			dst := filepath.Join(t.TempDir(), "dst")
+			if out, err := exec.Command("rsync", "-a", "--include=*/", "--exclude=*", w.Src+"/", dst+"/").CombinedOutput(); err != nil {
 				t.Fatalf("the directories into DEST: %v: %s", err, out)
 			}
 			more := make(chan struct{})
 			in, _ := slowList(t, names, 100, 0, more)
-			p := start(t, startOpts{stdin: in}, "-0", "--root", src, "--failed", failed, dst, "--", "--bwlimit=100k")
+			p := start(t, startOpts{stdin: in}, "-0", "--root", w.Src, "--failed", filepath.Join(t.TempDir(), "failed"), dst, "--", "--bwlimit=100k")
 			in.Close()
 			t.Cleanup(func() {
 				if !ended {
 					close(more) // the writer's last write fails: prsync is gone
 				}
 			})
-			probe := p.mustWaitFor("chunk_start", 30*time.Second, isType("chunk_start"))
+			probe := p.mustWaitFor("chunk_start", 30*time.Second, is("chunk_start"))
 			if num(probe, "files") != 16 {
 				t.Errorf("first chunk of %d paths, want the probe's 16", num(probe, "files"))
 			}
@@ -179,14 +173,12 @@ func TestStreamingListInterrupt(t *testing.T) {
 			time.Sleep(300 * time.Millisecond) // its first file takes 3 s
 			p.signal(syscall.SIGINT)
 			r := p.wait(time.Minute)
-			if r.Code != 20 {
-				t.Errorf("exit %d, want 20\n%s", r.Code, r.Stderr)
-			}
+			r.Exit(t, 20)
 			if n := len(r.OfType("chunk_start")); n != 1 {
 				t.Errorf("%d chunks started, want the probe alone", n)
 			}
 			s := r.Summary(t)
-			checkTruth(t, r, src, dst, names, failed, 0)
+			r.DestHolds(t, w.Src, dst, names)
 			want := int64(100)
 			if ended {
 				want = 300

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,21 +63,6 @@ func cpuCgroup(t *testing.T) []string {
 	return []string{"sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, dir}
 }
 
-// startBusy starts a busy loop, under prefix (nil: outside any test cgroup), stopped by
-// PID when the test ends, or earlier by the func it returns.
-func startBusy(t *testing.T, prefix []string) (stop func()) {
-	t.Helper()
-	argv := append(append([]string(nil), prefix...), "sh", "-c", "while :; do :; done")
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop = func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) }
-	t.Cleanup(stop)
-	return stop
-}
-
 // TestOpsCgroupThrottle: inside a 0.5-CPU cgroup saturated by busy loops, prsync pauses
 // (the host has room, so a host-only measure would not); the same loop outside the cgroup
 // does not make it pause. --max-suspend keeps the saturated run short.
@@ -92,18 +76,17 @@ func startBusy(t *testing.T, prefix []string) (stop func()) {
 // quota they fill.
 func TestOpsCgroupThrottle(t *testing.T) {
 	needRsync(t)
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
+	w := newWork(t)
 	var names []string
 	for i := 0; i < 600; i++ {
 		n := fmt.Sprintf("d%d/f%04d", i%10, i)
-		writeFile(t, filepath.Join(src, n), strings.Repeat("c", 100+i%900), 0o644)
+		writeFile(t, filepath.Join(w.Src, n), strings.Repeat("c", 100+i%900), 0o644)
 		names = append(names, n)
 	}
 	in := nul(names...)
 	prefix := cpuCgroup(t)
 	const suspendAt = 80.0
-	args := []string{"-0", "--root", src, "-j", "2", "--chunk-files", "100", "--throttle-interval", "250ms", "--max-suspend", "2s",
+	args := []string{"-0", "--root", w.Src, "-j", "2", "--chunk-files", "100", "--throttle-interval", "250ms", "--max-suspend", "2s",
 		"--suspend-threshold", fmt.Sprint(suspendAt), "--resume-threshold", "60"}
 	// hot is the policy's rule for one scale (throttle.Decide): above the threshold, and
 	// others than prsync use the headroom above it; slack allows for the events' rounding
@@ -111,19 +94,16 @@ func TestOpsCgroupThrottle(t *testing.T) {
 	f := func(e map[string]any, k string) float64 { v, _ := e[k].(float64); return v }
 
 	t.Run("busy loop inside the cgroup", func(t *testing.T) {
-		stop1, stop2 := startBusy(t, prefix), startBusy(t, prefix)
+		stop := startBusy(t, 2, prefix)
 		dst := filepath.Join(t.TempDir(), "dst")
-		p := start(t, startOpts{stdin: bytes.NewReader(in), wrap: prefix}, append(args, dst)...)
+		p := start(t, startOpts{in: in, wrap: prefix}, append(args, dst)...)
 		p.waitFor(time.Minute, func(e map[string]any) bool {
 			return e["type"] == "throttle" && e["action"] == "suspend" && hot(f(e, "cgroup_cpu_percent"), f(e, "cgroup_own_cpu_percent"), 0.5)
 		})
-		stop1()
-		stop2()
+		stop()
 		r := p.wait(3 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		st, _ := r.Events[0]["cgroup"].(map[string]any)
+		r.Exit(t, 0)
+		st, _ := r.Start(t)["cgroup"].(map[string]any)
 		if st["cpus"] != 0.5 {
 			t.Errorf("start event cgroup %v, want a 0.5-CPU quota", st)
 		}
@@ -162,23 +142,21 @@ func TestOpsCgroupThrottle(t *testing.T) {
 		if hostQuiet == 0 {
 			t.Logf("the host was busy too (%.0f%% at the first pause): every pause had the host's scale hot too, and the reason is the busier scale's", f(sus[0], "cpu_percent"))
 		}
-		checkIdentity(t, r.Summary(t), int64(len(names)))
-		sameTree(t, src, dst)
+		r.Identity(t, len(names))
+		sameTree(t, w.Src, dst)
 	})
 	t.Run("busy loop outside the cgroup", func(t *testing.T) {
-		startBusy(t, nil)
+		startBusy(t, 1, nil)
 		dst := filepath.Join(t.TempDir(), "dst")
-		r := start(t, startOpts{stdin: bytes.NewReader(in), wrap: prefix}, append(args, dst)...).wait(3 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
+		r := start(t, startOpts{in: in, wrap: prefix}, append(args, dst)...).wait(3 * time.Minute)
+		r.Exit(t, 0)
 		for _, e := range r.OfType("throttle") {
 			if e["action"] == "suspend" && e["reason"] == "cgroup-cpu" {
 				t.Errorf("a busy loop outside the cgroup made prsync pause: %v", e)
 			}
 		}
-		checkIdentity(t, r.Summary(t), int64(len(names)))
-		sameTree(t, src, dst)
+		r.Identity(t, len(names))
+		sameTree(t, w.Src, dst)
 	})
 }
 
@@ -271,21 +249,14 @@ func watchRunning(dst string, d time.Duration) (most, looks int) {
 // and another uid is refused.
 func TestOpsLiveControl(t *testing.T) {
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	var names []string
-	for i := 0; i < 40; i++ {
-		n := fmt.Sprintf("f%02d", i)
-		writeFile(t, filepath.Join(src, n), strings.Repeat("L", 600_000), 0o644)
-		names = append(names, n)
-	}
-	run := filepath.Join(w, "run")
+	w := newWork(t)
+	names := files(t, w.Src, 40, 600_000)
+	run := filepath.Join(w.Dir, "run")
 	os.Mkdir(run, 0o700)
-	failed := filepath.Join(w, "failed")
-	p := start(t, startOpts{stdin: bytes.NewReader(nul(names...)), env: []string{"XDG_RUNTIME_DIR=" + run}},
-		"-0", "--root", src, "-j", "4", "--chunk-files", "1", "--no-throttle", "--throttle-interval", "200ms",
-		"--failed", failed, dst, "--", "--bwlimit=500k")
-	st := p.mustWaitFor("start", 30*time.Second, fltIs("start"))
+	p := start(t, startOpts{in: nul(names...), env: []string{"XDG_RUNTIME_DIR=" + run}},
+		"-0", "--root", w.Src, "-j", "4", "--chunk-files", "1", "--no-throttle", "--throttle-interval", "200ms",
+		"--failed", w.Failed, w.Dst, "--", "--bwlimit=500k")
+	st := p.mustWaitFor("start", 30*time.Second, is("start"))
 	sock := fmt.Sprint(st["control_socket"])
 	if !strings.HasPrefix(sock, run+"/prsync/") {
 		t.Fatalf("control socket %q, want one in $XDG_RUNTIME_DIR/prsync", sock)
@@ -295,22 +266,22 @@ func TestOpsLiveControl(t *testing.T) {
 	}
 	// the waits are long because they end as soon as their condition holds: only a broken
 	// run pays for them, and a busy machine may need them
-	waitRunning(t, dst, "-j 4", 30*time.Second, func(r, _ int) bool { return r == 4 })
+	waitRunning(t, w.Dst, "-j 4", 30*time.Second, func(r, _ int) bool { return r == 4 })
 
 	if out, code := ctl(t, sock, "jobs", "1"); code != 0 || !strings.Contains(out, "4 -> 1") {
 		t.Fatalf("ctl jobs 1: %d %q", code, out)
 	}
-	waitRunning(t, dst, "-j 1 (running ones finish)", 30*time.Second, func(r, _ int) bool { return r == 1 })
+	waitRunning(t, w.Dst, "-j 1 (running ones finish)", 30*time.Second, func(r, _ int) bool { return r == 1 })
 	// watched for 1.5 s, not looked at once: between one chunk's rsync and the next there
 	// is a moment with none, longer on a busy machine, so one look may see 0; what -j 1
 	// means is never more than one, while the copy goes on
-	if most, seen := watchRunning(dst, 1500*time.Millisecond); most != 1 {
+	if most, seen := watchRunning(w.Dst, 1500*time.Millisecond); most != 1 {
 		t.Errorf("at -j 1, up to %d rsyncs at once (%d looks)", most, seen)
 	}
 	if out, code := ctl(t, sock, "jobs", "6"); code != 0 || !strings.Contains(out, "1 -> 6") {
 		t.Fatalf("ctl jobs 6: %d %q", code, out)
 	}
-	waitRunning(t, dst, "-j 6", 30*time.Second, func(r, _ int) bool { return r == 6 })
+	waitRunning(t, w.Dst, "-j 6", 30*time.Second, func(r, _ int) bool { return r == 6 })
 
 	// pause stops every group before ctl has its answer; the kernel carries the stops out
 	// when it schedules each process, which on a busy machine takes longer: the bound is
@@ -320,10 +291,10 @@ func TestOpsLiveControl(t *testing.T) {
 		t.Fatalf("ctl pause: %d %q", code, out)
 	}
 	took := time.Since(began)
-	waitRunning(t, dst, fmt.Sprintf("pause, within one interval (+ %v, as long as ctl took)", took.Round(time.Millisecond)),
+	waitRunning(t, w.Dst, fmt.Sprintf("pause, within one interval (+ %v, as long as ctl took)", took.Round(time.Millisecond)),
 		300*time.Millisecond+took, func(r, s int) bool { return r == 0 && s > 0 })
 	time.Sleep(500 * time.Millisecond)
-	if r, _ := runningRsyncs(dst); r != 0 {
+	if r, _ := runningRsyncs(w.Dst); r != 0 {
 		t.Errorf("%d rsyncs running while paused (no new one may start)", r)
 	}
 	out, code := ctl(t, sock, "status", "--json")
@@ -333,10 +304,10 @@ func TestOpsLiveControl(t *testing.T) {
 	if out, code := ctl(t, sock, "resume"); code != 0 {
 		t.Fatalf("ctl resume: %d %q", code, out)
 	}
-	waitRunning(t, dst, "resume", 2*time.Second+took, func(r, s int) bool { return r > 0 && s == 0 })
+	waitRunning(t, w.Dst, "resume", 2*time.Second+took, func(r, s int) bool { return r > 0 && s == 0 })
 
 	p.signal(syscall.SIGUSR1)
-	p.mustWaitFor("status event (SIGUSR1)", 30*time.Second, fltIs("status", "by", "signal"))
+	p.mustWaitFor("status event (SIGUSR1)", 30*time.Second, is("status", "by", "signal"))
 
 	if out, code := ctl(t, sock, "jobs", "0"); code != 1 {
 		t.Errorf("ctl jobs 0: %d %q, want a refusal", code, out)
@@ -344,12 +315,10 @@ func TestOpsLiveControl(t *testing.T) {
 	if isRoot() {
 		// another uid: the socket is opened up for this one check, so that the uid
 		// check, not the file's mode, is what refuses
-		fltOpenUp(t, filepath.Dir(sock))
+		openUp(t, filepath.Dir(sock))
 		os.Chmod(sock, 0o666)
-		self := bin(t)
-		copyBin := filepath.Join(w, "prsync-ctl")
-		data, _ := os.ReadFile(self)
-		os.WriteFile(copyBin, data, 0o755)
+		copyBin := filepath.Join(w.Dir, "prsync-ctl")
+		os.WriteFile(copyBin, mustRead(t, bin(t)), 0o755)
 		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", copyBin, "ctl", "--socket", sock, "pause")
 		cmd.Env = cleanEnv()
 		out, err := cmd.CombinedOutput()
@@ -357,16 +326,14 @@ func TestOpsLiveControl(t *testing.T) {
 			t.Errorf("nobody's prsync ctl pause: %v %q; want a refusal", err, out)
 		}
 		os.Chmod(sock, 0o600)
-		if r, s := runningRsyncs(dst); s > 0 && r == 0 {
+		if r, s := runningRsyncs(w.Dst); s > 0 && r == 0 {
 			t.Errorf("the refused pause paused the run")
 		}
 	}
 
 	r := p.wait(2 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkTruth(t, r, src, dst, names, failed, 0)
+	r.Exit(t, 0)
+	r.DestHolds(t, w.Src, w.Dst, names)
 	var changes []string
 	for _, e := range r.OfType("control") {
 		changes = append(changes, fmt.Sprintf("%v:%v->%v", e["what"], e["old"], e["new"]))
@@ -384,21 +351,18 @@ func TestOpsLiveControl(t *testing.T) {
 func TestOpsMetrics(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
 	var names []string
 	for i := 0; i < 30; i++ {
 		n := fmt.Sprintf("m%02d", i)
-		writeFile(t, filepath.Join(src, n), strings.Repeat("m", 1000*i), 0o644)
+		writeFile(t, filepath.Join(w.Src, n), strings.Repeat("m", 1000*i), 0o644)
 		names = append(names, n)
 	}
 	names = append(names, "gone")
-	mf := filepath.Join(w, "prsync.prom")
-	r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", src, "--chunk-files", "5",
-		"--throttle-interval", "100ms", "--metrics-file", mf, dst).wait(time.Minute)
-	if r.Code != 24 {
-		t.Fatalf("exit %d, want 24\n%s", r.Code, r.Stderr)
-	}
+	mf := filepath.Join(w.Dir, "prsync.prom")
+	r := start(t, startOpts{in: nul(names...)}, "-0", "--root", w.Src, "--chunk-files", "5",
+		"--throttle-interval", "100ms", "--metrics-file", mf, w.Dst).wait(time.Minute)
+	r.Exit(t, 24)
 	f, err := os.Open(mf)
 	if err != nil {
 		t.Fatal(err)
@@ -451,7 +415,7 @@ func TestOpsMetrics(t *testing.T) {
 		t.Errorf("end of run: up %v, exit_code %v, input_done %v", val("prsync_up", "", ""), val("prsync_exit_code", "", ""), val("prsync_input_done", "", ""))
 	}
 	var left []string
-	ents, _ := os.ReadDir(w)
+	ents, _ := os.ReadDir(w.Dir)
 	for _, e := range ents {
 		if e.Name() != "src" && e.Name() != "dst" && e.Name() != "prsync.prom" {
 			left = append(left, e.Name())

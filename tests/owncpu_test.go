@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,7 +167,7 @@ func checkOwnCPU(t *testing.T, r *Run, w *cpuWatch, what string, ofPrsync bool, 
 	if !ok {
 		t.Fatalf("summary without own_cpu_seconds: %v", s)
 	}
-	start, end := at(t, r.Events[0]), at(t, s)
+	start, end := at(t, r.Start(t)), at(t, s)
 	used := w.Before(end) - w.After(start) // a reading within the run at each end: at most what they used
 	if own < used-slack {
 		t.Errorf("prsync counted %.2f CPU-s as its own; %s used %.2f in that time: the rest was other load (%s)\n%s", own, what, used, sampled(r), r.Stderr)
@@ -225,24 +224,10 @@ func sampled(r *Run) string {
 // listFile returns list in a file open for reading: prsync's stdin with no producer to count.
 func listFile(t testing.TB, list []byte) *os.File {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "list")
-	if err := os.WriteFile(p, list, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
+	f, err := os.Open(writeList(t, t.TempDir(), list))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
-}
-
-// at returns the time of event e.
-func at(t testing.TB, e map[string]any) time.Time {
-	t.Helper()
-	v, err := time.Parse(time.RFC3339Nano, fmt.Sprint(e["time"]))
-	if err != nil {
-		t.Fatalf("event time: %v", err)
-	}
-	return v
 }

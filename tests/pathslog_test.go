@@ -75,25 +75,23 @@ func readRecords(t testing.TB, path string) map[string][]record {
 func TestPathsLog(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst, log := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "paths.jsonl")
+	w := newWork(t)
+	src, dst, log := w.Src, w.Dst, filepath.Join(w.Dir, "paths.jsonl")
 	makeOddTree(t, src)
 	writeFile(t, filepath.Join(src, "conflict"), "a file here", 0o644)
 	writeFile(t, filepath.Join(dst, "conflict", "keep"), "DEST has a directory here", 0o644)
 	if out, err := exec.Command("rsync", "-a", filepath.Join(src, "plain.db"), dst+"/").CombinedOutput(); err != nil {
 		t.Fatalf("rsync: %v: %s", err, out)
 	}
-	writeFile(t, filepath.Join(w, "outside"), "not under --root", 0o644)
-	list, names := relTree(t, src)
-	list = append(list, nul("gone-before-read", filepath.Join(w, "outside"))...)
+	outside := filepath.Join(w.Dir, "outside")
+	writeFile(t, outside, "not under --root", 0o644)
+	list, names := relList(t, src)
+	list = append(list, nul("gone-before-read", outside)...)
 	os.WriteFile(log, []byte("an old record\n"), 0o644)
 
-	r := runPrsync(t, w, list, "-0", "-j", "2", "--chunk-files", "4", "--root", src, "--paths-log", log, dst)
-	if r.Code != 23 {
-		t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
-	}
-	s := r.Summary(t)
-	checkIdentity(t, s, int64(len(names)+2))
+	r := runPrsync(t, w.Dir, list, "-0", "-j", "2", "--chunk-files", "4", "--root", src, "--paths-log", log, dst)
+	r.Exit(t, 23)
+	s := r.Identity(t, len(names)+2)
 	recs := readRecords(t, log)
 	byStatus := map[string]int64{}
 	for name, rs := range recs {
@@ -112,10 +110,10 @@ func TestPathsLog(t *testing.T) {
 		t.Errorf("%d paths recorded, summary files %d", len(recs), num(s, "files"))
 	}
 
-	want := map[string]string{"plain.db": "up_to_date", "conflict": "failed", "gone-before-read": "vanished", filepath.Join(w, "outside"): "failed"}
+	want := map[string]string{"plain.db": "up_to_date", "conflict": "failed", "gone-before-read": "vanished", outside: "failed"}
 	inDest := snapshot(t, dst)
 	inSrc := snapshot(t, src)
-	for _, n := range append(slices.Clone(names), "gone-before-read", filepath.Join(w, "outside")) {
+	for _, n := range append(slices.Clone(names), "gone-before-read", outside) {
 		rs := recs[n]
 		if len(rs) == 0 {
 			t.Errorf("%q not recorded", n)
@@ -168,20 +166,18 @@ func TestPathsLog(t *testing.T) {
 // TestPathsLogInterrupted: a run stopped by SIGINT records the paths it never copied as
 // not_done, and the record still holds every path read.
 func TestPathsLogInterrupted(t *testing.T) {
+	t.Parallel() // a correctness test: the copy is slowed enough that SIGINT comes before its end
 	needRsync(t)
-	w := t.TempDir()
-	src, dst, log := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "paths.jsonl")
-	list := slowTree(t, src, 8, 200_000)
-	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "2", "--root", src,
+	w := newWork(t)
+	src, dst, log := w.Src, w.Dst, filepath.Join(w.Dir, "paths.jsonl")
+	list := nul(under(src, files(t, src, 8, 200_000))...)
+	l := start(t, startOpts{in: list}, "-0", "-j", "2", "--chunk-files", "2", "--root", src,
 		"--no-throttle", "--paths-log", log, dst, "--", "--bwlimit=200")
-	l.mustWaitFor("chunk_start", 20*time.Second, isType("chunk_start"))
+	l.mustWaitFor("chunk_start", 20*time.Second, is("chunk_start"))
 	l.signal(syscall.SIGINT)
 	r := l.wait(time.Minute)
-	if r.Code != 20 {
-		t.Fatalf("exit %d, want 20\n%s", r.Code, r.Stderr)
-	}
-	s := r.Summary(t)
-	checkIdentity(t, s, 8)
+	r.Exit(t, 20)
+	s := r.Identity(t, 8)
 	recs := readRecords(t, log)
 	notDone := 0
 	for name, rs := range recs {

@@ -70,13 +70,13 @@ func TestPlannerInterrupt(t *testing.T) {
 		{
 			// the first chunk holds the paths read while it waits for the input's end
 			name: "opening", files: 10, first: 10, open: true,
-			when: isType("start"), pause: 30 * time.Millisecond,
+			when: is("start"), pause: 30 * time.Millisecond,
 			reached: func(r *Run, sig time.Time) bool { return starts(r, sig) == 0 },
 		},
 		{
 			// a short list's probe runs, slowed; the rest waits for its figures
 			name: "probe waiting", files: n, first: n, args: slow,
-			when:    isType("chunk_start"),
+			when:    is("chunk_start"),
 			pause:   300 * time.Millisecond,
 			reached: func(r *Run, sig time.Time) bool { return starts(r, sig) == 1 },
 		},
@@ -94,7 +94,7 @@ func TestPlannerInterrupt(t *testing.T) {
 			// it go into chunks by the budget, and one of those runs
 			name: "steady", files: n, first: 200, open: true, args: []string{"-j", "4", "--", "--bwlimit=400k"},
 			rest:  func(e map[string]any) bool { return e["type"] == "chunk_start" && num(e, "chunk") >= 2 },
-			when:  isType("chunk_start"),
+			when:  is("chunk_start"),
 			after: true,
 			reached: func(r *Run, sig time.Time) bool {
 				return starts(r, sig) >= 3 && num(r.Summary(t), "files") > 200
@@ -140,8 +140,7 @@ func TestPlannerInterrupt(t *testing.T) {
 					t.Errorf("exit %d, want 20\n%s", r.Code, r.Stderr)
 				}
 				s := r.Summary(t)
-				checkTruth(t, r, src, dst, list, failed, 0)
-				checkIdentity(t, s, -1)
+				r.DestHolds(t, src, dst, list) // the accounting identity too
 				if num(s, "files") > int64(len(list)) || num(s, "files") < int64(min(st.first, len(list))) && s["input_complete"] != false {
 					t.Errorf("summary files %d of %d written", num(s, "files"), len(list))
 				}

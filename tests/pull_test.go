@@ -14,57 +14,15 @@ import (
 	"time"
 )
 
-// sizedList returns SIZE<TAB>PATH records (NUL-terminated) for every file and symlink
-// under dir, relative to it, as find -printf '%s\t%P\0' writes them.
-func sizedList(t testing.TB, dir string) ([]byte, int) {
-	t.Helper()
-	var b []byte
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		b = append(b, fmt.Sprintf("%d\t%s\x00", fi.Size(), rel)...)
-		n++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, n
-}
-
-// relList returns the relative paths of every file and symlink under dir, NUL-terminated.
-func relList(t testing.TB, dir string) ([]byte, []string) {
-	t.Helper()
-	var b []byte
-	var rels []string
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			b = append(append(b, rel...), 0)
-			rels = append(rels, rel)
-		}
-		return nil
-	})
-	return b, rels
-}
-
 // TestPullDaemon: a daemon's module as the source, odd names, nested directories and
 // symlinks; with and without --sizes.
 func TestPullDaemon(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	oncePerSuite(t)
 	needRsync(t)
-	w := t.TempDir()
-	mod := filepath.Join(w, "mod")
+	mod := filepath.Join(t.TempDir(), "mod")
 	makeOddTree(t, mod)
-	d := startDaemonConf(t, mod, 0, rootModule()+"read only = yes")
+	d := startDaemon(t, mod, "read only = yes")
 	for _, sized := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sizes=%v", sized), func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "dst")
@@ -74,15 +32,13 @@ func TestPullDaemon(t *testing.T) {
 				list, _ = sizedList(t, mod)
 				args = append([]string{"--sizes"}, args...)
 			}
-			r := start(t, startOpts{stdin: bytes.NewReader(list)}, args...).wait(time.Minute)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
-			st := r.Events[0]
+			r := start(t, startOpts{in: list}, args...).wait(time.Minute)
+			r.Exit(t, 0)
+			st := r.Start(t)
 			if st["source_remote"] != true || st["quick_check"] != false || st["transport"] != "direct" || st["sizes"] != sized {
 				t.Errorf("start event: %v", st)
 			}
-			checkIdentity(t, r.Summary(t), int64(len(rels)))
+			r.Identity(t, len(rels))
 			sameTree(t, mod, dst)
 		})
 	}
@@ -93,25 +49,20 @@ func TestPullSSH(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	sshConfig, _ := startSSHD(t, "")
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	makeOddTree(t, src)
-	list, rels := relList(t, src)
-	r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", "h0:"+src, dst, "--", "-e", "ssh -F "+sshConfig).wait(time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkIdentity(t, r.Summary(t), int64(len(rels)))
-	sameTree(t, src, dst)
+	w := newWork(t)
+	makeOddTree(t, w.Src)
+	list, rels := relList(t, w.Src)
+	r := start(t, startOpts{in: list}, "-0", "--root", "h0:"+w.Src, w.Dst, "--", "-e", "ssh -F "+sshConfig).wait(time.Minute)
+	r.Exit(t, 0)
+	r.Identity(t, len(rels))
+	sameTree(t, w.Src, w.Dst)
 
 	// absolute input paths must lie under the root; others fail with a reason
-	dst2 := filepath.Join(w, "dst2")
-	in := nul(filepath.Join(src, "plain.db"), "/etc/hostname", "../escape")
-	r = start(t, startOpts{stdin: bytes.NewReader(in)}, "-0", "--root", "h0:"+src, dst2, "--", "-e", "ssh -F "+sshConfig).wait(time.Minute)
-	if r.Code != 23 {
-		t.Errorf("exit %d, want 23", r.Code)
-	}
-	fltPathFailed(t, r, map[string]string{"/etc/hostname": "failed", "../escape": "failed"})
+	dst2 := filepath.Join(w.Dir, "dst2")
+	in := nul(filepath.Join(w.Src, "plain.db"), "/etc/hostname", "../escape")
+	r = start(t, startOpts{in: in}, "-0", "--root", "h0:"+w.Src, dst2, "--", "-e", "ssh -F "+sshConfig).wait(time.Minute)
+	r.Exit(t, 23)
+	r.PathFailed(t, map[string]string{"/etc/hostname": "failed", "../escape": "failed"})
 	if _, err := os.Stat(filepath.Join(dst2, "plain.db")); err != nil {
 		t.Errorf("the absolute path under the root was not copied: %v", err)
 	}
@@ -124,29 +75,24 @@ func TestPullSSH(t *testing.T) {
 func TestSizes(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
 	var in bytes.Buffer
 	for i := 0; i < 6; i++ {
 		name := fmt.Sprintf("f%d", i)
-		writeFile(t, filepath.Join(src, name), "tiny", 0o644)
+		writeFile(t, filepath.Join(w.Src, name), "tiny", 0o644)
 		fmt.Fprintf(&in, "%d\t%s\x00", (i+1)<<20, name) // says 1..6 MiB
 	}
-	writeFile(t, filepath.Join(src, "tab\there"), "tab", 0o644)
+	writeFile(t, filepath.Join(w.Src, "tab\there"), "tab", 0o644)
 	in.WriteString("3\ttab\there\x00")             // only the first tab splits
 	in.WriteString("100\tnot-there\x00")           // no lstat: rsync finds it missing
 	in.WriteString("no-tab-at-all\x00")            // malformed
 	in.WriteString("12kb\tf0\x00")                 // malformed size
 	in.WriteString("99999999999999999999\tf1\x00") // out of range
-	failed := filepath.Join(w, "failed")
-	r := start(t, startOpts{stdin: &in}, "-0", "--sizes", "--root", src, "--chunk-bytes", "4M", "--failed", failed,
-		"-j", "1", dst).wait(time.Minute)
-	if r.Code != 23 {
-		t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
-	}
-	s := r.Summary(t)
-	checkIdentity(t, s, 11)
-	fltNums(t, s, map[string]int64{"files_transferred": 7, "files_vanished": 1, "files_failed": 3})
+	r := start(t, startOpts{stdin: &in}, "-0", "--sizes", "--root", w.Src, "--chunk-bytes", "4M", "--failed", w.Failed,
+		"-j", "1", w.Dst).wait(time.Minute)
+	r.Exit(t, 23)
+	s := r.Identity(t, 11)
+	r.Counts(t, map[string]int64{"files_transferred": 7, "files_vanished": 1, "files_failed": 3})
 	if got := num(s, "bytes"); got != 21<<20+3+100 {
 		t.Errorf("summary bytes %d, want the sizes the list gave (%d)", got, 21<<20+3+100)
 	}
@@ -179,9 +125,8 @@ func TestSizes(t *testing.T) {
 		}
 	}
 	// the --failed list holds the records as read, so it pipes back in with --sizes
-	got := fltList(t, failed, 0)
-	fltSameSet(t, "--failed", got, []string{"100\tnot-there", "no-tab-at-all", "12kb\tf0", "99999999999999999999\tf1"})
-	if b, _ := os.ReadFile(filepath.Join(dst, "tab\there")); string(b) != "tab" {
+	r.FailedAre(t, "100\tnot-there", "no-tab-at-all", "12kb\tf0", "99999999999999999999\tf1")
+	if b, _ := os.ReadFile(filepath.Join(w.Dst, "tab\there")); string(b) != "tab" {
 		t.Errorf("a path holding a tab: %q", b)
 	}
 }
@@ -195,12 +140,11 @@ func TestSizesFindRoot(t *testing.T) {
 	if err := osexec.Command("find", ".", "-maxdepth", "0", "-printf", "%P").Run(); err != nil {
 		t.Skipf("find has no -printf (not GNU find): %v", err)
 	}
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	writeFile(t, filepath.Join(src, "top"), "top", 0o644)
-	writeFile(t, filepath.Join(src, "d", "f"), "in d", 0o600)
+	w := newWork(t)
+	writeFile(t, filepath.Join(w.Src, "top"), "top", 0o644)
+	writeFile(t, filepath.Join(w.Src, "d", "f"), "in d", 0o600)
 	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, d := range []string{filepath.Join(src, "d"), src} {
+	for _, d := range []string{filepath.Join(w.Src, "d"), w.Src} {
 		if err := os.Chmod(d, 0o750); err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +152,7 @@ func TestSizesFindRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	list, err := osexec.Command("find", src, "-printf", `%s\t%P\0`).Output()
+	list, err := osexec.Command("find", w.Src, "-printf", `%s\t%P\0`).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,15 +160,12 @@ func TestSizesFindRoot(t *testing.T) {
 	if len(recs) != 4 || !bytes.HasSuffix(recs[0], []byte("\t")) {
 		t.Fatalf("find's list %q: want 4 records, the first the root's with no path", list)
 	}
-	r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--sizes", "--root", src, "-j", "2", dst).wait(time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
-	}
-	s := r.Summary(t)
-	checkIdentity(t, s, 4)
-	fltNums(t, s, map[string]int64{"files_failed": 0, "files_transferred": 4})
-	sameTree(t, src, dst)
-	destHasRootAttrs(t, dst, 0o750, old)
+	r := start(t, startOpts{in: list}, "-0", "--sizes", "--root", w.Src, "-j", "2", w.Dst).wait(time.Minute)
+	r.Exit(t, 0)
+	r.Identity(t, 4)
+	r.Counts(t, map[string]int64{"files_failed": 0, "files_transferred": 4})
+	sameTree(t, w.Src, w.Dst)
+	destHasRootAttrs(t, w.Dst, 0o750, old)
 }
 
 // TestPullFaults: on the remote side, a path that vanished between listing and copying is
@@ -239,47 +180,33 @@ func TestPullFaults(t *testing.T) {
 	}
 	w := t.TempDir()
 	mod := filepath.Join(w, "mod")
-	os.MkdirAll(mod, 0o755)
 	os.Chmod(w, 0o755)
-	var names []string
-	for i := 0; i < 12; i++ {
-		n := fmt.Sprintf("d%d/f%02d", i%3, i)
-		writeFile(t, filepath.Join(mod, n), strings.Repeat("p", 20000+i), 0o644)
-		names = append(names, n)
-	}
+	names := spreadFiles(t, mod, 12, 3, 20000)
 	t.Run("vanished and unreadable", func(t *testing.T) {
 		writeFile(t, filepath.Join(mod, "secret"), "root only", 0o600)
-		d := startDaemonConf(t, mod, 0, "uid = nobody\ngid = nogroup\nread only = yes")
-		dst, failed := filepath.Join(t.TempDir(), "dst"), filepath.Join(t.TempDir(), "failed")
-		r := start(t, startOpts{stdin: bytes.NewReader(nul(append([]string{"gone/away", "secret"}, names...)...))},
-			"-0", "--root", d.URL(), "--failed", failed, dst).wait(time.Minute)
-		if r.Code != 23 {
-			t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
-		}
-		fltPathFailed(t, r, map[string]string{"gone/away": "vanished", "secret": "failed"})
-		fltSameSet(t, "--failed", fltList(t, failed, 0), []string{"gone/away", "secret"})
+		d := startDaemon(t, mod, "uid = nobody\ngid = nogroup\nread only = yes")
+		w := newWork(t)
+		r := start(t, startOpts{in: nul(append([]string{"gone/away", "secret"}, names...)...)},
+			"-0", "--root", d.URL(), "--failed", w.Failed, w.Dst).wait(time.Minute)
+		r.Exit(t, 23)
+		r.PathFailed(t, map[string]string{"gone/away": "vanished", "secret": "failed"})
+		r.FailedAre(t, "gone/away", "secret")
 		for _, n := range names {
-			if !landed(mod, dst, n) {
+			if !landed(mod, w.Dst, n) {
 				t.Errorf("%s not copied", n)
 			}
 		}
 		// only vanished: exit 24
-		r = start(t, startOpts{stdin: bytes.NewReader(nul("gone/away", names[0]))}, "-0", "--root", d.URL(),
+		r = start(t, startOpts{in: nul("gone/away", names[0])}, "-0", "--root", d.URL(),
 			filepath.Join(t.TempDir(), "dst")).wait(time.Minute)
-		if r.Code != 24 {
-			t.Errorf("only a vanished path: exit %d, want 24\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 24) // only a vanished path
 	})
 	t.Run("max connections below -j", func(t *testing.T) {
-		d := startDaemonConf(t, mod, 0, "uid = root\ngid = root\nread only = yes\nmax connections = 2")
+		d := startDaemon(t, mod, "read only = yes\nmax connections = 2")
 		dst := filepath.Join(t.TempDir(), "dst")
-		failed := filepath.Join(t.TempDir(), "failed")
-		r := start(t, startOpts{stdin: bytes.NewReader(nul(names...))}, "-0", "--root", d.URL(), "-j", "8",
-			"--chunk-files", "1", "--failed", failed, "--no-throttle", dst, "--", "--bwlimit=1m").wait(2 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		checkTruth(t, r, mod, dst, names, failed, 0)
+		r := listRun(t, d.URL(), dst, names, "-j", "8", "--chunk-files", "1", "--", "--bwlimit=1m")
+		r.Exit(t, 0)
+		r.DestHolds(t, mod, dst, names)
 		if len(r.OfType("jobs")) == 0 {
 			t.Errorf("no jobs event: the limit did not come down")
 		}

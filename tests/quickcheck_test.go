@@ -18,29 +18,28 @@ import (
 func TestQuickCheckMatchesRsync(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
 	old := time.Date(2024, 5, 6, 7, 8, 9, 500_000_000, time.UTC)
 	names := []string{"same", "content-same-size", "bigger", "mtime", "subsecond", "perms", "setuid",
 		"group", "owner", "file-to-link", "link-to-file", "missing", "dir-in-dst", "new\nline", "#hash"}
 	for _, n := range names {
-		writeFile(t, filepath.Join(src, n), "data of "+n, 0o644)
-		os.Chtimes(filepath.Join(src, n), old, old)
+		writeFile(t, filepath.Join(w.Src, n), "data of "+n, 0o644)
+		os.Chtimes(filepath.Join(w.Src, n), old, old)
 	}
 	for _, dn := range []string{"dir-same", "dir-mtime", "dir-perms"} {
-		os.Mkdir(filepath.Join(src, dn), 0o755)
-		os.Chtimes(filepath.Join(src, dn), old, old)
+		os.Mkdir(filepath.Join(w.Src, dn), 0o755)
+		os.Chtimes(filepath.Join(w.Src, dn), old, old)
 	}
-	os.Symlink("same", filepath.Join(src, "link-same"))
-	os.Symlink("same", filepath.Join(src, "link-retarget"))
-	os.Symlink("same", filepath.Join(src, "link-mtime"))
-	os.Remove(filepath.Join(src, "link-to-file"))
-	os.Symlink("same", filepath.Join(src, "link-to-file"))
-	if out, err := exec.Command("rsync", "-a", src+"/", dst+"/").CombinedOutput(); err != nil {
+	os.Symlink("same", filepath.Join(w.Src, "link-same"))
+	os.Symlink("same", filepath.Join(w.Src, "link-retarget"))
+	os.Symlink("same", filepath.Join(w.Src, "link-mtime"))
+	os.Remove(filepath.Join(w.Src, "link-to-file"))
+	os.Symlink("same", filepath.Join(w.Src, "link-to-file"))
+	if out, err := exec.Command("rsync", "-a", w.Src+"/", w.Dst+"/").CombinedOutput(); err != nil {
 		t.Fatalf("rsync: %v %s", err, out)
 	}
 	// now change the copies
-	d := func(n string) string { return filepath.Join(dst, n) }
+	d := func(n string) string { return filepath.Join(w.Dst, n) }
 	keep := func(n string) { os.Chtimes(d(n), old, old) }
 	os.WriteFile(d("content-same-size"), []byte("DATA OF content-same-size"), 0o644) // rsync: up to date (same size and time)
 	keep("content-same-size")
@@ -68,21 +67,21 @@ func TestQuickCheckMatchesRsync(t *testing.T) {
 	os.Remove(d("dir-in-dst"))
 	os.Mkdir(d("dir-in-dst"), 0o755)
 
-	ents, _ := os.ReadDir(src)
+	ents, _ := os.ReadDir(w.Src)
 	var list []byte
 	var all []string
 	for _, e := range ents {
 		all = append(all, e.Name())
-		list = append(append(list, src+"/./"+e.Name()...), 0)
+		list = append(append(list, w.Src+"/./"+e.Name()...), 0)
 	}
 	// rsync's own decision, in both of prsync's transports: push form (direct), and pull
 	// form through prsync's pipe helper
 	rsyncPath, _ := exec.LookPath("rsync")
 	changed := func(form string) map[string]bool {
-		args := []string{"-a", "--dry-run", "--from0", "--files-from=-", "--out-format=%i|%n", "/", dst + "/"}
+		args := []string{"-a", "--dry-run", "--from0", "--files-from=-", "--out-format=%i|%n", "/", w.Dst + "/"}
 		if form == "pipe" {
 			args = []string{"-a", "--dry-run", "-e", bin(t) + " --rsync-pipe-helper", "--rsync-path=" + rsyncPath, "-s",
-				"--from0", "--files-from=-", "--out-format=%i|%n", "localhost:/", dst + "/"}
+				"--from0", "--files-from=-", "--out-format=%i|%n", "localhost:/", w.Dst + "/"}
 		}
 		cmd := exec.Command(rsyncPath, args...)
 		cmd.Env = append(os.Environ(), "PRSYNC_PIPE_RSYNC="+rsyncPath)
@@ -110,10 +109,10 @@ func TestQuickCheckMatchesRsync(t *testing.T) {
 			t.Errorf("%q: changed in pull form, not in push form", n)
 		}
 	}
-	q := &splitter.QuickCheck{Dest: dst, Owner: isRoot()}
+	q := &splitter.QuickCheck{Dest: w.Dst, Owner: isRoot()}
 	var mismatch []string
 	for _, n := range all {
-		if q.Fresh(filepath.Join(src, n), n) == rsyncChanged[n] {
+		if q.Fresh(filepath.Join(w.Src, n), n) == rsyncChanged[n] {
 			mismatch = append(mismatch, n)
 		}
 	}
@@ -142,38 +141,30 @@ func unescapeName(b []byte) []byte {
 func TestQuickCheckRun(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
 	for _, n := range []string{"a", "b", "c"} {
-		writeFile(t, filepath.Join(src, n), n, 0o644)
+		writeFile(t, filepath.Join(w.Src, n), n, 0o644)
 	}
-	list, _ := listTree(t, src)
-	if r := runPrsync(t, w, list, "-0", "--root", src, dst); r.Code != 0 {
-		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	list, _ := listTree(t, w.Src)
+	runPrsync(t, w.Dir, list, "-0", "--root", w.Src, w.Dst).Exit(t, 0)
+	r := runPrsync(t, w.Dir, list, "-0", "--root", w.Src, w.Dst) // the re-run
+	r.Exit(t, 0)
+	r.Counts(t, map[string]int64{"files_up_to_date": 3, "chunks": 0})
+	if r.Start(t)["quick_check"] != true {
+		t.Errorf("start event quick_check = %v", r.Start(t)["quick_check"])
 	}
-	r := runPrsync(t, w, list, "-0", "--root", src, dst)
-	s := r.Summary(t)
-	if r.Code != 0 || num(s, "files_up_to_date") != 3 || num(s, "chunks") != 0 {
-		t.Errorf("re-run: exit %d, summary %v", r.Code, s)
+	if r.Start(t)["list_dest"] != false { // a local disk: nothing is listed ahead
+		t.Errorf("start event list_dest = %v", r.Start(t)["list_dest"])
 	}
-	if r.Events[0]["quick_check"] != true {
-		t.Errorf("start event quick_check = %v", r.Events[0]["quick_check"])
-	}
-	if r.Events[0]["list_dest"] != false { // a local disk: nothing is listed ahead
-		t.Errorf("start event list_dest = %v", r.Events[0]["list_dest"])
-	}
-	writeFile(t, filepath.Join(src, "b"), "changed!", 0o644)
-	r = runPrsync(t, w, list, "-0", "--root", src, dst)
-	s = r.Summary(t)
-	if num(s, "files_transferred") != 1 || num(s, "files_up_to_date") != 2 || num(s, "chunks") != 1 {
-		t.Errorf("one change: summary %v", s)
-	}
-	sameTree(t, src, dst)
+	writeFile(t, filepath.Join(w.Src, "b"), "changed!", 0o644)
+	r = runPrsync(t, w.Dir, list, "-0", "--root", w.Src, w.Dst) // one change
+	r.Counts(t, map[string]int64{"files_transferred": 1, "files_up_to_date": 2, "chunks": 1})
+	sameTree(t, w.Src, w.Dst)
 	for _, args := range [][]string{{"--no-quick-check"}, {"--", "-c"}, {"--", "--size-only"}, {"--", "-H"}} {
-		r = runPrsync(t, w, list, append([]string{"-0", "--root", src, dst}, args...)...)
-		if r.Events[0]["quick_check"] != false || num(r.Summary(t), "chunks") != 1 {
-			t.Errorf("%v: quick_check %v, summary %v", args, r.Events[0]["quick_check"], r.Summary(t))
+		r = runPrsync(t, w.Dir, list, append([]string{"-0", "--root", w.Src, w.Dst}, args...)...)
+		if r.Start(t)["quick_check"] != false || num(r.Summary(t), "chunks") != 1 {
+			t.Errorf("%v: quick_check %v, summary %v", args, r.Start(t)["quick_check"], r.Summary(t))
 		}
-		checkIdentity(t, r.Summary(t), 3)
+		r.Identity(t, 3)
 	}
 }

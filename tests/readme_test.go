@@ -141,7 +141,7 @@ var readmeChecks = []readmeCheck{
 			}
 		}},
 	{section: "Examples", cmd: `find /data -type f -print0 | prsync -0 -C /data /mnt/backup/ | jq -c 'select(.type=="summary")'`,
-		setup: func(t *testing.T, e *readmeEnv) { readmeNeed(t, "jq") },
+		setup: func(t *testing.T, e *readmeEnv) { needProg(t, "jq", "jq") },
 		check: func(t *testing.T, e *readmeEnv, out string) {
 			var s map[string]any
 			if err := json.Unmarshal([]byte(out), &s); err != nil || s["type"] != "summary" || strings.Count(strings.TrimSpace(out), "\n") != 0 {
@@ -218,7 +218,7 @@ func TestReadme(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := startDaemon(t, e.p("daemon"), 0)
+	d := startDaemon(t, e.p("daemon"))
 	// the longest first: rsync://backup1/backups/ before backup1:, which it does not contain
 	e.places = []readmePlace{
 		{"rsync://backup1/backups/", d.URL(), "an rsync --daemon on 127.0.0.1 started by the test (its module mod is daemon/)"},
@@ -419,16 +419,5 @@ func readmeVersion(t *testing.T, p string) {
 	out, err := exec.Command(p, "--version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "prsync ") || !strings.Contains(string(out), "needs rsync") {
 		t.Errorf("%s --version: %v\n%s", p, err, out)
-	}
-}
-
-// readmeNeed skips without a program, unless the suite installs it (PRSYNC_TEST_INSTALL).
-func readmeNeed(t *testing.T, prog string) {
-	t.Helper()
-	if _, err := exec.LookPath(prog); err != nil {
-		if os.Getenv("PRSYNC_TEST_INSTALL") != "" {
-			t.Fatalf("%s is not installed, though the suite installs it", prog)
-		}
-		t.Skipf("%s is not installed", prog)
 	}
 }

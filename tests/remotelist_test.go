@@ -95,7 +95,7 @@ func TestRemoteListDaemon(t *testing.T) {
 			src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
 			os.MkdirAll(dst, 0o755)
 			list, n := longTree(t, src, 3000)
-			d := startDaemon(t, dst, 0)
+			d := startDaemon(t, dst)
 			args := []string{"-0", "--root", src, "--no-throttle"}
 			if mode == "on" {
 				args = append(args, "--remote-lists", "on")
@@ -105,7 +105,7 @@ func TestRemoteListDaemon(t *testing.T) {
 				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 			}
 			s := r.Summary(t)
-			checkIdentity(t, s, int64(n))
+			identity(t, s, int64(n))
 			sameTree(t, src, dst) // a walk of DEST: exactly the source, and no list
 			noListsLeft(t, dst)
 			if st := r.OfType("start"); len(st) != 1 || st[0]["remote_lists"] != mode {
@@ -206,7 +206,7 @@ func TestRemoteListSSH(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
-	checkIdentity(t, r.Summary(t), int64(n))
+	identity(t, r.Summary(t), int64(n))
 	sameTree(t, src, dst)
 	noListsLeft(t, dst)
 	rl := remoteLists(t, r)
@@ -226,7 +226,7 @@ func TestRemoteListKilled(t *testing.T) {
 	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
 	os.MkdirAll(dst, 0o755)
 	list, n := longTree(t, src, 400)
-	d := startDaemon(t, dst, 0)
+	d := startDaemon(t, dst)
 	args := []string{"-0", "--root", src, "--no-throttle", "--remote-lists", "on", "-j", "2", "--chunk-files", "100"}
 	remoteStarted := func(e map[string]any) bool { return e["type"] == "chunk_start" && e["list"] == "remote" }
 
@@ -240,7 +240,7 @@ func TestRemoteListKilled(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}
-		checkIdentity(t, r.Summary(t), int64(n))
+		identity(t, r.Summary(t), int64(n))
 		sameTree(t, src, dst)
 		noListsLeft(t, dst)
 	})
@@ -284,7 +284,7 @@ func TestRemoteListKilled(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}
-		checkIdentity(t, r.Summary(t), int64(n))
+		identity(t, r.Summary(t), int64(n))
 		sameTree(t, src, dst)
 		noListsLeft(t, dst)
 		if rl := remoteLists(t, r); rl == nil || num(rl, "swept") != int64(len(left)) {
@@ -311,13 +311,13 @@ func TestRemoteListDelete(t *testing.T) {
 	other := filepath.Join(dst, listDir, "otherhost-4242-1700000000.7")
 	writeFile(t, other, "a/b\x00", 0o600)
 	writeFile(t, filepath.Join(dst, "stray.txt"), "not in the source", 0o644)
-	d := startDaemon(t, dst, 0)
+	d := startDaemon(t, dst)
 	r := runPrsync(t, "", list, "-0", "--root", src, "--no-throttle", "--remote-lists", "on", "--delete", d.URL())
 	if r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
 	s := r.Summary(t)
-	checkIdentity(t, s, int64(n))
+	identity(t, s, int64(n))
 	if s["delete_pass"] != "ran" {
 		t.Fatalf("delete_pass %v", s["delete_pass"])
 	}
@@ -359,11 +359,11 @@ func TestRemoteListFallback(t *testing.T) {
 		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
 		os.MkdirAll(dst, 0o755)
 		list, n := longTree(t, src, 200)
-		d := startDaemonConf(t, dst, 0, rootModule()+"read only = yes\n")
+		d := startDaemon(t, dst, "read only = yes")
 		var runs []*Run
 		for _, mode := range []string{"off", "on"} {
 			r := runPrsync(t, "", list, "-0", "--root", src, "--no-throttle", "--remote-lists", mode, d.URL())
-			checkIdentity(t, r.Summary(t), int64(n))
+			identity(t, r.Summary(t), int64(n))
 			if !strings.Contains(r.Stderr, "module is read only") {
 				t.Errorf("%s: stderr does not say the module is read only:\n%s", mode, r.Stderr)
 			}
@@ -399,12 +399,12 @@ func TestRemoteListFallback(t *testing.T) {
 			writeFile(t, filepath.Join(src, name), strings.Repeat("d", i), 0o644)
 			names = append(names, name)
 		}
-		d := startDaemonConf(t, dst, 0, "uid = nobody\ngid = nogroup\n")
+		d := startDaemon(t, dst, "uid = nobody", "gid = nogroup")
 		r := runPrsync(t, "", nul(names...), "-0", "--root", src, "--no-throttle", "--remote-lists", "on", d.URL())
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}
-		checkIdentity(t, r.Summary(t), int64(len(names)))
+		identity(t, r.Summary(t), int64(len(names)))
 		rl := remoteLists(t, r)
 		if rl == nil || !strings.Contains(fmt.Sprint(rl["off"]), "Permission denied") || remoteStarts(r) != 0 {
 			t.Errorf("summary's remote_lists %v, %d remote: want off (Permission denied), none", rl, remoteStarts(r))
@@ -427,12 +427,12 @@ func TestRemoteListFallback(t *testing.T) {
 		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
 		os.MkdirAll(dst, 0o755)
 		list, n := longTree(t, src, 1500)
-		d := startDaemonConf(t, dst, 0, rootModule()+"max connections = 2\n")
+		d := startDaemon(t, dst, "max connections = 2")
 		r := runPrsync(t, "", list, "-0", "--root", src, "--no-throttle", "--remote-lists", "on", "-j", "4", "--chunk-files", "200", d.URL())
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}
-		checkIdentity(t, r.Summary(t), int64(n))
+		identity(t, r.Summary(t), int64(n))
 		sameTree(t, src, dst)
 		noListsLeft(t, dst)
 		// a refused upload sends that chunk's list on stdin, and turns nothing off
@@ -455,13 +455,13 @@ func TestRemoteListFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 		writeFile(t, wrap, fmt.Sprintf("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in --files-from=:*) rm -f %q/\"${a#--files-from=:}\" ;; esac; done\nexec %q \"$@\"\n", dst, real), 0o755)
-		d := startDaemon(t, dst, 0)
+		d := startDaemon(t, dst)
 		// -j 1: the first chunk's rsync finds its list gone before any other starts
 		r := runPrsync(t, "", list, "-0", "--root", src, "--no-throttle", "--remote-lists", "on", "-j", "1", "--rsync", wrap, d.URL())
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 		}
-		checkIdentity(t, r.Summary(t), int64(n))
+		identity(t, r.Summary(t), int64(n))
 		sameTree(t, src, dst)
 		noListsLeft(t, dst)
 		rl := remoteLists(t, r)

@@ -24,22 +24,19 @@ import (
 func TestReport(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	makeOddTree(t, src)
+	w := newWork(t)
+	makeOddTree(t, w.Src)
 	for i := range 300 {
-		writeFile(t, filepath.Join(src, fmt.Sprintf("d%d", i%3), fmt.Sprintf("f%03d", i)), strings.Repeat("x", 1000*i), 0o644)
+		writeFile(t, filepath.Join(w.Src, fmt.Sprintf("d%d", i%3), fmt.Sprintf("f%03d", i)), strings.Repeat("x", 1000*i), 0o644)
 	}
-	list, n := listTree(t, src)
-	gone := filepath.Join(src, "gone <b>\n\"name\"")
+	list, n := listTree(t, w.Src)
+	gone := filepath.Join(w.Src, "gone <b>\n\"name\"")
 	list = append(list, nul(gone)...)
-	r := runPrsync(t, w, list, "-0", "--root", src, "-j", "3", "--chunk-files", "20", "--throttle-interval", "100ms", "--no-throttle", dst)
-	if r.Code != 24 {
-		t.Fatalf("exit %d, want 24 (one path vanished)\n%s", r.Code, r.Stderr)
-	}
-	sameTree(t, src, dst)
-	checkIdentity(t, r.Summary(t), int64(n+1))
-	events := filepath.Join(w, "events.jsonl")
+	r := runPrsync(t, w.Dir, list, "-0", "--root", w.Src, "-j", "3", "--chunk-files", "20", "--throttle-interval", "100ms", "--no-throttle", w.Dst)
+	r.Exit(t, 24)
+	sameTree(t, w.Src, w.Dst)
+	r.Identity(t, n+1)
+	events := filepath.Join(w.Dir, "events.jsonl")
 	if err := os.WriteFile(events, []byte(r.Stdout), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +46,7 @@ func TestReport(t *testing.T) {
 	for r.Stdout[cut-1] == '\n' || r.Stdout[cut] == '\n' {
 		cut++
 	}
-	partial := filepath.Join(w, "partial.jsonl")
+	partial := filepath.Join(w.Dir, "partial.jsonl")
 	if err := os.WriteFile(partial, []byte(r.Stdout[:cut]), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +70,7 @@ func TestReport(t *testing.T) {
 		wellFormed(t, page)
 		return stderr.String()
 	}
-	whole, cutShort := filepath.Join(w, "report.html"), filepath.Join(w, "partial.html")
+	whole, cutShort := filepath.Join(w.Dir, "report.html"), filepath.Join(w.Dir, "partial.html")
 
 	t.Run("whole", func(t *testing.T) {
 		if stderr := report(t, events, whole); stderr != "" {

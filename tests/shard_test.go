@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -60,13 +61,29 @@ func scaleFiles(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-func writeList(t *testing.T, dir string, list []byte) string {
+// scaleShards runs the n shards of one copy at once, each prsync ARGS --shard K/n
+// dest(K), to their ends (the args after "--" go after DEST): shard onStdin reads list on
+// stdin, the others --from lf (every one, when onStdin is -1).
+func scaleShards(t *testing.T, n, onStdin int, list []byte, lf string, dest func(k int) string, args ...string) []*Run {
 	t.Helper()
-	p := filepath.Join(dir, "list.0")
-	if err := os.WriteFile(p, list, 0o644); err != nil {
-		t.Fatal(err)
+	cut := len(args)
+	if i := slices.Index(args, "--"); i >= 0 {
+		cut = i
 	}
-	return p
+	var procs []*proc
+	for k := 0; k < n; k++ {
+		a := append(append([]string(nil), args[:cut]...), "--shard", fmt.Sprintf("%d/%d", k, n))
+		o := startOpts{in: list}
+		if k != onStdin {
+			a, o = append(a, "--from", lf), startOpts{}
+		}
+		procs = append(procs, start(t, o, append(append(a, dest(k)), args[cut:]...)...))
+	}
+	var runs []*Run
+	for _, p := range procs {
+		runs = append(runs, p.wait(5*time.Minute))
+	}
+	return runs
 }
 
 func checkShardFields(t *testing.T, r *Run, k, n int) {
@@ -90,44 +107,26 @@ func checkShardFields(t *testing.T, r *Run, k, n int) {
 func TestShardThreeSeparate(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src := filepath.Join(base, "src")
-	list, paths := scaleTree(t, src, 300)
-	lf := writeList(t, base, list)
-
-	var procs []*proc
-	for k := 0; k < 3; k++ {
-		dest := filepath.Join(base, fmt.Sprintf("dest%d", k))
-		args := []string{"-0", "--root", src, "-j", "4", "--chunk-files", "16", "--no-throttle", "--shard", fmt.Sprintf("%d/3", k)}
-		var stdin []byte
-		if k == 1 {
-			stdin = list // shard 1 reads stdin, the others --from
-		} else {
-			args = append(args, "--from", lf)
-		}
-		procs = append(procs, start(t, startOpts{stdin: bytes.NewReader(stdin)}, append(args, dest)...))
-	}
-	srcFiles := scaleFiles(t, src)
+	w := newWork(t)
+	list, paths := scaleTree(t, w.Src, 300)
+	dest := func(k int) string { return filepath.Join(w.Dir, fmt.Sprintf("dest%d", k)) }
+	// shard 1 reads stdin, the others --from
+	runs := scaleShards(t, 3, 1, list, writeList(t, w.Dir, list), dest, "-0", "--root", w.Src, "-j", "4", "--chunk-files", "16", "--no-throttle")
+	srcFiles := scaleFiles(t, w.Src)
 	seen := map[string]int{}
 	var total int64
-	for k, p := range procs {
-		r := p.wait(5 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("shard %d/3: exit %d\n%s", k, r.Code, r.Stderr)
-		}
+	for k, r := range runs {
+		r.Exit(t, 0)
 		want := scaleWant(paths, k, 3)
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(want)))
+		s := r.Identity(t, len(want))
 		checkShardFields(t, r, k, 3)
-		if num(s, "files_transferred") != int64(len(want)) {
-			t.Errorf("shard %d/3: transferred %d, want %d", k, num(s, "files_transferred"), len(want))
-		}
+		r.Counts(t, map[string]int64{"files_transferred": int64(len(want))})
 		total += num(s, "files")
-		got := scaleFiles(t, filepath.Join(base, fmt.Sprintf("dest%d", k)))
+		got := scaleFiles(t, dest(k))
 		for rel, v := range got {
 			seen[rel]++
-			if !want[filepath.Join(src, rel)] {
-				t.Errorf("shard %d/3 copied %q, which hashes to shard %d", k, rel, splitter.Shard([]byte(filepath.Join(src, rel)), 3))
+			if !want[filepath.Join(w.Src, rel)] {
+				t.Errorf("shard %d/3 copied %q, which hashes to shard %d", k, rel, splitter.Shard([]byte(filepath.Join(w.Src, rel)), 3))
 			}
 			if srcFiles[rel] != v {
 				t.Errorf("shard %d/3: %q differs from the source", k, rel)
@@ -148,7 +147,7 @@ func TestShardThreeSeparate(t *testing.T) {
 	if len(seen) != len(srcFiles) {
 		t.Errorf("union has %d files, source %d", len(seen), len(srcFiles))
 	}
-	noProcsLeft(t, base)
+	noProcsLeft(t, w.Dir)
 }
 
 // jqTotals is the merge recipe of docs/scale-out.md; the test runs it on real logs, so the
@@ -201,34 +200,19 @@ func runJqTotals(t *testing.T, logs ...string) map[string]any {
 func TestShardThreeSharedDest(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src, dest := filepath.Join(base, "src"), filepath.Join(base, "dest")
-	list, paths := scaleTree(t, src, 300)
-	lf := writeList(t, base, list)
-	var procs []*proc
-	for k := 0; k < 3; k++ {
-		args := []string{"-0", "--root", src, "-j", "4", "--chunk-files", "10", "--no-throttle", "--shard", fmt.Sprintf("%d/3", k)}
-		var stdin []byte
-		if k == 2 {
-			stdin = list
-		} else {
-			args = append(args, "--from", lf)
-		}
-		procs = append(procs, start(t, startOpts{stdin: bytes.NewReader(stdin)}, append(args, dest)...))
-	}
+	w := newWork(t)
+	list, paths := scaleTree(t, w.Src, 300)
+	runs := scaleShards(t, 3, 2, list, writeList(t, w.Dir, list), func(int) string { return w.Dst },
+		"-0", "--root", w.Src, "-j", "4", "--chunk-files", "10", "--no-throttle")
 	var files, transferred int64
 	var logs []string
-	for k, p := range procs {
-		r := p.wait(5 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("shard %d/3: exit %d\n%s", k, r.Code, r.Stderr)
-		}
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(scaleWant(paths, k, 3))))
+	for k, r := range runs {
+		r.Exit(t, 0)
+		s := r.Identity(t, len(scaleWant(paths, k, 3)))
 		checkShardFields(t, r, k, 3)
 		files += num(s, "files")
 		transferred += num(s, "files_transferred")
-		lp := filepath.Join(base, fmt.Sprintf("prsync.%d.jsonl", k))
+		lp := filepath.Join(w.Dir, fmt.Sprintf("prsync.%d.jsonl", k))
 		if err := os.WriteFile(lp, []byte(r.Stdout), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +221,7 @@ func TestShardThreeSharedDest(t *testing.T) {
 	if files != 300 || transferred != 300 {
 		t.Errorf("summaries add up to files %d, transferred %d; want 300 and 300", files, transferred)
 	}
-	sameTree(t, src, dest)
+	sameTree(t, w.Src, w.Dst)
 	if m := runJqTotals(t, logs...); m != nil {
 		if num(m, "tasks") != 3 || num(m, "files") != 300 || num(m, "files_transferred") != 300 || num(m, "exit_code") != 0 {
 			t.Errorf("jq totals: %v", m)
@@ -246,16 +230,15 @@ func TestShardThreeSharedDest(t *testing.T) {
 			t.Errorf("jq totals: shards %v, want [0 1 2]", m["shards"])
 		}
 	}
-	noProcsLeft(t, base)
+	noProcsLeft(t, w.Dir)
 }
 
 func TestShardSpecs(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src := filepath.Join(base, "src")
-	list, paths := scaleTree(t, src, 300)
-	lf := writeList(t, base, list)
+	w := newWork(t)
+	list, paths := scaleTree(t, w.Src, 300)
+	lf := writeList(t, w.Dir, list)
 
 	bad := []struct {
 		args []string
@@ -272,32 +255,25 @@ func TestShardSpecs(t *testing.T) {
 		{env: []string{"PRSYNC_SHARD=3/3"}},
 		{env: []string{"PRSYNC_SHARD=/4"}}, // what an unset $SLURM_ARRAY_TASK_ID gives
 	}
-	for i, c := range bad {
-		dest := filepath.Join(base, fmt.Sprintf("bad%d", i))
-		args := append(append([]string{"-0", "--from", lf, "--root", src}, c.args...), dest)
-		r := start(t, startOpts{env: c.env}, args...).wait(5 * time.Minute)
-		if r.Code != 1 {
-			t.Errorf("%v %v: exit %d, want 1\n%s", c.env, c.args, r.Code, r.Stderr)
+	t.Run("bad", func(t *testing.T) {
+		for i, c := range bad {
+			t.Run(strings.Join(append(c.env, c.args...), " "), func(t *testing.T) {
+				t.Parallel()
+				dest := filepath.Join(w.Dir, fmt.Sprintf("bad%d", i))
+				args := append(append([]string{"-0", "--from", lf, "--root", w.Src}, c.args...), dest)
+				r := start(t, startOpts{env: c.env}, args...).wait(5 * time.Minute)
+				r.Refused(t, 1) // no events, one error line
+				absent(t, "", dest)
+			})
 		}
-		if !regexp.MustCompile(`(?m)^prsync: error: .*`).MatchString(r.Stderr) {
-			t.Errorf("%v %v: no `prsync: error:` line in stderr:\n%s", c.env, c.args, r.Stderr)
-		}
-		if len(r.Events) != 0 {
-			t.Errorf("%v %v: events on a usage error: %s", c.env, c.args, r.Stdout)
-		}
-		if _, err := os.Stat(dest); err == nil {
-			t.Errorf("%v %v: DEST was created on a usage error", c.env, c.args)
-		}
-	}
+	})
 
 	// PRSYNC_SHARD from the environment, as an array job sets it
-	dest := filepath.Join(base, "env")
-	r := start(t, startOpts{env: []string{"PRSYNC_SHARD=1/2"}}, "-0", "--from", lf, "--root", src, "--no-throttle", dest).wait(5 * time.Minute)
+	dest := filepath.Join(w.Dir, "env")
+	r := start(t, startOpts{env: []string{"PRSYNC_SHARD=1/2"}}, "-0", "--from", lf, "--root", w.Src, "--no-throttle", dest).wait(5 * time.Minute)
 	want := scaleWant(paths, 1, 2)
-	if r.Code != 0 {
-		t.Fatalf("PRSYNC_SHARD=1/2: exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkIdentity(t, r.Summary(t), int64(len(want)))
+	r.Exit(t, 0)
+	r.Identity(t, len(want))
 	checkShardFields(t, r, 1, 2)
 	if got := scaleFiles(t, dest); len(got) != len(want) || len(want) == 0 || len(want) == 300 {
 		t.Errorf("PRSYNC_SHARD=1/2 copied %d files, want %d", len(got), len(want))
@@ -305,17 +281,15 @@ func TestShardSpecs(t *testing.T) {
 
 	// --shard 0/1 is the same as no flag
 	for i, extra := range [][]string{{"--shard", "0/1"}, nil} {
-		dest := filepath.Join(base, fmt.Sprintf("all%d", i))
-		args := append(append([]string{"-0", "--root", src, "--no-throttle"}, extra...), dest)
-		r := start(t, startOpts{stdin: bytes.NewReader(list)}, args...).wait(5 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("%v: exit %d\n%s", extra, r.Code, r.Stderr)
-		}
-		checkIdentity(t, r.Summary(t), 300)
+		dest := filepath.Join(w.Dir, fmt.Sprintf("all%d", i))
+		args := append(append([]string{"-0", "--root", w.Src, "--no-throttle"}, extra...), dest)
+		r := start(t, startOpts{in: list}, args...).wait(5 * time.Minute)
+		r.Exit(t, 0)
+		r.Identity(t, 300)
 		checkShardFields(t, r, 0, 1)
-		sameTree(t, src, dest)
+		sameTree(t, w.Src, dest)
 	}
-	noProcsLeft(t, base)
+	noProcsLeft(t, w.Dir)
 }
 
 // The --failed lists of all shards, concatenated, are one retry run (docs/scale-out.md).
@@ -349,8 +323,7 @@ func TestShardFailedListsRetry(t *testing.T) {
 	var vanished int64
 	for k, p := range procs {
 		r := p.wait(5 * time.Minute)
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(scaleWant(paths, k, 3))))
+		s := r.Identity(t, len(scaleWant(paths, k, 3)))
 		vanished += num(s, "files_vanished")
 		if want := map[bool]int{true: 24, false: 0}[num(s, "files_vanished") > 0]; r.Code != want {
 			t.Errorf("shard %d/3: exit %d, want %d\n%s", k, r.Code, want, r.Stderr)
@@ -365,14 +338,9 @@ func TestShardFailedListsRetry(t *testing.T) {
 	// the recipe: cat failed.* | prsync -0 --root SRC DEST
 	r := start(t, startOpts{wrap: []string{"bash", "-c", `cat "$1"/failed.* | "$0" -0 --root "$2" --no-throttle "$3"`}},
 		base, src, dest).wait(time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("retry run: exit %d\n%s", r.Code, r.Stderr)
-	}
-	s := r.Summary(t)
-	checkIdentity(t, s, int64(len(late)))
-	if num(s, "files_transferred") != int64(len(late)) {
-		t.Errorf("retry transferred %d, want %d", num(s, "files_transferred"), len(late))
-	}
+	r.Exit(t, 0)
+	r.Identity(t, len(late))
+	r.Counts(t, map[string]int64{"files_transferred": int64(len(late))}) // the retry
 	sameTree(t, src, dest)
 	noProcsLeft(t, base)
 }
@@ -477,39 +445,30 @@ func checkLinkGroups(t *testing.T, dest string, groups [][]string, wantLinked bo
 func TestShardHardLinks(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	base := t.TempDir()
-	src := filepath.Join(base, "src")
-	list, groups, n := scaleLinkTree(t, base)
-	lf := writeList(t, base, list)
-	common := []string{"-0", "--root", src, "-j", "4", "--chunk-files", "6", "--no-throttle"} // groups of up to 7 links span chunks
+	w := newWork(t)
+	list, groups, n := scaleLinkTree(t, w.Dir)
+	lf := writeList(t, w.Dir, list)
+	common := []string{"-0", "--root", w.Src, "-j", "4", "--chunk-files", "6", "--no-throttle"} // groups of up to 7 links span chunks
 
 	t.Run("one instance", func(t *testing.T) {
-		dest := filepath.Join(base, "dest1")
-		r := start(t, startOpts{stdin: bytes.NewReader(list)}, append(common, dest, "--", "-H")...).wait(5 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		checkIdentity(t, r.Summary(t), int64(n))
-		sameTree(t, src, dest)
+		t.Parallel()
+		dest := filepath.Join(w.Dir, "dest1")
+		r := start(t, startOpts{in: list}, append(common, dest, "--", "-H")...).wait(5 * time.Minute)
+		r.Exit(t, 0)
+		r.Identity(t, n)
+		sameTree(t, w.Src, dest)
 		checkLinkGroups(t, dest, groups, true)
 	})
 
 	t.Run("three shards into one DEST", func(t *testing.T) {
-		dest := filepath.Join(base, "dest3")
-		var procs []*proc
-		for k := 0; k < 3; k++ {
-			args := append(append([]string(nil), common...), "--from", lf, "--shard", fmt.Sprintf("%d/3", k), dest, "--", "--hard-links")
-			procs = append(procs, start(t, startOpts{}, args...))
-		}
+		t.Parallel()
+		dest := filepath.Join(w.Dir, "dest3")
+		runs := scaleShards(t, 3, -1, nil, lf, func(int) string { return dest }, append(common, "--", "--hard-links")...)
 		var files int64
 		perShard := map[int]int64{}
-		for k, p := range procs {
-			r := p.wait(5 * time.Minute)
-			if r.Code != 0 {
-				t.Fatalf("shard %d/3: exit %d\n%s", k, r.Code, r.Stderr)
-			}
-			s := r.Summary(t)
-			checkIdentity(t, s, -1)
+		for k, r := range runs {
+			r.Exit(t, 0)
+			s := r.Identity(t, -1)
 			checkShardFields(t, r, k, 3)
 			files += num(s, "files")
 			perShard[k] = num(s, "files")
@@ -517,23 +476,22 @@ func TestShardHardLinks(t *testing.T) {
 		if files != int64(n) {
 			t.Errorf("summaries add up to %d files, want %d (%v)", files, n, perShard)
 		}
-		sameTree(t, src, dest)
+		sameTree(t, w.Src, dest)
 		checkLinkGroups(t, dest, groups, true)
 	})
 
 	// the control: without -H the same run does not keep the links, so the checks above can fail
 	t.Run("control without -H", func(t *testing.T) {
-		dest := filepath.Join(base, "dest0")
-		r := start(t, startOpts{stdin: bytes.NewReader(list)}, append(common, dest)...).wait(5 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		checkIdentity(t, r.Summary(t), int64(n))
+		t.Parallel()
+		dest := filepath.Join(w.Dir, "dest0")
+		r := start(t, startOpts{in: list}, append(common, dest)...).wait(5 * time.Minute)
+		r.Exit(t, 0)
+		r.Identity(t, n)
 		if b := checkLinkGroups(t, dest, groups, false); b != len(groups) {
 			t.Errorf("without -H, %d of %d groups were broken; want all", b, len(groups))
 		}
 	})
-	noProcsLeft(t, base)
+	t.Cleanup(func() { noProcsLeft(t, w.Dir) }) // after the parallel cases
 }
 
 // The Kubernetes recipe cannot run here (no cluster); its manifest must at least parse, be an

@@ -428,8 +428,7 @@ func TestSlurmArray(t *testing.T) {
 		}
 		logFiles = append(logFiles, lp)
 		r := &Run{Stdout: string(data), Events: parseEvents(t, data)}
-		sum := r.Summary(t)
-		checkIdentity(t, sum, int64(len(scaleWant(paths, k, 4))))
+		sum := r.Identity(t, len(scaleWant(paths, k, 4)))
 		checkShardFields(t, r, k, 4)
 		if num(sum, "exit_code") != 0 {
 			t.Errorf("task %d: summary exit_code %d", k, num(sum, "exit_code"))
@@ -459,13 +458,10 @@ func TestSlurmArray(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Run{Events: parseEvents(t, data)}
-	sum := r.Summary(t)
 	checkShardFields(t, r, 2, 4)
-	want := int64(len(scaleWant(paths, 2, 4)))
-	checkIdentity(t, sum, want)
-	if num(sum, "files_up_to_date") != want {
-		t.Errorf("re-run of task 2: %d up to date, want %d", num(sum, "files_up_to_date"), want)
-	}
+	want := len(scaleWant(paths, 2, 4))
+	r.Identity(t, want)
+	r.Counts(t, map[string]int64{"files_up_to_date": int64(want)}) // the re-run of task 2
 
 	s.stopAll(t)
 	for _, d := range s.daemons {

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -18,19 +17,18 @@ import (
 // pull) have TCP_NODELAY on their socket, read from the running rsync's own socket
 // (pidfd_getfd), and that options of the user's own after -- replace it: then the socket is
 // as rsync leaves it, without. The copy is slowed (--bwlimit after --) so that the rsync
-// lives while the test looks.
+// lives while the test looks, however loaded the machine.
 func TestDaemonNoDelay(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	if _, err := unix.PidfdOpen(os.Getpid(), 0); err != nil {
 		t.Skipf("no pidfd here: %v", err)
 	}
-	base := t.TempDir()
-	src := filepath.Join(base, "src")
-	served := filepath.Join(base, "served")
-	os.MkdirAll(served, 0o755)
-	writeFile(t, filepath.Join(src, "slow"), strings.Repeat("x", 128<<10), 0o644)
+	w := newWork(t)
+	served := filepath.Join(w.Dir, "served")
+	writeFile(t, filepath.Join(w.Src, "slow"), strings.Repeat("x", 128<<10), 0o644)
 	writeFile(t, filepath.Join(served, "slow"), strings.Repeat("y", 128<<10), 0o644)
-	d := startDaemon(t, served, 0)
+	d := startDaemon(t, served)
 
 	tests := []struct {
 		name   string
@@ -39,46 +37,55 @@ func TestDaemonNoDelay(t *testing.T) {
 		want   bool
 		option bool // the start event's rsync_args hold NoDelay
 	}{
-		{"push", []string{"--root", src, d.URL() + "push/"}, nil, true, true},
-		{"pull", []string{"--root", d.URL(), filepath.Join(base, "pulled")}, nil, true, true},
-		{"push, the user's sockopts", []string{"--root", src, d.URL() + "own/"}, []string{"--sockopts=SO_KEEPALIVE"}, false, false},
-		{"local", []string{"--root", src, filepath.Join(base, "local")}, nil, false, false},
+		{"push", []string{"--root", w.Src, d.URL() + "push/"}, nil, true, true},
+		{"pull", []string{"--root", d.URL(), filepath.Join(w.Dir, "pulled")}, nil, true, true},
+		{"push, the user's sockopts", []string{"--root", w.Src, d.URL() + "own/"}, []string{"--sockopts=SO_KEEPALIVE"}, false, false},
+		{"local", []string{"--root", w.Src, filepath.Join(w.Dir, "local")}, nil, false, false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			args := append(append([]string{"--no-throttle"}, tt.args...), "--", "--bwlimit=64")
-			args = append(args, tt.extra...)
-			p := start(t, startOpts{dir: base, stdin: bytes.NewReader([]byte("slow\n"))}, args...)
-			st := p.mustWaitFor("start", 30*time.Second, func(e map[string]any) bool { return e["type"] == "start" })
-			if got := strings.Contains(fmt.Sprint(st["rsync_args"]), "--sockopts=TCP_NODELAY"); got != tt.option {
-				t.Errorf("rsync_args %v: holds --sockopts=TCP_NODELAY: %v, want %v", st["rsync_args"], got, tt.option)
-			}
-			cs := p.mustWaitFor("chunk_start", 30*time.Second, func(e map[string]any) bool { return e["type"] == "chunk_start" })
-			pid := int(num(cs, "pid"))
-			if tt.name != "local" {
-				nodelay, err := tcpNoDelay(pid)
-				for end := time.Now().Add(10 * time.Second); errors.Is(err, errNoTCP) && time.Now().Before(end); {
-					time.Sleep(20 * time.Millisecond) // not connected yet
-					nodelay, err = tcpNoDelay(pid)
-				}
-				if err != nil {
-					t.Fatalf("rsync %d: %v", pid, err)
-				}
-				if nodelay != tt.want {
-					t.Errorf("rsync %d: TCP_NODELAY %v, want %v", pid, nodelay, tt.want)
-				}
-			}
-			r := p.wait(60 * time.Second)
-			if s := r.Summary(t); num(s, "exit_code") != 0 || num(s, "files_transferred") != 1 {
-				t.Fatalf("summary %v\nstderr: %s", s, p.stderr.String())
-			}
-		})
-	}
-	for _, dir := range []string{filepath.Join(served, "push"), filepath.Join(base, "pulled"), filepath.Join(served, "own"), filepath.Join(base, "local")} {
+	t.Run("copies", func(t *testing.T) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel() // each its own DEST
+				noDelay(t, w.Dir, tt.args, tt.extra, tt.want, tt.option, tt.name == "local")
+			})
+		}
+	})
+	for _, dir := range []string{filepath.Join(served, "push"), filepath.Join(w.Dir, "pulled"), filepath.Join(served, "own"), filepath.Join(w.Dir, "local")} {
 		if fi, err := os.Stat(filepath.Join(dir, "slow")); err != nil || fi.Size() != 128<<10 {
 			t.Errorf("%s/slow: %v", dir, err)
 		}
 	}
+}
+
+// noDelay runs prsync, in dir, with args and after -- the extra options and --bwlimit=64,
+// over the file slow: its start event's rsync_args hold --sockopts=TCP_NODELAY as option
+// says, and the socket of its rsync (not for a local copy) has TCP_NODELAY as want says.
+func noDelay(t *testing.T, dir string, args, extra []string, want, option, local bool) {
+	t.Helper()
+	all := append(append(append([]string{"--no-throttle"}, args...), "--", "--bwlimit=64"), extra...)
+	p := start(t, startOpts{dir: dir, in: lines("slow")}, all...)
+	st := p.mustWaitFor("start", 30*time.Second, is("start"))
+	if got := strings.Contains(fmt.Sprint(st["rsync_args"]), "--sockopts=TCP_NODELAY"); got != option {
+		t.Errorf("rsync_args %v: holds --sockopts=TCP_NODELAY: %v, want %v", st["rsync_args"], got, option)
+	}
+	cs := p.mustWaitFor("chunk_start", 30*time.Second, is("chunk_start"))
+	pid := int(num(cs, "pid"))
+	if !local {
+		nodelay, err := tcpNoDelay(pid)
+		for end := time.Now().Add(10 * time.Second); errors.Is(err, errNoTCP) && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond) // not connected yet
+			nodelay, err = tcpNoDelay(pid)
+		}
+		if err != nil {
+			t.Fatalf("rsync %d: %v", pid, err)
+		}
+		if nodelay != want {
+			t.Errorf("rsync %d: TCP_NODELAY %v, want %v", pid, nodelay, want)
+		}
+	}
+	r := p.wait(60 * time.Second)
+	r.Exit(t, 0)
+	r.Counts(t, map[string]int64{"files_transferred": 1})
 }
 
 // tcpNoDelay returns TCP_NODELAY of the one TCP socket of process pid, taken with

@@ -149,14 +149,14 @@ func TestSSHLoginParallel(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	sshConfig, parallel := startSSHD(t, "")
-	base := t.TempDir()
-	src, dest, logs := filepath.Join(base, "src"), filepath.Join(base, "dest"), filepath.Join(base, "logs")
+	w := newWork(t)
+	src, dest, logs := w.Src, w.Dst, filepath.Join(w.Dir, "logs")
 	list, paths := scaleTree(t, src, 120)
-	lf := writeList(t, base, list)
+	lf := writeList(t, w.Dir, list)
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	joblog := filepath.Join(base, "joblog")
+	joblog := filepath.Join(w.Dir, "joblog")
 
 	// the recipe of docs/scale-out.md, with the hosts of the test's ssh config
 	// (--max-suspend 2s as PRSYNC_MAX_SUSPEND gives the other tests' runs: ssh does not pass
@@ -167,8 +167,8 @@ func TestSSHLoginParallel(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, parallel, "--joblog", joblog, "--ssh", "ssh -F "+sshConfig,
 		"--sshlogin", "1/h0,1/h1", remote, ":::", "0", "1")
-	cmd.Env = cleanEnv("PARALLEL_HOME=" + filepath.Join(base, "parallel-home")) // not root's ~/.parallel
-	cmd.Dir = base
+	cmd.Env = cleanEnv("PARALLEL_HOME=" + filepath.Join(w.Dir, "parallel-home")) // not root's ~/.parallel
+	cmd.Dir = w.Dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		jl, _ := os.ReadFile(joblog)
@@ -203,8 +203,7 @@ func TestSSHLoginParallel(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &Run{Events: parseEvents(t, data)}
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(scaleWant(paths, k, 2))))
+		s := r.Identity(t, len(scaleWant(paths, k, 2)))
 		checkShardFields(t, r, k, 2)
 		if num(s, "exit_code") != 0 {
 			t.Errorf("shard %d: exit_code %d", k, num(s, "exit_code"))
@@ -215,5 +214,5 @@ func TestSSHLoginParallel(t *testing.T) {
 		t.Errorf("summaries add up to %d files, want %d", files, len(paths))
 	}
 	sameTree(t, src, dest)
-	noProcsLeft(t, base)
+	noProcsLeft(t, w.Dir)
 }

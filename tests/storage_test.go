@@ -5,43 +5,13 @@ package tests
 // link dies, leaving the bare mount point) proves nothing, and the run never exits 0.
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
-
-// mountLazy mounts a tmpfs at dir (or binds store there when store is set), and returns
-// the function that unmounts it lazily (umount -l); the test's cleanup unmounts it too.
-// The test is skipped when it cannot mount.
-func mountLazy(t testing.TB, dir, store string) func() {
-	t.Helper()
-	if !isRoot() {
-		t.Skip("mounting needs root")
-	}
-	args := []string{"-t", "tmpfs", "-o", "size=16m", "tmpfs", dir}
-	if store != "" {
-		args = []string{"--bind", store, dir}
-	}
-	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-		t.Skipf("mount %v: %v: %s", args, err, out)
-	}
-	mounted := true
-	unmount := func() {
-		if mounted {
-			mounted = false
-			if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
-				t.Errorf("umount -l %s: %v: %s", dir, err, out)
-			}
-		}
-	}
-	t.Cleanup(unmount)
-	return unmount
-}
 
 // TestStorageLost: the mount goes away lazily once the first chunk has ended, while
 // others run and more wait. Every path not in --failed is in the storage that was mounted
@@ -66,9 +36,8 @@ func TestStorageLost(t *testing.T) {
 		for _, transport := range []string{"pipe", "direct"} {
 			t.Run(c.name+"/"+transport, func(t *testing.T) {
 				t.Parallel()
-				w := t.TempDir()
-				src, dst, store := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "store")
-				failedList := filepath.Join(w, "failed")
+				w := newWork(t)
+				src, dst, store := w.Src, w.Dst, filepath.Join(w.Dir, "store")
 				content := map[string]string{}
 				var rels []string
 				origin := src // where the files are written
@@ -89,33 +58,31 @@ func TestStorageLost(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				var unmount func()
+				var m *mounted
 				walk := store // the storage that was mounted, where the copies are
 				switch c.where {
 				case "dest":
-					if c.bind {
-						unmount = mountLazy(t, dst, store)
-					} else {
+					if !c.bind {
 						// a tmpfs, bound at DEST: once DEST's mount goes, the tmpfs stays at
 						// store for the walk
-						mountLazy(t, store, "")
-						unmount = mountLazy(t, dst, store)
+						mountTmpfs(t, store, "size=16m").lazy = true
 					}
+					m = mountBind(t, store, dst)
 				case "sub":
-					unmount = mountLazy(t, filepath.Join(dst, "sub"), store)
+					m = mountBind(t, store, filepath.Join(dst, "sub"))
 					walk = dst
 				case "source":
-					unmount = mountLazy(t, src, store)
+					m = mountBind(t, store, src)
 					walk = dst
 				}
+				m.lazy = true // unmounted as a network mount goes when its link dies: umount -l
 				// 8 chunks of 50 files (200 KiB), 2 at once at 200 KiB/s each: about 4 s
-				p := start(t, startOpts{dir: w, stdin: bytes.NewReader(fltJoin(rels, '\n'))}, "--no-throttle", "--transport", transport,
-					"-j", "2", "--chunk-files", "50", "--chunk-time", "0", "--root", src, "--failed", failedList, dst, "--", "--bwlimit=200")
-				p.mustWaitFor("the first chunk's end", time.Minute, fltIs("chunk_end"))
-				unmount()
+				p := start(t, startOpts{dir: w.Dir, in: lines(rels...)}, "--no-throttle", "--transport", transport,
+					"-j", "2", "--chunk-files", "50", "--chunk-time", "0", "--root", src, "--failed", w.Failed, dst, "--", "--bwlimit=200")
+				p.mustWaitFor("the first chunk's end", time.Minute, is("chunk_end"))
+				m.Unmount()
 				r := p.wait(2 * time.Minute)
-				s := r.Summary(t)
-				checkIdentity(t, s, int64(len(rels)))
+				s := r.Identity(t, len(rels))
 				if r.Code != 3 {
 					t.Errorf("exit %d, want 3\n%s", r.Code, r.Stderr)
 				}
@@ -123,7 +90,7 @@ func TestStorageLost(t *testing.T) {
 					t.Errorf("stderr does not say the storage went away:\n%s", r.Stderr)
 				}
 				failed := map[string]bool{}
-				for _, p := range fltList(t, failedList, '\n') {
+				for _, p := range r.Failed(t) {
 					failed[p] = true
 				}
 				if c.where == "sub" {
@@ -156,7 +123,7 @@ func TestStorageLost(t *testing.T) {
 					t.Errorf("%d paths vanished: the source lost its mount, nothing was deleted", num(s, "files_vanished"))
 				}
 				t.Logf("%d of %d done before the loss", done, len(rels))
-				noProcsLeft(t, w)
+				noProcsLeft(t, w.Dir)
 			})
 		}
 	}

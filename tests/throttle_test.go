@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -16,81 +15,6 @@ import (
 	"time"
 )
 
-// hog keeps every core busy until stopped, with processes it stops by PID.
-type hog struct{ cmds []*exec.Cmd }
-
-func startHog(t testing.TB) *hog {
-	t.Helper()
-	h := &hog{}
-	for i := 0; i < runtime.NumCPU(); i++ {
-		c := exec.Command("sh", "-c", "while :; do :; done")
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		h.cmds = append(h.cmds, c)
-	}
-	t.Cleanup(h.stop)
-	return h
-}
-
-func (h *hog) stop() {
-	for _, c := range h.cmds {
-		c.Process.Kill()
-		c.Wait()
-	}
-	h.cmds = nil
-}
-
-func isType(typ string) func(map[string]any) bool {
-	return func(e map[string]any) bool { return e["type"] == typ }
-}
-
-func isAction(a string) func(map[string]any) bool {
-	return func(e map[string]any) bool { return e["type"] == "throttle" && e["action"] == a }
-}
-
-// slowTree makes n files of size bytes, for copies slowed with --bwlimit.
-func slowTree(t testing.TB, dir string, n, size int) []byte {
-	t.Helper()
-	buf := make([]byte, size)
-	var list []byte
-	for i := 0; i < n; i++ {
-		for j := range buf {
-			buf[j] = byte(i*31 + j*7)
-		}
-		p := filepath.Join(dir, fmt.Sprintf("f%03d", i))
-		writeFile(t, p, string(buf), 0o644)
-		list = append(append(list, p...), 0)
-	}
-	return list
-}
-
-// stoppedRsyncs returns how many processes mentioning marker are stopped (state T).
-func stoppedRsyncs(marker string) int {
-	n := 0
-	for _, st := range procsMentioning(marker) {
-		if st == "T" || st == "t" {
-			n++
-		}
-	}
-	return n
-}
-
-var tempName = regexp.MustCompile(`^\..+\.[A-Za-z0-9]{6}$`)
-
-func strayTempFiles(t testing.TB, dir string) []string {
-	t.Helper()
-	var out []string
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && tempName.MatchString(d.Name()) {
-			out = append(out, p)
-		}
-		return nil
-	})
-	return out
-}
-
 // TestThrottleUnderCPUHog: under real CPU pressure prsync stops its rsync groups (state T),
 // says so, resumes them when the pressure ends, and finishes an exact copy.
 //
@@ -102,37 +26,33 @@ func TestThrottleUnderCPUHog(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	list := slowTree(t, src, 16, 100_000)
+	w := newWork(t)
+	list := nul(under(w.Src, files(t, w.Src, 16, 100_000))...)
 	maxSuspend := "30s" // longer than the test waits: the resume must be the hog's end
 	if cpu, ok := hostCPU(t, time.Second); ok && cpu >= 50 {
 		maxSuspend = "2s"
 		t.Logf("the host is busy without the hog (%.0f%% CPU over 1 s): the resume cannot be the pressure's end; checking the pause, state T and the copy, resumed by --max-suspend %s", cpu, maxSuspend)
 	}
-	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "4", "--root", src,
+	l := start(t, startOpts{in: list}, "-0", "-j", "2", "--chunk-files", "4", "--root", w.Src,
 		"--suspend-threshold", "85", "--resume-threshold", "60", "--throttle-interval", "300ms", "--max-suspend", maxSuspend,
-		dst, "--", "--bwlimit=400")
-	l.mustWaitFor("chunk_start", 10*time.Second, isType("chunk_start"))
-	h := startHog(t)
-	l.mustWaitFor("suspend event", 15*time.Second, isAction("suspend"))
+		w.Dst, "--", "--bwlimit=400")
+	l.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
+	stopHog := startHog(t)
+	l.mustWaitFor("suspend event", 15*time.Second, is("throttle", "action", "suspend"))
 	seenT := false
 	for i := 0; i < 50 && !seenT; i++ {
-		seenT = stoppedRsyncs(dst) > 0
+		seenT = stoppedProcs(w.Dst) > 0
 		time.Sleep(100 * time.Millisecond)
 	}
 	if !seenT {
 		t.Error("no rsync process seen in state T under the hog")
 	}
-	h.stop()
-	l.mustWaitFor("resume event", 30*time.Second, isAction("resume"))
+	stopHog()
+	l.mustWaitFor("resume event", 30*time.Second, is("throttle", "action", "resume"))
 	r := l.wait(90 * time.Second)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	sameTree(t, src, dst)
-	s := r.Summary(t)
-	checkIdentity(t, s, 16)
+	r.Exit(t, 0)
+	sameTree(t, w.Src, w.Dst)
+	s := r.Identity(t, 16)
 	if num(s, "suspensions") < 1 || s["seconds_suspended"].(float64) <= 0 {
 		t.Errorf("summary suspensions %v, seconds_suspended %v", s["suspensions"], s["seconds_suspended"])
 	}
@@ -154,7 +74,7 @@ func TestThrottleUnderCPUHog(t *testing.T) {
 	if secs, _ := s["seconds_suspended"].(float64); !sawSuspendedProgress && secs > 2 {
 		t.Errorf("groups were paused for %.1f s, yet no progress event shows one suspended", secs)
 	}
-	noProcsLeft(t, dst)
+	noProcsLeft(t, w.Dst)
 }
 
 // TestInterruptWhilePaused: SIGINT while rsync groups are stopped ends in exit 20 within a
@@ -166,46 +86,37 @@ func TestInterruptWhilePaused(t *testing.T) {
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			w := t.TempDir()
-			src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-			failed := filepath.Join(w, "failed")
-			list := slowTree(t, src, 8, 200_000)
-			l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "2", "--root", src, "--failed", failed,
+			w := newWork(t)
+			list := nul(under(w.Src, files(t, w.Src, 8, 200_000))...)
+			l := start(t, startOpts{in: list}, "-0", "-j", "2", "--chunk-files", "2", "--root", w.Src, "--failed", w.Failed,
 				"--suspend-threshold", "70", "--resume-threshold", "40", "--throttle-interval", "200ms", "--max-suspend", "30s",
-				dst, "--", "--bwlimit=300")
-			l.mustWaitFor("chunk_start", 10*time.Second, isType("chunk_start"))
+				w.Dst, "--", "--bwlimit=300")
+			l.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
 			time.Sleep(500 * time.Millisecond) // let rsync open its temp files
 			startHog(t)
-			l.mustWaitFor("suspend event", 15*time.Second, isAction("suspend"))
-			for i := 0; i < 50 && stoppedRsyncs(dst) == 0; i++ {
+			l.mustWaitFor("suspend event", 15*time.Second, is("throttle", "action", "suspend"))
+			for i := 0; i < 50 && stoppedProcs(w.Dst) == 0; i++ {
 				time.Sleep(100 * time.Millisecond)
 			}
-			if stoppedRsyncs(dst) == 0 {
+			if stoppedProcs(w.Dst) == 0 {
 				t.Fatal("no rsync in state T")
 			}
 			t0 := time.Now()
-			l.cmd.Process.Signal(sig)
+			l.signal(sig)
 			r := l.wait(15 * time.Second)
-			if r.Code != 20 {
-				t.Errorf("exit %d, want 20\n%s", r.Code, r.Stderr)
-			}
+			r.Exit(t, 20)
 			checkStoppedByTerm(t, r, time.Since(t0))
-			s := r.Summary(t)
-			checkIdentity(t, s, 8)
+			s := r.Identity(t, 8)
 			if num(s, "exit_code") != 20 || num(s, "files_not_done") == 0 {
 				t.Errorf("summary %v", s)
 			}
-			if n := stoppedRsyncs(dst); n > 0 {
+			if n := stoppedProcs(w.Dst); n > 0 {
 				t.Errorf("%d processes left stopped", n)
 			}
-			noProcsLeft(t, dst)
-			if stray := strayTempFiles(t, dst); len(stray) > 0 {
-				t.Errorf("temp files left in DEST: %v", stray)
-			}
+			noProcsLeft(t, w.Dst)
+			noTempFiles(t, w.Dst)
 			// every path not copied is in --failed
-			b, _ := os.ReadFile(failed)
-			listed := strings.Count(string(b), "\x00")
-			if int64(listed) != num(s, "files_not_done")+num(s, "files_failed")+num(s, "files_vanished") {
+			if listed := len(r.Failed(t)); int64(listed) != num(s, "files_not_done")+num(s, "files_failed")+num(s, "files_vanished") {
 				t.Errorf("--failed lists %d paths, summary %v", listed, s)
 			}
 		})
@@ -243,41 +154,28 @@ func TestNoThrottle(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	list := slowTree(t, src, 8, 100_000)
+	w := newWork(t)
+	list := nul(under(w.Src, files(t, w.Src, 8, 100_000))...)
 	startHog(t)
-	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "4", "--root", src, "--no-throttle",
+	l := start(t, startOpts{in: list}, "-0", "-j", "2", "--chunk-files", "4", "--root", w.Src, "--no-throttle",
 		"--suspend-threshold", "70", "--resume-threshold", "40", "--throttle-interval", "200ms",
-		dst, "--", "--bwlimit=400")
-	l.mustWaitFor("chunk_start", 10*time.Second, isType("chunk_start"))
+		w.Dst, "--", "--bwlimit=400")
+	l.mustWaitFor("chunk_start", 10*time.Second, is("chunk_start"))
 	seenT := false
-	done := make(chan struct{})
-	go func() { <-l.readDone; close(done) }()
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		case <-time.After(100 * time.Millisecond):
-			if stoppedRsyncs(dst) > 0 {
-				seenT = true
-			}
-		}
+	for !l.ended() {
+		time.Sleep(100 * time.Millisecond)
+		seenT = seenT || stoppedProcs(w.Dst) > 0
 	}
 	r := l.wait(60 * time.Second)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
+	r.Exit(t, 0)
 	if seenT {
 		t.Error("an rsync was stopped with --no-throttle")
 	}
 	if n := len(r.OfType("throttle")); n > 0 {
 		t.Errorf("%d throttle events with --no-throttle", n)
 	}
-	if s := r.Summary(t); num(s, "suspensions") != 0 {
-		t.Errorf("summary suspensions %v", s["suspensions"])
-	}
-	sameTree(t, src, dst)
+	r.Counts(t, map[string]int64{"suspensions": 0})
+	sameTree(t, w.Src, w.Dst)
 }
 
 // TestThrottleDeletePass: the deletion pass starts while every core is busy. The copy
@@ -290,35 +188,30 @@ func TestThrottleDeletePass(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
+	w := newWork(t)
 	var list []string
 	for i := 0; i < 4; i++ {
 		name := fmt.Sprintf("d/f%d", i)
-		writeFile(t, filepath.Join(src, name), name, 0o644)
+		writeFile(t, filepath.Join(w.Src, name), name, 0o644)
 		list = append(list, name)
 	}
-	writeFile(t, filepath.Join(dst, "d", "extra"), "not in the source", 0o644)
+	writeFile(t, filepath.Join(w.Dst, "d", "extra"), "not in the source", 0o644)
 	in, feed := io.Pipe()
-	l := start(t, startOpts{stdin: in}, "-0", "--root", src, "--delete",
-		"--throttle-interval", "200ms", "--max-suspend", "2s", dst)
+	l := start(t, startOpts{stdin: in}, "-0", "--root", w.Src, "--delete",
+		"--throttle-interval", "200ms", "--max-suspend", "2s", w.Dst)
 	if _, err := feed.Write(nul(list...)); err != nil {
 		t.Fatal(err)
 	}
-	l.mustWaitFor("chunk_end", 30*time.Second, isType("chunk_end"))
+	l.mustWaitFor("chunk_end", 30*time.Second, is("chunk_end"))
 	startHog(t)
 	// the copy is done and the input still open: the hot machine closes the gate, with
 	// nothing paused and nothing running, before the list ends and the pass begins
 	time.Sleep(2 * time.Second)
 	feed.Close()
 	r := l.wait(60 * time.Second)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	if _, err := os.Lstat(filepath.Join(dst, "d", "extra")); !os.IsNotExist(err) {
-		t.Errorf("d/extra not deleted: %v", err)
-	}
-	sameTree(t, src, dst)
+	r.Exit(t, 0)
+	absent(t, w.Dst, "d/extra") // deleted
+	sameTree(t, w.Src, w.Dst)
 	if s := r.Summary(t); s["delete_pass"] != "ran" {
 		t.Errorf("delete_pass %q", s["delete_pass"])
 	}
@@ -335,57 +228,35 @@ func TestFeederOwnCPU(t *testing.T) {
 	if _, err := os.Stat("/proc/self/fd/0"); err != nil {
 		t.Skip("own CPU is measured on Linux only")
 	}
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
-	for i := 0; i < 40; i++ {
-		writeFile(t, filepath.Join(src, fmt.Sprintf("f%02d", i)), strings.Repeat("z", 60_000), 0o644)
-	}
+	w := newWork(t)
+	files(t, w.Src, 40, 60_000) // f00 … f39
 	// the busy loop looks at the clock every 20,000 rounds, so date's forks are few
 	producer := `printf '%s\n' f0* f1*; end=$(($(date +%s) + 2)); n=0
 while :; do n=$((n + 1)); if [ $((n % 20000)) = 0 ] && [ "$(date +%s)" -ge "$end" ]; then break; fi; done
 printf '%s\n' f2* f3*`
-	dst := filepath.Join(w, "dst")
 	bin(t) // built before the producer starts: its busy loop is to run beside the copy
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	feed := exec.Command("sh", "-c", producer)
-	feed.Dir, feed.Stdout = src, pw
+	feed.Dir, feed.Stdout = w.Src, pw
 	if err := feed.Start(); err != nil {
 		t.Fatal(err)
 	}
 	pw.Close()
 	cpu := watchCPU(t, feed.Process.Pid)
-	r := start(t, startOpts{stdin: pr}, "--root", src, "-j", "2", "--chunk-files", "5",
+	r := start(t, startOpts{stdin: pr}, "--root", w.Src, "-j", "2", "--chunk-files", "5",
 		"--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "250ms",
-		dst, "--", "--bwlimit=300").wait(2 * time.Minute)
+		w.Dst, "--", "--bwlimit=300").wait(2 * time.Minute)
 	pr.Close()
 	cpu.Stop() // before the wait reaps the producer and its /proc entry goes
 	if err := feed.Wait(); err != nil {
 		t.Fatalf("the producer: %v", err)
 	}
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	sameTree(t, src, dst)
+	r.Exit(t, 0)
+	sameTree(t, w.Src, w.Dst)
 	checkOwnCPU(t, r, cpu, "the list's producer", false, 30)
-}
-
-// waitStderr waits up to timeout for a line of p's stderr that re matches, and returns it;
-// the test fails when none came.
-func (p *proc) waitStderr(what string, re *regexp.Regexp, timeout time.Duration) string {
-	p.t.Helper()
-	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
-		for _, l := range strings.Split(p.stderr.String(), "\n") {
-			if re.MatchString(l) {
-				return l
-			}
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("no %s on stderr within %v; stderr:\n%s", what, timeout, p.stderr.String())
-		}
-	}
 }
 
 // TestThrottleHeldNotice: a copy the throttle holds whole says so on stderr, with no
@@ -398,13 +269,12 @@ func TestThrottleHeldNotice(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	list := slowTree(t, src, 8, 300_000)
-	h := startHog(t)
-	l := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "-j", "2", "--chunk-files", "2", "--root", src,
+	w := newWork(t)
+	list := nul(under(w.Src, files(t, w.Src, 8, 300_000))...)
+	stopHog := startHog(t)
+	l := start(t, startOpts{in: list}, "-0", "-j", "2", "--chunk-files", "2", "--root", w.Src,
 		"--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "300ms", "--max-suspend", "15s",
-		dst, "--", "--bwlimit=200")
+		w.Dst, "--", "--bwlimit=200")
 	started := time.Now()
 	held := l.waitStderr("held notice", regexp.MustCompile(`^prsync: warning: every rsync has been paused for 1\ds: `), 40*time.Second)
 	t.Logf("after %v: %s", time.Since(started).Round(time.Millisecond), held)
@@ -420,14 +290,12 @@ func TestThrottleHeldNotice(t *testing.T) {
 		t.Errorf("the held notice's CPU %d%% is not above the threshold 30: %s", v, held)
 	}
 	l.waitStderr("the notice that one runs again", regexp.MustCompile(`^prsync: the throttle lets one rsync run after 1\ds of all paused \(--max-suspend 15s\)`), 30*time.Second)
-	h.stop()
+	stopHog()
 	r := l.wait(2 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
+	r.Exit(t, 0)
 	if n := strings.Count(r.Stderr, "every rsync has been paused"); n != 1 {
 		t.Errorf("%d held notices in a run held once for 15 s, want 1:\n%s", n, r.Stderr)
 	}
-	sameTree(t, src, dst)
-	checkIdentity(t, r.Summary(t), 8)
+	sameTree(t, w.Src, w.Dst)
+	r.Identity(t, 8)
 }

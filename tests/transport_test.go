@@ -28,26 +28,18 @@ var transports = []string{"pipe", "direct"}
 func TestTransportOddBinaryPath(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	dir := filepath.Join(w, "my tools", "it's here")
-	os.MkdirAll(dir, 0o755)
-	data, err := os.ReadFile(bin(t))
-	if err != nil {
-		t.Fatal(err)
+	w := newWork(t)
+	odd := filepath.Join(w.Dir, "my tools", "it's here", "prsync")
+	writeFile(t, odd, string(mustRead(t, bin(t))), 0o755)
+	makeOddTree(t, w.Src)
+	list, n := listTree(t, w.Src)
+	r := start(t, startOpts{bin: odd, in: list}, "-0", "--root", w.Src, "--transport", "pipe", w.Dst).wait(time.Minute)
+	r.Exit(t, 0)
+	if r.Start(t)["transport"] != "pipe" {
+		t.Fatalf("transport %v\n%s", r.Start(t)["transport"], r.Stderr)
 	}
-	odd := filepath.Join(dir, "prsync")
-	if err := os.WriteFile(odd, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	makeOddTree(t, src)
-	list, n := listTree(t, src)
-	r := start(t, startOpts{bin: odd, stdin: bytes.NewReader(list)}, "-0", "--root", src, "--transport", "pipe", dst).wait(time.Minute)
-	if r.Code != 0 || r.Events[0]["transport"] != "pipe" {
-		t.Fatalf("exit %d, transport %v\n%s", r.Code, r.Events[0]["transport"], r.Stderr)
-	}
-	checkIdentity(t, r.Summary(t), int64(n))
-	sameTree(t, src, dst)
+	r.Identity(t, n)
+	sameTree(t, w.Src, w.Dst)
 }
 
 // TestTransportFallback: where the pipe cannot carry the copy, prsync uses direct, and says
@@ -55,11 +47,9 @@ func TestTransportOddBinaryPath(t *testing.T) {
 func TestTransportFallback(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
-	writeFile(t, filepath.Join(src, "a"), "a", 0o644)
-	d := startDaemon(t, filepath.Join(w, "mod"), 0)
-	os.MkdirAll(d.Dir, 0o755)
+	w := newWork(t)
+	writeFile(t, filepath.Join(w.Src, "a"), "a", 0o644)
+	d := startDaemon(t, filepath.Join(w.Dir, "mod"))
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -67,21 +57,20 @@ func TestTransportFallback(t *testing.T) {
 		want    string
 		warning bool
 	}{
-		{"default, local", []string{filepath.Join(w, "d1")}, nil, "pipe", false},
-		{"default, local, rsync 3.0.9", []string{"--rsync", fakeRsyncPath(t), filepath.Join(w, "d7")}, []string{"PRSYNC_TEST_FAKE_RSYNC=version:3.0.9"}, "direct", false},
+		{"default, local", []string{filepath.Join(w.Dir, "d1")}, nil, "pipe", false},
+		{"default, local, rsync 3.0.9", []string{"--rsync", fakeRsyncPath(t), filepath.Join(w.Dir, "d7")}, []string{"PRSYNC_TEST_FAKE_RSYNC=version:3.0.9"}, "direct", false},
 		{"default, daemon", []string{d.URL()}, nil, "direct", false},
 		{"pipe asked for, daemon", []string{"--transport", "pipe", d.URL()}, nil, "direct", true},
-		{"pipe from the environment, -e given", []string{filepath.Join(w, "d2"), "--", "-e", "ssh"}, []string{"PRSYNC_TRANSPORT=pipe"}, "direct", true},
-		{"direct asked for", []string{"--transport", "direct", filepath.Join(w, "d3")}, nil, "direct", false},
-		{"pipe asked for, rsync 3.0.9", []string{"--transport", "pipe", "--rsync", fakeRsyncPath(t), filepath.Join(w, "d5")}, []string{"PRSYNC_TEST_FAKE_RSYNC=version:3.0.9"}, "direct", true},
-		{"pipe asked for, rsync 3.1.3", []string{"--transport", "pipe", "--rsync", fakeRsyncPath(t), filepath.Join(w, "d6")}, []string{"PRSYNC_TEST_FAKE_RSYNC=version:3.1.3"}, "pipe", false},
+		{"pipe from the environment, -e given", []string{filepath.Join(w.Dir, "d2"), "--", "-e", "ssh"}, []string{"PRSYNC_TRANSPORT=pipe"}, "direct", true},
+		{"direct asked for", []string{"--transport", "direct", filepath.Join(w.Dir, "d3")}, nil, "direct", false},
+		{"pipe asked for, rsync 3.0.9", []string{"--transport", "pipe", "--rsync", fakeRsyncPath(t), filepath.Join(w.Dir, "d5")}, []string{"PRSYNC_TEST_FAKE_RSYNC=version:3.0.9"}, "direct", true},
+		{"pipe asked for, rsync 3.1.3", []string{"--transport", "pipe", "--rsync", fakeRsyncPath(t), filepath.Join(w.Dir, "d6")}, []string{"PRSYNC_TEST_FAKE_RSYNC=version:3.1.3"}, "pipe", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := start(t, startOpts{stdin: strings.NewReader("a\n"), env: tc.env}, append([]string{"--root", src}, tc.args...)...).wait(time.Minute)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
-			if got := r.Events[0]["transport"]; got != tc.want {
+			t.Parallel() // each its own DEST
+			r := start(t, startOpts{in: lines("a"), env: tc.env}, append([]string{"--root", w.Src}, tc.args...)...).wait(time.Minute)
+			r.Exit(t, 0)
+			if got := r.Start(t)["transport"]; got != tc.want {
 				t.Errorf("transport %v, want %s", got, tc.want)
 			}
 			if got := strings.Contains(r.Stderr, "--transport pipe cannot be used"); got != tc.warning {
@@ -89,10 +78,8 @@ func TestTransportFallback(t *testing.T) {
 			}
 		})
 	}
-	r := start(t, startOpts{}, "--transport", "tube", filepath.Join(w, "d4")).wait(time.Minute)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "prsync: error:") {
-		t.Errorf("--transport tube: exit %d, %q", r.Code, r.Stderr)
-	}
+	r := start(t, startOpts{}, "--transport", "tube", filepath.Join(w.Dir, "d4")).wait(time.Minute)
+	r.Refused(t, 1) // --transport tube
 }
 
 // TestTransportOptions: hard links, ACLs and extended attributes (as root), --partial-dir,
@@ -102,30 +89,28 @@ func TestTransportOptions(t *testing.T) {
 	needRsync(t)
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			w := t.TempDir()
-			src := filepath.Join(w, "src")
+			t.Parallel() // each transport its own trees
+			w := newWork(t)
 			for i, n := range []string{"a", "sub/b", "sub/deep/c"} {
-				writeFile(t, filepath.Join(src, n), strings.Repeat("x", 1000*(i+1)), 0o640)
+				writeFile(t, filepath.Join(w.Src, n), strings.Repeat("x", 1000*(i+1)), 0o640)
 			}
-			if err := os.Link(filepath.Join(src, "a"), filepath.Join(src, "sub", "a-link")); err != nil {
+			if err := os.Link(filepath.Join(w.Src, "a"), filepath.Join(w.Src, "sub", "a-link")); err != nil {
 				t.Fatal(err)
 			}
-			list, n := listTree(t, src)
+			list, n := listTree(t, w.Src)
 			run := func(dst string, args ...string) *Run {
 				t.Helper()
-				all := append([]string{"-0", "--root", src, "--transport", tr, "--no-throttle", dst}, args...)
-				r := start(t, startOpts{stdin: bytes.NewReader(list)}, all...).wait(time.Minute)
-				if r.Code != 0 {
-					t.Fatalf("%v: exit %d\n%s", args, r.Code, r.Stderr)
-				}
-				checkIdentity(t, r.Summary(t), int64(n))
-				if r.Events[0]["transport"] != tr {
-					t.Errorf("transport %v", r.Events[0]["transport"])
+				all := append([]string{"-0", "--root", w.Src, "--transport", tr, "--no-throttle", dst}, args...)
+				r := start(t, startOpts{in: list}, all...).wait(time.Minute)
+				r.Exit(t, 0)
+				r.Identity(t, n)
+				if r.Start(t)["transport"] != tr {
+					t.Errorf("transport %v", r.Start(t)["transport"])
 				}
 				return r
 			}
 
-			dst := filepath.Join(w, "links")
+			dst := filepath.Join(w.Dir, "links")
 			run(dst, "--", "-H")
 			var a, b unix.Stat_t
 			unix.Stat(filepath.Join(dst, "a"), &a)
@@ -134,37 +119,33 @@ func TestTransportOptions(t *testing.T) {
 				t.Errorf("-H: the hard link was not kept (inodes %d %d, nlink %d)", a.Ino, b.Ino, a.Nlink)
 			}
 
-			dst = filepath.Join(w, "partial")
-			tmp := filepath.Join(w, "tmpdir")
+			dst = filepath.Join(w.Dir, "partial")
+			tmp := filepath.Join(w.Dir, "tmpdir")
 			os.MkdirAll(tmp, 0o755)
 			run(dst, "--", "--partial-dir=.rsync-partial", "--temp-dir="+tmp)
-			sameTree(t, src, dst)
+			sameTree(t, w.Src, dst)
 			if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 				t.Errorf("--temp-dir left %d files", len(ents))
 			}
 
-			dst = filepath.Join(w, "dry")
+			dst = filepath.Join(w.Dir, "dry")
 			r := run(dst, "-n")
-			if _, err := os.Stat(dst); err == nil {
-				t.Errorf("--dry-run created DEST")
-			}
-			if num(r.Summary(t), "files_transferred") != int64(n) {
-				t.Errorf("--dry-run: %d transferred, want %d", num(r.Summary(t), "files_transferred"), n)
-			}
+			absent(t, "", dst) // --dry-run creates no DEST
+			r.Counts(t, map[string]int64{"files_transferred": int64(n)})
 
 			if !isRoot() {
 				return
 			}
-			if err := unix.Setxattr(filepath.Join(src, "a"), "user.prsync", []byte("kept"), 0); err != nil {
+			if err := unix.Setxattr(filepath.Join(w.Src, "a"), "user.prsync", []byte("kept"), 0); err != nil {
 				t.Skipf("no user xattrs here: %v", err)
 			}
 			setfacl, err := exec.LookPath("setfacl")
 			if err == nil {
-				if out, err := exec.Command(setfacl, "-m", "u:nobody:r", filepath.Join(src, "sub", "b")).CombinedOutput(); err != nil {
+				if out, err := exec.Command(setfacl, "-m", "u:nobody:r", filepath.Join(w.Src, "sub", "b")).CombinedOutput(); err != nil {
 					t.Fatalf("setfacl: %v %s", err, out)
 				}
 			}
-			dst = filepath.Join(w, "ax")
+			dst = filepath.Join(w.Dir, "ax")
 			run(dst, "--", "-A", "-X")
 			buf := make([]byte, 64)
 			if k, err := unix.Getxattr(filepath.Join(dst, "a"), "user.prsync", buf); err != nil || string(buf[:k]) != "kept" {
@@ -192,11 +173,9 @@ func TestTransportOwnCPU(t *testing.T) {
 			p := start(t, startOpts{stdin: listFile(t, list)}, "-0", "--root", src, "--transport", tr, "-j", "2",
 				"--chunk-files", "200", "--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "200ms",
 				dst)
-			cpu := watchCPU(t, p.cmd.Process.Pid)
+			cpu := watchCPU(t, p.pid())
 			r := p.wait(2 * time.Minute)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
+			r.Exit(t, 0)
 			sameTree(t, src, dst)
 			checkOwnCPU(t, r, cpu, "prsync with its rsyncs and their server sides", true, 30)
 			for _, p := range r.OfType("progress") {
@@ -221,14 +200,11 @@ func TestDaemonOwnCPU(t *testing.T) {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	user := rootModule()
-	d := startDaemonConf(t, dst, 0, user+"max connections = 3")
+	d := startDaemon(t, dst, "max connections = 3")
 	cpu := watchCPU(t, d.PID())
 	r := start(t, startOpts{stdin: listFile(t, list)}, "-0", "--root", src, "-j", "4", "--chunk-files", "200",
 		"--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "1s", d.URL()).wait(2 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
+	r.Exit(t, 0)
 	sameTree(t, src, dst)
 	checkOwnCPU(t, r, cpu, "the daemon", false, 30)
 }
@@ -266,15 +242,13 @@ func TestDaemonPullOwnCPU(t *testing.T) {
 		{"another namespace", netnstest.New},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := startDaemonIn(t, tc.ns(t), mod, 0, rootModule())
+			d := startDaemonIn(t, tc.ns(t), mod)
 			dst := filepath.Join(t.TempDir(), "dst")
 			cpu := watchCPU(t, d.PID())
 			r := start(t, startOpts{stdin: listFile(t, list)}, "-0", "--root", d.URL(), "-j", "2", "--chunk-files", "4",
 				"--suspend-threshold", "30", "--resume-threshold", "20", "--throttle-interval", "500ms", dst,
 				"--", "-z", "--compress-choice=zlib", "--compress-level=9").wait(2 * time.Minute)
-			if r.Code != 0 {
-				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-			}
+			r.Exit(t, 0)
 			sameTree(t, mod, dst)
 			checkOwnCPU(t, r, cpu, "the daemon", false, 30)
 		})
@@ -329,9 +303,9 @@ func TestTransportWholeFile(t *testing.T) {
 			{[]string{"--", "--no-whole-file"}, true},
 		} {
 			t.Run(fmt.Sprintf("%s %q", tr, tc.args), func(t *testing.T) {
-				w := t.TempDir()
-				src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-				big := filepath.Join(dst, "db", "big")
+				t.Parallel() // each its own trees and inotify watch
+				w := newWork(t)
+				big := filepath.Join(w.Dst, "db", "big")
 				writeFile(t, big, string(old), 0o644)
 				day := time.Now().Add(-24 * time.Hour) // the same size: the quick check sees the mtime
 				if err := os.Chtimes(big, day, day); err != nil {
@@ -339,8 +313,8 @@ func TestTransportWholeFile(t *testing.T) {
 				}
 				changed := append([]byte(nil), old...)
 				copy(changed[size-100:], bytes.Repeat([]byte("new"), 33))
-				writeFile(t, filepath.Join(src, "db", "big"), string(changed), 0o644)
-				list, n := listTree(t, src)
+				writeFile(t, filepath.Join(w.Src, "db", "big"), string(changed), 0o644)
+				list, n := listTree(t, w.Src)
 
 				in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 				if err != nil {
@@ -351,16 +325,14 @@ func TestTransportWholeFile(t *testing.T) {
 					t.Skipf("inotify: %v", err)
 				}
 
-				args := append([]string{"-0", "--root", src, "--transport", tr, "--no-throttle", dst}, tc.args...)
-				r := start(t, startOpts{stdin: bytes.NewReader(list)}, args...).wait(time.Minute)
-				if r.Code != 0 {
-					t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-				}
+				args := append([]string{"-0", "--root", w.Src, "--transport", tr, "--no-throttle", w.Dst}, tc.args...)
+				r := start(t, startOpts{in: list}, args...).wait(time.Minute)
+				r.Exit(t, 0)
 				if read := accessed(t, in, "big"); read != tc.read { // before the test reads the new one
 					t.Errorf("the old file in DEST was read: %v, want %v", read, tc.read)
 				}
-				checkIdentity(t, r.Summary(t), int64(n))
-				sameTree(t, src, dst)
+				r.Identity(t, n)
+				sameTree(t, w.Src, w.Dst)
 				if got, err := os.ReadFile(big); err != nil || !bytes.Equal(got, changed) {
 					t.Fatalf("DEST's file is not the source's (%v)", err)
 				}

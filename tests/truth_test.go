@@ -6,7 +6,6 @@ package tests
 // size and mtime, and exit 0 means DEST holds every path read.
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -34,68 +33,6 @@ func truthTree(t testing.TB, src string, size int) []string {
 	return rels
 }
 
-// landed reports whether dst/rel holds src/rel as the source has it: type, and for a
-// regular file size and mtime (whole seconds), for a symlink its target.
-func landed(src, dst, rel string) bool {
-	a, err1 := os.Lstat(filepath.Join(src, rel))
-	b, err2 := os.Lstat(filepath.Join(dst, rel))
-	if err1 != nil || err2 != nil || a.Mode().Type() != b.Mode().Type() {
-		return false
-	}
-	switch {
-	case a.Mode().IsRegular():
-		return a.Size() == b.Size() && a.ModTime().Unix() == b.ModTime().Unix()
-	case a.Mode()&os.ModeSymlink != 0:
-		x, _ := os.Readlink(filepath.Join(src, rel))
-		y, _ := os.Readlink(filepath.Join(dst, rel))
-		return x == y
-	}
-	return true
-}
-
-// checkTruth asserts that the account of a run is true, by walking DEST: the accounting
-// identity holds (when there is a summary); every input path (rels, given relative to
-// --root src, landing at dst/rel) not in the --failed list is in DEST as in the source;
-// and exit 0 only if all are. It returns the paths in the --failed list.
-func checkTruth(t testing.TB, r *Run, src, dst string, rels []string, failedList string, sep byte) map[string]bool {
-	t.Helper()
-	if len(r.Events) > 0 {
-		s := r.Summary(t)
-		checkIdentity(t, s, -1)
-		if int64(r.Code) != num(s, "exit_code") {
-			t.Errorf("exit %d, summary exit_code %d", r.Code, num(s, "exit_code"))
-		}
-	}
-	failed := map[string]bool{}
-	if b, err := os.ReadFile(failedList); err == nil {
-		for _, p := range bytes.Split(b, []byte{sep}) {
-			if len(p) > 0 {
-				failed[string(p)] = true
-			}
-		}
-	}
-	if len(r.Events) > 0 {
-		if n := num(r.Summary(t), "files"); int(n) < len(rels) {
-			if r.Summary(t)["input_complete"] != false {
-				t.Errorf("%d of %d paths read, but input_complete is not false", n, len(rels))
-			}
-			rels = rels[:n] // the paths never read are in no list: re-running the command copies them
-		}
-	}
-	all := true
-	for _, rel := range rels {
-		ok := landed(src, dst, rel)
-		all = all && ok
-		if !ok && !failed[rel] {
-			t.Errorf("%q is neither in --failed nor in DEST as in the source (exit %d)\nstderr:\n%s", rel, r.Code, r.Stderr)
-		}
-	}
-	if r.Code == 0 && !all {
-		t.Errorf("exit 0, but DEST does not hold every path")
-	}
-	return failed
-}
-
 // chattr sets or clears the immutable flag, and clears it when the test ends.
 func chattr(t testing.TB, on bool, paths ...string) {
 	t.Helper()
@@ -114,111 +51,61 @@ func chattr(t testing.TB, on bool, paths ...string) {
 	}
 }
 
-// truthRun copies rels from src to dest (a local DEST or a daemon URL) and checks the
-// truth against check (the local DEST directory, or the module's path).
-func truthRun(t testing.TB, src, dest, check string, rels []string, args ...string) (*Run, map[string]bool) {
-	t.Helper()
-	failed := filepath.Join(t.TempDir(), "failed")
-	all := append(append([]string{"-0", "--root", src, "--failed", failed, "--no-throttle"}, args[:splitAt(args)]...), dest)
-	all = append(all, args[splitAt(args):]...)
-	r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...))}, all...).wait(2 * time.Minute)
-	return r, checkTruth(t, r, src, check, rels, failed, 0)
-}
-
-// splitAt returns the index of "--" in args, or len(args).
-func splitAt(args []string) int {
-	for i, a := range args {
-		if a == "--" {
-			return i
-		}
-	}
-	return len(args)
-}
-
-func wantFailed(t testing.TB, r *Run, failed map[string]bool, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !failed[w] {
-			t.Errorf("%q not in --failed %v", w, failed)
-		}
-	}
-	if len(failed) != len(want) {
-		t.Errorf("--failed holds %d paths %v, want %d %v", len(failed), failed, len(want), want)
-	}
-	for _, e := range r.OfType("path_failed") {
-		reason, p := fmt.Sprint(e["reason"]), fmt.Sprint(e["path"])
-		if e["status"] == "failed" && !strings.Contains(reason, "rsync") && !strings.Contains(reason, p) {
-			t.Errorf("path_failed reason %q says neither what rsync said nor which path", reason)
-		}
-	}
-}
-
 // TestTruthLocal: receiver-side faults in a local DEST.
 func TestTruthLocal(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	t.Run("immutable directory", func(t *testing.T) {
-		w := t.TempDir()
-		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-		rels := truthTree(t, src, 1000)
-		os.MkdirAll(filepath.Join(dst, "sub"), 0o755)
-		chattr(t, true, filepath.Join(dst, "sub"))
-		r, failed := truthRun(t, src, dst, dst, rels)
-		if r.Code != 23 {
-			t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
-		}
-		wantFailed(t, r, failed, "sub/f1", "sub/f2", "sub/f3", "sub/f4")
+		t.Parallel()
+		w := newWork(t)
+		rels := truthTree(t, w.Src, 1000)
+		os.MkdirAll(filepath.Join(w.Dst, "sub"), 0o755)
+		chattr(t, true, filepath.Join(w.Dst, "sub"))
+		r, _ := truthRun(t, w.Src, w.Dst, w.Dst, rels)
+		r.Exit(t, 23)
+		r.FailedAre(t, "sub/f1", "sub/f2", "sub/f3", "sub/f4")
+		r.ReasonsName(t)
 		if !strings.Contains(r.Stderr, "immutable") {
 			t.Errorf("no hint about an immutable directory:\n%s", r.Stderr)
 		}
 	})
 	t.Run("immutable file being updated", func(t *testing.T) {
-		w := t.TempDir()
-		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-		rels := truthTree(t, src, 1000)
-		writeFile(t, filepath.Join(dst, "top/t2"), "old", 0o644)
-		chattr(t, true, filepath.Join(dst, "top/t2"))
-		r, failed := truthRun(t, src, dst, dst, rels)
-		if r.Code != 23 {
-			t.Errorf("exit %d, want 23", r.Code)
-		}
-		wantFailed(t, r, failed, "top/t2")
+		t.Parallel()
+		w := newWork(t)
+		rels := truthTree(t, w.Src, 1000)
+		writeFile(t, filepath.Join(w.Dst, "top/t2"), "old", 0o644)
+		chattr(t, true, filepath.Join(w.Dst, "top/t2"))
+		r, _ := truthRun(t, w.Src, w.Dst, w.Dst, rels)
+		r.Exit(t, 23)
+		r.FailedAre(t, "top/t2")
+		r.ReasonsName(t)
 	})
 	t.Run("a directory where a file goes", func(t *testing.T) {
-		w := t.TempDir()
-		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-		rels := truthTree(t, src, 1000)
-		writeFile(t, filepath.Join(dst, "top/t3/inside"), "x", 0o644)
-		r, failed := truthRun(t, src, dst, dst, rels)
-		if r.Code != 23 {
-			t.Errorf("exit %d, want 23", r.Code)
-		}
-		wantFailed(t, r, failed, "top/t3")
+		t.Parallel()
+		w := newWork(t)
+		rels := truthTree(t, w.Src, 1000)
+		writeFile(t, filepath.Join(w.Dst, "top/t3/inside"), "x", 0o644)
+		r, _ := truthRun(t, w.Src, w.Dst, w.Dst, rels)
+		r.Exit(t, 23)
+		r.FailedAre(t, "top/t3")
+		r.ReasonsName(t)
 	})
 	t.Run("a read-only mount inside DEST", func(t *testing.T) {
-		if !isRoot() {
-			t.Skip("mount needs root")
-		}
-		w := t.TempDir()
-		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-		rels := truthTree(t, src, 1000)
-		ro := filepath.Join(dst, "sub")
-		os.MkdirAll(ro, 0o755)
-		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", ro).CombinedOutput(); err != nil {
-			t.Skipf("mount: %v: %s", err, out)
-		}
-		t.Cleanup(func() { exec.Command("umount", ro).Run() })
-		r, failed := truthRun(t, src, dst, dst, rels)
-		if r.Code != 23 {
-			t.Errorf("exit %d, want 23", r.Code)
-		}
-		wantFailed(t, r, failed, "sub/f1", "sub/f2", "sub/f3", "sub/f4")
+		t.Parallel()
+		w := newWork(t)
+		rels := truthTree(t, w.Src, 1000)
+		mountTmpfs(t, filepath.Join(w.Dst, "sub"), "size=1m,ro")
+		r, _ := truthRun(t, w.Src, w.Dst, w.Dst, rels)
+		r.Exit(t, 23)
+		r.FailedAre(t, "sub/f1", "sub/f2", "sub/f3", "sub/f4")
+		r.ReasonsName(t)
 		if !strings.Contains(r.Stderr, "read-only") {
 			t.Errorf("no hint about a read-only file system:\n%s", r.Stderr)
 		}
 	})
 	t.Run("paths rsync's own options leave out", func(t *testing.T) {
 		// rsync exits 0 over them: prsync fails them, unless DEST already holds them
+		t.Parallel()
 		for _, tt := range []struct {
 			args   []string
 			failed []string
@@ -227,42 +114,37 @@ func TestTruthLocal(t *testing.T) {
 			{[]string{"--", "--max-size=3500"}, []string{"sub/f4", "top/t4"}},
 			{[]string{"-j", "1", "--", "-f", "- f*"}, []string{"sub/f1", "sub/f2", "sub/f3", "sub/f4"}},
 		} {
-			w := t.TempDir()
-			src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-			rels := truthTree(t, src, 1000)
-			r, failed := truthRun(t, src, dst, dst, rels, tt.args...)
+			w := newWork(t)
+			rels := truthTree(t, w.Src, 1000)
+			r, _ := truthRun(t, w.Src, w.Dst, w.Dst, rels, tt.args...)
 			if r.Code != 23 {
 				t.Errorf("%v: exit %d, want 23\n%s", tt.args, r.Code, r.Stderr)
 			}
-			wantFailed(t, r, failed, tt.failed...)
+			r.FailedAre(t, tt.failed...)
+			r.ReasonsName(t)
 			// a copy without the option, then the same run again: DEST holds them now
-			truthRun(t, src, dst, dst, rels)
-			if r, _ := truthRun(t, src, dst, dst, rels, tt.args...); r.Code != 0 {
+			truthRun(t, w.Src, w.Dst, w.Dst, rels)
+			if r, _ := truthRun(t, w.Src, w.Dst, w.Dst, rels, tt.args...); r.Code != 0 {
 				t.Errorf("%v over a full DEST: exit %d, want 0\n%s", tt.args, r.Code, r.Stderr)
 			}
 		}
 	})
 	t.Run("options that need a dry-run confirmation", func(t *testing.T) {
 		// --no-times: an lstat cannot prove a copy, so prsync asks rsync itself
-		w := t.TempDir()
-		src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-		rels := truthTree(t, src, 1000)
-		os.MkdirAll(filepath.Join(dst, "sub"), 0o755)
-		chattr(t, true, filepath.Join(dst, "sub"))
-		failed := filepath.Join(w, "failed")
-		r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...))}, "-0", "--root", src, "--failed", failed,
-			"--no-throttle", dst, "--", "--no-times").wait(time.Minute)
-		if r.Code != 23 {
-			t.Errorf("exit %d, want 23", r.Code)
-		}
-		got := fltList(t, failed, 0)
-		fltSameSet(t, "--failed", got, []string{"sub/f1", "sub/f2", "sub/f3", "sub/f4"})
+		t.Parallel()
+		w := newWork(t)
+		rels := truthTree(t, w.Src, 1000)
+		os.MkdirAll(filepath.Join(w.Dst, "sub"), 0o755)
+		chattr(t, true, filepath.Join(w.Dst, "sub"))
+		r := listRun(t, w.Src, w.Dst, rels, "--", "--no-times")
+		r.Exit(t, 23)
+		r.FailedAre(t, "sub/f1", "sub/f2", "sub/f3", "sub/f4")
 		for _, rel := range rels {
-			if _, err := os.Stat(filepath.Join(dst, rel)); err != nil && !strings.HasPrefix(rel, "sub/") {
+			if _, err := os.Stat(filepath.Join(w.Dst, rel)); err != nil && !strings.HasPrefix(rel, "sub/") {
 				t.Errorf("%s not copied", rel)
 			}
 		}
-		checkIdentity(t, r.Summary(t), int64(len(rels)))
+		r.Identity(t, len(rels))
 	})
 }
 
@@ -275,7 +157,7 @@ func TestTruthDaemon(t *testing.T) {
 	}
 	rows := []struct {
 		name     string
-		module   string // module config
+		module   string // module config (the daemon runs as root unless it says a uid)
 		prepare  func(t testing.TB, mod string)
 		args     []string // prsync args
 		code     int
@@ -285,7 +167,7 @@ func TestTruthDaemon(t *testing.T) {
 		noEvents bool
 		reasons  map[string]string // path -> a substring of its path_failed reason
 	}{
-		{name: "immutable directory in the module", module: "uid = root\ngid = root",
+		{name: "immutable directory in the module",
 			prepare: func(t testing.TB, mod string) {
 				os.MkdirAll(filepath.Join(mod, "sub"), 0o755)
 				chattr(t, true, filepath.Join(mod, "sub"))
@@ -293,44 +175,45 @@ func TestTruthDaemon(t *testing.T) {
 			code: 23, failed: []string{"sub/f1", "sub/f2", "sub/f3", "sub/f4"}, stderr: "immutable"},
 		{name: "a module its uid cannot write", module: "uid = nobody\ngid = nogroup",
 			args: []string{"-j", "2", "--chunk-files", "3"}, code: 23, allFail: true, stderr: "uid = nobody"},
-		{name: "a read-only module", module: "uid = root\ngid = root\nread only = yes",
+		{name: "a read-only module", module: "read only = yes",
 			code: 1, allFail: true, stderr: "read only"},
-		{name: "a daemon-side exclude", module: "uid = root\ngid = root\nexclude = *3",
+		{name: "a daemon-side exclude", module: "exclude = *3",
 			code: 23, failed: []string{"sub/f3", "top/t3"}, stderr: "excludes"},
-		{name: "an --exclude after --: rsync leaves paths out and exits 0", module: "uid = root\ngid = root",
+		{name: "an --exclude after --: rsync leaves paths out and exits 0",
 			args: []string{"--", "--exclude", "*3"}, code: 23, failed: []string{"sub/f3", "top/t3"}, stderr: "--exclude after --"},
-		{name: "an --exclude after -- and an immutable directory: exit 23, and what rsync did not name fails", module: "uid = root\ngid = root",
+		{name: "an --exclude after -- and an immutable directory: exit 23, and what rsync did not name fails",
 			prepare: func(t testing.TB, mod string) {
 				os.MkdirAll(filepath.Join(mod, "sub"), 0o755)
 				chattr(t, true, filepath.Join(mod, "sub"))
 			},
 			args: []string{"--", "--exclude", "t3"}, code: 23, failed: []string{"sub/f1", "sub/f2", "sub/f3", "sub/f4", "top/t3"}, stderr: "immutable",
 			reasons: map[string]string{"top/t3": "rsync did not name it (with --exclude after --", "sub/f1": "Operation not permitted"}},
-		{name: "an option the daemon refuses", module: "uid = root\ngid = root\nrefuse options = compress",
+		{name: "an option the daemon refuses", module: "refuse options = compress",
 			args: []string{"-z"}, code: 4, allFail: true, stderr: "refuses an option"},
-		{name: "authentication required, no password given", module: "uid = root\ngid = root\nauth users = u\nsecrets file = SECRETS",
+		{name: "authentication required, no password given", module: "auth users = u\nsecrets file = SECRETS",
 			code: 5, allFail: true, stderr: "RSYNC_PASSWORD"},
-		{name: "max connections below -j", module: "uid = root\ngid = root\nmax connections = 2",
+		{name: "max connections below -j", module: "max connections = 2",
 			args: []string{"-j", "8", "--chunk-files", "1", "--", "--bwlimit=2m"}, code: 0, stderr: "refused a session"},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			w := t.TempDir()
-			src, mod := filepath.Join(w, "src"), filepath.Join(w, "mod")
+			t.Parallel() // each row its own trees and daemon
+			w := newWork(t)
+			mod := filepath.Join(w.Dir, "mod")
 			os.MkdirAll(mod, 0o755)
-			os.Chmod(w, 0o755)
-			rels := truthTree(t, src, 1000)
+			os.Chmod(w.Dir, 0o755)
+			rels := truthTree(t, w.Src, 1000)
 			if row.prepare != nil {
 				row.prepare(t, mod)
 			}
 			conf := row.module
 			if strings.Contains(conf, "SECRETS") {
-				sf := filepath.Join(w, "secrets")
+				sf := filepath.Join(w.Dir, "secrets")
 				os.WriteFile(sf, []byte("u:secret\n"), 0o600)
 				conf = strings.ReplaceAll(conf, "SECRETS", sf)
 			}
-			d := startDaemonConf(t, mod, 0, conf)
-			r, failed := truthRun(t, src, d.URL(), mod, rels, row.args...)
+			d := startDaemon(t, mod, conf)
+			r, _ := truthRun(t, w.Src, d.URL(), mod, rels, row.args...)
 			if r.Code != row.code {
 				t.Errorf("exit %d, want %d\nstderr:\n%s", r.Code, row.code, r.Stderr)
 			}
@@ -338,7 +221,8 @@ func TestTruthDaemon(t *testing.T) {
 			if row.allFail {
 				want = rels
 			}
-			wantFailed(t, r, failed, want...)
+			r.FailedAre(t, want...)
+			r.ReasonsName(t)
 			for _, e := range r.OfType("path_failed") {
 				if w, ok := row.reasons[fmt.Sprint(e["path"])]; ok && !strings.Contains(fmt.Sprint(e["reason"]), w) {
 					t.Errorf("%s: reason %q, want it to say %q", e["path"], e["reason"], w)
@@ -364,7 +248,7 @@ func TestTruthDaemon(t *testing.T) {
 					t.Errorf("the refusal is said %d times on stderr, want once", n)
 				}
 			}
-			noProcsLeft(t, src)
+			noProcsLeft(t, w.Src)
 		})
 	}
 }
@@ -375,11 +259,10 @@ func TestTruthSSHMaxStartups(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
 	sshConfig, _ := startSSHD(t, "MaxStartups 3:100:3\n")
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	rels := truthTree(t, src, 20000)
-	os.MkdirAll(dst, 0o755)
-	r, failed := truthRun(t, src, "h0:"+dst, dst, rels, "-j", "8", "--chunk-files", "1", "--retries", "4",
+	w := newWork(t)
+	rels := truthTree(t, w.Src, 20000)
+	os.MkdirAll(w.Dst, 0o755)
+	r, failed := truthRun(t, w.Src, "h0:"+w.Dst, w.Dst, rels, "-j", "8", "--chunk-files", "1", "--retries", "4",
 		"--", "-e", "ssh -F "+sshConfig)
 	if r.Code != 0 || len(failed) != 0 {
 		t.Errorf("exit %d, %d failed\nstderr:\n%s", r.Code, len(failed), r.Stderr)
@@ -398,26 +281,19 @@ func TestTruthSSHMaxStartups(t *testing.T) {
 func TestTruthRace(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	var rels []string
-	for i := 0; i < 300; i++ {
-		rel := fmt.Sprintf("d%d/f%03d", i%7, i)
-		writeFile(t, filepath.Join(src, rel), "x", 0o644)
-		rels = append(rels, rel)
-	}
+	w := newWork(t)
+	rels := spreadFiles(t, w.Src, 300, 7, 1)
 	for run := 0; run < 6; run++ {
-		r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...)), env: []string{"PRSYNC_TEST_FAKE_RSYNC=both-streams"}},
-			"-0", "--root", src, "--no-throttle", "--rsync", fakeRsyncPath(t), "--chunk-files", "100", "-j", "3",
-			"--no-quick-check", filepath.Join(dst, fmt.Sprint(run))).wait(time.Minute)
+		r := start(t, startOpts{in: nul(rels...), env: []string{"PRSYNC_TEST_FAKE_RSYNC=both-streams"}},
+			"-0", "--root", w.Src, "--no-throttle", "--rsync", fakeRsyncPath(t), "--chunk-files", "100", "-j", "3",
+			"--no-quick-check", filepath.Join(w.Dst, fmt.Sprint(run))).wait(time.Minute)
 		if strings.Contains(r.Stderr, "DATA RACE") {
 			t.Fatalf("run %d: data race:\n%s", run, r.Stderr)
 		}
-		s := r.Summary(t)
+		s := r.Identity(t, 300)
 		if r.Code != 23 || num(s, "files_failed") != 300 || num(s, "files_transferred") != 0 {
 			t.Errorf("run %d: exit %d, %d failed, %d transferred; want 23, 300, 0", run, r.Code, num(s, "files_failed"), num(s, "files_transferred"))
 		}
-		checkIdentity(t, s, 300)
 	}
 }
 
@@ -427,14 +303,8 @@ func TestTruthRace(t *testing.T) {
 func TestTruthClosedStdout(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
-	var rels []string
-	for i := 0; i < 16; i++ {
-		rel := fmt.Sprintf("b%02d", i)
-		writeFile(t, filepath.Join(src, rel), strings.Repeat("z", 300_000), 0o644)
-		rels = append(rels, rel)
-	}
+	src := newWork(t).Src
+	rels := files(t, src, 16, 300_000)
 	consumers := map[string]string{
 		"head -c 1":    "head -c 1 >/dev/null",
 		"head -c 300":  "head -c 300 >/dev/null",
@@ -443,11 +313,11 @@ func TestTruthClosedStdout(t *testing.T) {
 	}
 	for name, consumer := range consumers {
 		t.Run(name, func(t *testing.T) {
-			dst := filepath.Join(t.TempDir(), "dst")
-			failed := filepath.Join(t.TempDir(), "failed")
+			t.Parallel() // each consumer its own DEST
+			w := newWork(t)
 			script := `"$0" "$@" | ` + consumer + `; exit ${PIPESTATUS[0]}`
-			r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...)), wrap: []string{"bash", "-c", script}},
-				"-0", "--root", src, "-j", "2", "--chunk-files", "2", "--failed", failed, dst, "--", "--bwlimit=4m").wait(2 * time.Minute)
+			r := start(t, startOpts{in: nul(rels...), wrap: []string{"bash", "-c", script}},
+				"-0", "--root", src, "-j", "2", "--chunk-files", "2", "--failed", w.Failed, w.Dst, "--", "--bwlimit=4m").wait(2 * time.Minute)
 			if r.Code == 141 {
 				t.Fatalf("prsync died of SIGPIPE\n%s", r.Stderr)
 			}
@@ -460,8 +330,8 @@ func TestTruthClosedStdout(t *testing.T) {
 			if strings.Contains(r.Stderr, "prsync: status:") {
 				t.Errorf("SIGPIPE was taken for a status request:\n%s", r.Stderr)
 			}
-			checkTruth(t, r, src, dst, rels, failed, 0)
-			noProcsLeft(t, dst)
+			r.DestHolds(t, src, w.Dst, rels)
+			noProcsLeft(t, w.Dst)
 		})
 	}
 }
@@ -473,18 +343,12 @@ func TestTruthClosedStdout(t *testing.T) {
 // it schedules each process, later on a busy machine.
 func TestTruthCtrlZ(t *testing.T) {
 	needRsync(t)
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	var rels []string
-	for i := 0; i < 6; i++ {
-		rel := fmt.Sprintf("z%d", i)
-		writeFile(t, filepath.Join(src, rel), strings.Repeat("q", 3_000_000), 0o644)
-		rels = append(rels, rel)
-	}
-	failed := filepath.Join(w, "failed")
-	p := start(t, startOpts{stdin: bytes.NewReader(nul(rels...))}, "-0", "--root", src, "-j", "2", "--chunk-files", "3",
-		"--no-throttle", "--failed", failed, dst, "--", "--bwlimit=2m")
-	p.mustWaitFor("chunk_start", 30*time.Second, fltIs("chunk_start"))
+	w := newWork(t)
+	src, dst := w.Src, w.Dst
+	rels := files(t, src, 6, 3_000_000)
+	p := start(t, startOpts{in: nul(rels...)}, "-0", "--root", src, "-j", "2", "--chunk-files", "3",
+		"--no-throttle", "--failed", w.Failed, dst, "--", "--bwlimit=2m")
+	p.mustWaitFor("chunk_start", 30*time.Second, is("chunk_start"))
 	time.Sleep(200 * time.Millisecond)
 	p.signal(syscall.SIGTSTP)
 	deadline := time.Now().Add(5 * time.Second)
@@ -497,12 +361,12 @@ func TestTruthCtrlZ(t *testing.T) {
 				stopped++
 			}
 		}
-		if len(states) > 0 && stopped == len(states) && procState(p.cmd.Process.Pid) == "T" {
+		if len(states) > 0 && stopped == len(states) && procState(p.pid()) == "T" {
 			break
 		}
 		if time.Now().After(deadline) {
 			p.signal(syscall.SIGCONT)
-			t.Fatalf("5 s after SIGTSTP: rsyncs %v, prsync %s; want every one stopped", states, procState(p.cmd.Process.Pid))
+			t.Fatalf("5 s after SIGTSTP: rsyncs %v, prsync %s; want every one stopped", states, procState(p.pid()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -529,23 +393,9 @@ func TestTruthCtrlZ(t *testing.T) {
 		}
 	}
 	r := p.wait(time.Minute)
-	if r.Code != 0 {
-		t.Errorf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	checkTruth(t, r, src, dst, rels, failed, 0)
+	r.Exit(t, 0)
+	r.DestHolds(t, src, dst, rels)
 	sameTree(t, src, dst)
-}
-
-// procState returns the state letter of a process (R, S, T, Z …), or "".
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	if i := bytes.LastIndexByte(b, ')'); i > 0 && len(b) > i+2 {
-		return string(b[i+2])
-	}
-	return ""
 }
 
 // TestTruthInterrupts interrupts 40 runs (100 in make test-full) at random moments, with a
@@ -554,8 +404,7 @@ func procState(pid int) string {
 func TestTruthInterrupts(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
+	src := newWork(t).Src
 	var rels []string
 	for i := 0; i < 30; i++ {
 		rel := fmt.Sprintf("d%d/f%02d", i%3, i)
@@ -580,19 +429,18 @@ func TestTruthInterrupts(t *testing.T) {
 		for i := 0; i < runs; i++ {
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
 				t.Parallel()
-				d := t.TempDir()
-				dst, failed := filepath.Join(d, "dst"), filepath.Join(d, "failed")
-				p := start(t, startOpts{stdin: bytes.NewReader(nul(rels...))}, "-0", "--root", src, "-j", "3",
-					"--chunk-files", "4", "--failed", failed, dst, "--", "--bwlimit=3m")
+				w := newWork(t)
+				p := start(t, startOpts{in: nul(rels...)}, "-0", "--root", src, "-j", "3",
+					"--chunk-files", "4", "--failed", w.Failed, w.Dst, "--", "--bwlimit=3m")
 				// the start event comes after prsync's signal handlers are in place; before
 				// them (the Go runtime's first milliseconds) SIGINT kills any Go program, and
 				// SigCgt in /proc cannot tell: the runtime sets it for SIGINT itself
-				p.mustWaitFor("start", 30*time.Second, isType("start"))
+				p.mustWaitFor("start", 30*time.Second, is("start"))
 				time.Sleep(delays[i])
-				p.cmd.Process.Signal(syscall.SIGINT)
+				p.signal(syscall.SIGINT)
 				if i%5 == 4 {
 					time.Sleep(time.Duration(i%7) * 20 * time.Millisecond)
-					p.cmd.Process.Signal(syscall.SIGINT)
+					p.signal(syscall.SIGINT)
 				}
 				r := p.wait(time.Minute)
 				mu.Lock()
@@ -601,11 +449,9 @@ func TestTruthInterrupts(t *testing.T) {
 				if r.Code != 20 && r.Code != 0 {
 					t.Errorf("SIGINT after %v: exit %d\n%s", delays[i], r.Code, r.Stderr)
 				}
-				if len(r.Events) == 0 || r.Events[len(r.Events)-1]["type"] != "summary" {
-					t.Fatalf("no summary")
-				}
-				checkTruth(t, r, src, dst, rels, failed, 0)
-				noProcsLeft(t, dst)
+				r.Summary(t)
+				r.DestHolds(t, src, w.Dst, rels)
+				noProcsLeft(t, w.Dst)
 			})
 		}
 	})

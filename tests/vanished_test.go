@@ -9,28 +9,14 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
-
-// regularFiles returns the regular files under dir, relative to it.
-func regularFiles(t testing.TB, dir string) []string {
-	t.Helper()
-	var out []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	return out
-}
 
 // TestVanishedDaemonChroot: --root rsync://HOST/mod/sub pulls from a SUBDIR of a module.
 // With `use chroot = no`, rsync 3.5.0's daemon calls every regular file vanished while
@@ -48,10 +34,10 @@ func TestVanishedDaemonChroot(t *testing.T) {
 	os.Chmod(w, 0o755)
 	list, rels := relList(t, sub)
 	files := regularFiles(t, sub)
-	user := rootModule()
 
 	t.Run("use chroot = no", func(t *testing.T) {
-		d := startDaemonConf(t, mod, 0, user+"read only = yes\nuse chroot = no")
+		t.Parallel() // each case its own daemon over the module
+		d := startDaemon(t, mod, "read only = yes\nuse chroot = no")
 		url := d.URL() + "sub"
 
 		// plain rsync over the same module, to know what this rsync does there
@@ -62,34 +48,29 @@ func TestVanishedDaemonChroot(t *testing.T) {
 		t.Logf("plain rsync exits %d:\n%s", plainCode, out)
 
 		dst := filepath.Join(t.TempDir(), "dst")
-		failedList := filepath.Join(t.TempDir(), "failed")
 		// and one path the module does not have, which is gone
 		const gone = "nested/not-in-the-module"
-		in := append(bytes.Clone(list), gone+"\x00"...)
-		r := start(t, startOpts{stdin: bytes.NewReader(in)}, "-0", "--root", url, "--failed", failedList, "--no-throttle", dst).wait(2 * time.Minute)
-		failed := checkTruth(t, r, sub, dst, append(rels, gone), failedList, 0)
-		s := r.Summary(t)
-		checkIdentity(t, s, int64(len(rels)+1))
+		in := append(slices.Clone(rels), gone)
+		r := listRun(t, url, dst, in)
+		r.DestHolds(t, sub, dst, in)
+		s := r.Identity(t, len(in))
 		if plainCode == 0 { // an rsync without the fault: the pull copies everything
-			if r.Code != 24 {
-				t.Errorf("exit %d, want 24 (one path gone)\n%s", r.Code, r.Stderr)
-			}
+			r.Exit(t, 24)
 			sameTree(t, sub, dst)
 			return
 		}
 		if plainCode != 24 || !strings.Contains(string(out), "file has vanished") {
 			t.Fatalf("plain rsync exits %d, want 24 with file has vanished", plainCode)
 		}
-		if r.Code != 23 {
-			t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
-		}
+		r.Exit(t, 23)
 		if n := num(s, "files_vanished"); n != 1 {
 			t.Errorf("%d paths counted vanished, want only the one gone", n)
 		}
 		if n := num(s, "files_failed"); n != int64(len(files)) {
 			t.Errorf("%d paths failed, want the %d regular files", n, len(files))
 		}
-		wantFailed(t, r, failed, append(files, gone)...)
+		r.FailedAre(t, append(files, gone)...)
+		r.ReasonsName(t)
 		for _, e := range r.OfType("path_failed") {
 			reason := fmt.Sprint(e["reason"])
 			if e["path"] == gone {
@@ -115,31 +96,27 @@ func TestVanishedDaemonChroot(t *testing.T) {
 
 		// the hint's way out that needs no change on the far side: the module's top as
 		// --root, the SUBDIR in front of each path
-		var viaTop []byte
+		var viaTop []string
 		for _, rel := range rels {
-			viaTop = append(append(viaTop, "sub/"+rel...), 0)
+			viaTop = append(viaTop, "sub/"+rel)
 		}
 		dst2 := filepath.Join(t.TempDir(), "dst")
-		r = start(t, startOpts{stdin: bytes.NewReader(viaTop)}, "-0", "--root", d.URL(), "--no-throttle", dst2).wait(2 * time.Minute)
-		if r.Code != 0 {
-			t.Errorf("via the module's top: exit %d\n%s", r.Code, r.Stderr)
-		}
+		r = start(t, startOpts{in: nul(viaTop...)}, "-0", "--root", d.URL(), "--no-throttle", dst2).wait(2 * time.Minute)
+		r.Exit(t, 0)
 		sameTree(t, sub, filepath.Join(dst2, "sub"))
 	})
 
 	t.Run("use chroot = yes", func(t *testing.T) {
+		t.Parallel()
 		if !isRoot() {
 			t.Skip("use chroot = yes needs a daemon run as root")
 		}
-		d := startDaemonConf(t, mod, 0, user+"read only = yes\nuse chroot = yes")
+		d := startDaemon(t, mod, "read only = yes\nuse chroot = yes")
 		dst := filepath.Join(t.TempDir(), "dst")
-		failedList := filepath.Join(t.TempDir(), "failed")
-		r := start(t, startOpts{stdin: bytes.NewReader(list)}, "-0", "--root", d.URL()+"sub", "--failed", failedList, "--no-throttle", dst).wait(2 * time.Minute)
-		if r.Code != 0 {
-			t.Errorf("exit %d, want 0\n%s", r.Code, r.Stderr)
-		}
-		checkTruth(t, r, sub, dst, rels, failedList, 0)
-		checkIdentity(t, r.Summary(t), int64(len(rels)))
+		r := listRun(t, d.URL()+"sub", dst, rels)
+		r.Exit(t, 0)
+		r.DestHolds(t, sub, dst, rels)
+		r.Identity(t, len(rels))
 		sameTree(t, sub, dst)
 	})
 }
@@ -165,17 +142,17 @@ func TestVanishedReal(t *testing.T) {
 		{name: "ssh", ssh: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := t.TempDir()
-			src := filepath.Join(w, "src")
-			os.Chmod(w, 0o755)
+			t.Parallel() // each case its own trees, and daemon or sshd
+			w := newWork(t)
+			os.Chmod(w.Dir, 0o755)
 			big := make([]byte, 1<<20)
 			rand.Read(big)
-			writeFile(t, filepath.Join(src, "a-big"), string(big), 0o644)
+			writeFile(t, filepath.Join(w.Src, "a-big"), string(big), 0o644)
 			for i := 1; i <= 4; i++ {
-				writeFile(t, filepath.Join(src, "m", fmt.Sprintf("f%d", i)), strings.Repeat("x", i), 0o644)
+				writeFile(t, filepath.Join(w.Src, "m", fmt.Sprintf("f%d", i)), strings.Repeat("x", i), 0o644)
 			}
-			writeFile(t, filepath.Join(src, "z-during"), "goes during the copy", 0o644)
-			writeFile(t, filepath.Join(src, "z-before"), "goes before the run", 0o644)
+			writeFile(t, filepath.Join(w.Src, "z-during"), "goes during the copy", 0o644)
+			writeFile(t, filepath.Join(w.Src, "z-before"), "goes before the run", 0o644)
 			var in []byte
 			rels := []string{"a-big", "m/f1", "m/f2", "m/f3", "m/f4", "z-during", "z-before"}
 			for _, rel := range rels {
@@ -184,29 +161,27 @@ func TestVanishedReal(t *testing.T) {
 				}
 				in = append(append(in, rel...), 0)
 			}
-			os.Remove(filepath.Join(src, "z-before"))
+			os.Remove(filepath.Join(w.Src, "z-before"))
 
-			root, rsyncArgs := src, []string{"--bwlimit=256k"}
+			root, rsyncArgs := w.Src, []string{"--bwlimit=256k"}
 			if c.ssh {
 				sshConfig, _ := startSSHD(t, "")
-				root, rsyncArgs = "h0:"+src, append(rsyncArgs, "-e", "ssh -F "+sshConfig)
+				root, rsyncArgs = "h0:"+w.Src, append(rsyncArgs, "-e", "ssh -F "+sshConfig)
 			}
 			if c.daemon {
-				user := rootModule()
-				root = startDaemonConf(t, src, 0, user+"read only = yes").URL()
+				root = startDaemon(t, w.Src, "read only = yes").URL()
 			}
-			dst := filepath.Join(w, "dst")
-			failedList := filepath.Join(w, "failed")
+			dst := w.Dst
 			// one chunk, as before chunks were sized by time: z-during vanishes while it runs
-			args := []string{"-0", "--root", root, "--failed", failedList, "--no-throttle", "--chunk-time", "0"}
+			args := []string{"-0", "--root", root, "--failed", w.Failed, "--no-throttle", "--chunk-time", "0"}
 			if c.sizes {
 				args = append(args, "--sizes")
 			}
-			p := start(t, startOpts{stdin: bytes.NewReader(in)}, append(append(args, dst, "--"), rsyncArgs...)...)
+			p := start(t, startOpts{in: in}, append(append(args, dst, "--"), rsyncArgs...)...)
 			removed := false
 			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 				if m, _ := filepath.Glob(filepath.Join(dst, ".a-big.*")); len(m) > 0 {
-					removed = os.Remove(filepath.Join(src, "z-during")) == nil
+					removed = os.Remove(filepath.Join(w.Src, "z-during")) == nil
 					break
 				}
 			}
@@ -214,22 +189,16 @@ func TestVanishedReal(t *testing.T) {
 			if !removed {
 				t.Fatalf("the big file's temp file never showed in DEST\n%s", r.Stderr)
 			}
-			if r.Code != 24 {
-				t.Errorf("exit %d, want 24\n%s", r.Code, r.Stderr)
+			r.Exit(t, 24)
+			r.DestHolds(t, w.Src, dst, rels)
+			if c.sizes { // the list holds the records as read
+				r.FailedAre(t, "20\tz-before", "20\tz-during")
+			} else {
+				r.FailedAre(t, "z-before", "z-during")
 			}
-			if c.sizes { // the list holds the records as read: drop the sizes
-				b, _ := os.ReadFile(failedList)
-				b = bytes.ReplaceAll(b, []byte("20\t"), nil)
-				failedList += ".paths"
-				os.WriteFile(failedList, b, 0o644)
-			}
-			failed := checkTruth(t, r, src, dst, rels, failedList, 0)
-			wantFailed(t, r, failed, "z-before", "z-during")
-			s := r.Summary(t)
-			checkIdentity(t, s, int64(len(rels)))
-			if num(s, "files_vanished") != 2 || num(s, "files_failed") != 0 || num(s, "files_transferred") != 5 {
-				t.Errorf("summary: %v", s)
-			}
+			r.ReasonsName(t)
+			r.Identity(t, len(rels))
+			r.Counts(t, map[string]int64{"files_vanished": 2, "files_failed": 0, "files_transferred": 5})
 			for _, e := range r.OfType("path_failed") {
 				if e["status"] != "vanished" {
 					t.Errorf("%q: %v %q", e["path"], e["status"], e["reason"])
@@ -241,8 +210,8 @@ func TestVanishedReal(t *testing.T) {
 			if got := regularFiles(t, dst); len(got) != 5 {
 				t.Errorf("DEST holds %q, want the 5 files left", got)
 			}
-			sameTree(t, src, dst)
-			noProcsLeft(t, src)
+			sameTree(t, w.Src, dst)
+			noProcsLeft(t, w.Src)
 		})
 	}
 }
@@ -253,34 +222,27 @@ func TestVanishedReal(t *testing.T) {
 func TestVanishedListingFails(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
 	needRsync(t)
-	w := t.TempDir()
-	src := filepath.Join(w, "src")
-	os.Chmod(w, 0o755)
+	w := newWork(t)
+	os.Chmod(w.Dir, 0o755)
 	rels := []string{"a", "b", "gone"}
 	for _, rel := range rels[:2] {
-		writeFile(t, filepath.Join(src, rel), rel, 0o644)
+		writeFile(t, filepath.Join(w.Src, rel), rel, 0o644)
 	}
-	user := rootModule()
-	d := startDaemonConf(t, src, 0, user+"read only = yes")
-	dst, failedList := filepath.Join(w, "dst"), filepath.Join(w, "failed")
+	d := startDaemon(t, w.Src, "read only = yes")
 	env := []string{"PRSYNC_TEST_FAKE_RSYNC=list-only-fails:10"}
-	r := start(t, startOpts{stdin: bytes.NewReader(nul(rels...)), env: env}, "-0", "--rsync", fakeRsyncPath(t), "--root", d.URL(), "--failed", failedList, "--no-throttle", dst).wait(time.Minute)
-	if r.Code != 23 {
-		t.Errorf("exit %d, want 23\n%s", r.Code, r.Stderr)
-	}
-	failed := checkTruth(t, r, src, dst, rels, failedList, 0)
-	wantFailed(t, r, failed, "gone")
-	s := r.Summary(t)
-	checkIdentity(t, s, 3)
-	if num(s, "files_vanished") != 0 || num(s, "files_failed") != 1 || num(s, "files_transferred") != 2 {
-		t.Errorf("summary: %v", s)
-	}
+	r := start(t, startOpts{in: nul(rels...), env: env}, "-0", "--rsync", fakeRsyncPath(t), "--root", d.URL(), "--failed", w.Failed, "--no-throttle", w.Dst).wait(time.Minute)
+	r.Exit(t, 23)
+	r.DestHolds(t, w.Src, w.Dst, rels)
+	r.FailedAre(t, "gone")
+	r.ReasonsName(t)
+	r.Identity(t, 3)
+	r.Counts(t, map[string]int64{"files_vanished": 0, "files_failed": 1, "files_transferred": 2})
 	for _, e := range r.OfType("path_failed") {
 		if reason := fmt.Sprint(e["reason"]); e["status"] != "failed" || !strings.Contains(reason, "listing the far side to prove it failed") || !strings.Contains(reason, "Connection refused") {
 			t.Errorf("%q: %v %q", e["path"], e["status"], reason)
 		}
 	}
-	if got := regularFiles(t, dst); len(got) != 2 {
+	if got := regularFiles(t, w.Dst); len(got) != 2 {
 		t.Errorf("DEST holds %q, want a and b", got)
 	}
 }
@@ -296,8 +258,9 @@ func TestVanishedAfterCopy(t *testing.T) {
 	needRsync(t)
 	for _, transport := range []string{"pipe", "direct", "daemon"} {
 		t.Run(transport, func(t *testing.T) {
-			w := t.TempDir()
-			src, dst, failedList := filepath.Join(w, "src"), filepath.Join(w, "dst"), filepath.Join(w, "failed")
+			t.Parallel() // each transport its own trees
+			w := newWork(t)
+			src, dst := w.Src, w.Dst
 			dest := dst
 			if transport == "daemon" {
 				// a push to a daemon: the copy is confirmed by a dry run, and a source deleted
@@ -305,7 +268,7 @@ func TestVanishedAfterCopy(t *testing.T) {
 				if err := os.Mkdir(dst, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				dest, transport = startDaemon(t, dst, 0).URL(), "direct"
+				dest, transport = startDaemon(t, dst).URL(), "direct"
 			}
 			content := map[string]string{}
 			var rels []string
@@ -318,8 +281,8 @@ func TestVanishedAfterCopy(t *testing.T) {
 				}
 			}
 			// 2 rsyncs of 2 chunks each, ~1 MB at 256 KiB/s each: about 2 s of copying
-			p := start(t, startOpts{dir: w, stdin: bytes.NewReader(fltJoin(rels, '\n'))}, "--no-throttle", "--transport", transport,
-				"-j", "2", "--chunk-files", "60", "--chunk-time", "0", "--root", src, "--failed", failedList, dest, "--", "--bwlimit=256")
+			p := start(t, startOpts{dir: w.Dir, in: lines(rels...)}, "--no-throttle", "--transport", transport,
+				"-j", "2", "--chunk-files", "60", "--chunk-time", "0", "--root", src, "--failed", w.Failed, dest, "--", "--bwlimit=256")
 			// the deleter: the source of every other file complete in DEST, and, at each
 			// such deletion, a file rsync has not reached yet
 			deletedAfter, deletedBefore := map[string]bool{}, map[string]bool{}
@@ -328,10 +291,8 @@ func TestVanishedAfterCopy(t *testing.T) {
 				defer close(done)
 				ahead := len(rels) - 1
 				for n := 0; n < 3000; n++ {
-					select {
-					case <-p.readDone: // prsync's stdout closed: it exits
+					if p.ended() {
 						return
-					default:
 					}
 					for _, rel := range rels {
 						fi, err := os.Lstat(filepath.Join(dst, rel))
@@ -359,10 +320,9 @@ func TestVanishedAfterCopy(t *testing.T) {
 			if len(deletedAfter) == 0 || len(deletedBefore) == 0 {
 				t.Fatalf("the deleter removed %d sources after their copy and %d before: the copy was too quick\n%s", len(deletedAfter), len(deletedBefore), r.Stderr)
 			}
-			s := r.Summary(t)
-			checkIdentity(t, s, int64(len(rels)))
+			s := r.Identity(t, len(rels))
 			failed := map[string]bool{}
-			for _, p := range fltList(t, failedList, '\n') {
+			for _, p := range r.Failed(t) {
 				failed[p] = true
 			}
 			// DEST, walked: every path not in --failed is there as it was written
@@ -397,12 +357,10 @@ func TestVanishedAfterCopy(t *testing.T) {
 					t.Errorf("%s: the reason %q is not about the path itself", path, reason)
 				}
 			}
-			if r.Code != 24 {
-				t.Errorf("exit %d, want 24\n%s", r.Code, r.Stderr)
-			}
+			r.Exit(t, 24)
 			t.Logf("%d sources deleted after their copy, %d before; %d vanished", len(deletedAfter), len(deletedBefore), vanished)
-			fltNoTemp(t, dst)
-			noProcsLeft(t, w)
+			noTempFiles(t, dst)
+			noProcsLeft(t, w.Dir)
 		})
 	}
 }

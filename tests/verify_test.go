@@ -6,8 +6,10 @@ package tests
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,7 @@ func TestVerifyCulprit(t *testing.T) {
 	for _, target := range []string{"local", "daemon"} {
 		for _, tc := range cases {
 			t.Run(target+"/"+tc.name, func(t *testing.T) {
+				t.Parallel() // each case its own trees, wrapper and daemon
 				verifyCulprit(t, target, tc.changes, tc.reasons, tc.hint)
 			})
 		}
@@ -51,16 +54,15 @@ func TestVerifyCulprit(t *testing.T) {
 }
 
 func verifyCulprit(t *testing.T, target string, changes []string, reasons map[string]string, hint rsync.Advice) {
-	w := t.TempDir()
-	src, dst := filepath.Join(w, "src"), filepath.Join(w, "dst")
-	if err := os.Mkdir(dst, 0o755); err != nil {
+	w := newWork(t)
+	if err := os.Mkdir(w.Dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	for i := 0; i < 10; i++ {
 		n := fmt.Sprintf("d%d/f%d", i%2, i)
-		p := filepath.Join(src, n)
+		p := filepath.Join(w.Src, n)
 		writeFile(t, p, strings.Repeat(fmt.Sprint(i), 1000), 0o644)
 		if err := os.Chtimes(p, old, old); err != nil {
 			t.Fatal(err)
@@ -68,37 +70,33 @@ func verifyCulprit(t *testing.T, target string, changes []string, reasons map[st
 		names = append(names, n)
 	}
 	change := map[string]string{
-		"f1": fmt.Sprintf("printf %%01000d 0 >%[1]s/d1/f1 && touch -d @%[2]d %[1]s/d1/f1", src, old.Add(time.Hour).Unix()),
-		"f2": fmt.Sprintf("printf more >>%s/d0/f2", src),
-		"f3": fmt.Sprintf("printf Z | dd of=%[2]s/d1/f3 bs=1 seek=10 conv=notrunc 2>/dev/null && touch -r %[1]s/d1/f3 %[2]s/d1/f3", src, dst),
-		"f4": fmt.Sprintf("printf %%01000d 4 >%s/d0/f4", dst),
+		"f1": fmt.Sprintf("printf %%01000d 0 >%[1]s/d1/f1 && touch -d @%[2]d %[1]s/d1/f1", w.Src, old.Add(time.Hour).Unix()),
+		"f2": fmt.Sprintf("printf more >>%s/d0/f2", w.Src),
+		"f3": fmt.Sprintf("printf Z | dd of=%[2]s/d1/f3 bs=1 seek=10 conv=notrunc 2>/dev/null && touch -r %[1]s/d1/f3 %[2]s/d1/f3", w.Src, w.Dst),
+		"f4": fmt.Sprintf("printf %%01000d 4 >%s/d0/f4", w.Dst),
 	}
 	var do []string
 	for _, c := range changes {
 		do = append(do, "\t\t"+change[c])
 	}
-	wrapper := filepath.Join(w, "rsync")
+	wrapper := filepath.Join(w.Dir, "rsync")
 	script := fmt.Sprintf("#!/bin/sh\nfor a; do\n\tif [ \"$a\" = --checksum ] && mkdir %s/changed 2>/dev/null; then\n%s\n\tfi\ndone\nexec rsync \"$@\"\n",
-		w, strings.Join(do, "\n"))
+		w.Dir, strings.Join(do, "\n"))
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dest, arrow := dst, ">"
+	dest, arrow := w.Dst, ">"
 	if target == "daemon" {
-		dest, arrow = startDaemon(t, dst, 0).URL(), "<" // the sender logs it
+		dest, arrow = startDaemon(t, w.Dst).URL(), "<" // the sender logs it
 	}
-	failed := filepath.Join(w, "failed")
 	// one chunk: the wrapper changes the files at the first checksum pass, which must come
 	// after every path was copied
-	r := runPrsync(t, "", nul(names...), "-0", "--root", src, "--rsync", wrapper, "--verify", "--failed", failed, "--chunk-files", "100", dest)
-	if r.Code != 23 {
-		t.Fatalf("exit %d, want 23\n%s", r.Code, r.Stderr)
-	}
-	if _, err := os.Stat(filepath.Join(w, "changed")); err != nil {
+	r := runPrsync(t, "", nul(names...), "-0", "--root", w.Src, "--rsync", wrapper, "--verify", "--failed", w.Failed, "--chunk-files", "100", dest)
+	r.Exit(t, 23)
+	if _, err := os.Stat(filepath.Join(w.Dir, "changed")); err != nil {
 		t.Fatal("the wrapper never saw the checksum pass: the test proves nothing")
 	}
-	s := r.Summary(t)
-	checkIdentity(t, s, 10)
+	s := r.Identity(t, 10)
 	if n := int64(len(reasons)); num(s, "files_failed") != n || num(s, "files_verify_failed") != n || num(s, "files_verified") != 10-n {
 		t.Errorf("summary: failed %v, verify_failed %v, verified %v", s["files_failed"], s["files_verify_failed"], s["files_verified"])
 	}
@@ -123,8 +121,8 @@ func verifyCulprit(t *testing.T, target string, changes []string, reasons map[st
 	// the walk: DEST holds what was copied where the source changed; the source holds
 	// what it had where DEST changed; everything else is as written
 	for i, n := range names {
-		d, _ := os.ReadFile(filepath.Join(dst, n))
-		s, _ := os.ReadFile(filepath.Join(src, n))
+		d, _ := os.ReadFile(filepath.Join(w.Dst, n))
+		s, _ := os.ReadFile(filepath.Join(w.Src, n))
 		first := strings.Repeat(fmt.Sprint(i), 1000)
 		_, bad := reasons[n]
 		switch {
@@ -140,14 +138,11 @@ func verifyCulprit(t *testing.T, target string, changes []string, reasons map[st
 			t.Errorf("%s: DEST %.20q…, source %.20q…", n, d, s)
 		}
 	}
-	if b, _ := os.ReadFile(failed); len(strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")) != len(reasons) {
-		t.Errorf("--failed holds %q, want %d paths", b, len(reasons))
-	}
+	r.FailedAre(t, slices.Collect(maps.Keys(reasons))...)
 	// the --failed list, copied again with --checksum (f3's quick check passes), makes
 	// DEST the source's
-	r = runPrsync(t, "", mustRead(t, failed), "-0", "--root", src, "--verify", dest, "--", "--checksum")
-	if r.Code != 0 || num(r.Summary(t), "files_transferred") != int64(len(reasons)) {
-		t.Fatalf("repair: exit %d, summary %v\n%s", r.Code, r.Summary(t), r.Stderr)
-	}
-	sameTree(t, src, dst)
+	r = runPrsync(t, "", nul(r.Failed(t)...), "-0", "--root", w.Src, "--verify", dest, "--", "--checksum")
+	r.Exit(t, 0)
+	r.Counts(t, map[string]int64{"files_transferred": int64(len(reasons))})
+	sameTree(t, w.Src, w.Dst)
 }

@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -28,38 +26,42 @@ import (
 // not_done with a reason that names the window (or failed) and, in a local DEST, not
 // there as the source has it; the paths never read are the only ones in neither; no
 // rsync temp file is left in DEST, and no rsync runs or is stopped. The summary says
-// max_duration_reached and the identity holds.
+// max_duration_reached and the identity holds. The three cases run side by side (and still
+// apart from the other tests): the invariants each is judged by hold under any load.
 func TestMaxDuration(t *testing.T) {
 	needRsync(t)
 	for _, how := range []string{"local", "daemon", "paused"} {
-		t.Run(how, func(t *testing.T) { maxDuration(t, how) })
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			maxDuration(t, how)
+		})
 	}
 }
 
 func maxDuration(t *testing.T, how string) {
 	const window, grace = 4 * time.Second, 4 * time.Second
-	base := t.TempDir()
-	src, dst, failed, logs := filepath.Join(base, "src"), filepath.Join(base, "dst"), filepath.Join(base, "failed"), filepath.Join(base, "starts")
+	w := newWork(t)
+	src, dst, logs := w.Src, w.Dst, filepath.Join(w.Dir, "starts")
 	for _, d := range []string{dst, logs} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeFile(t, filepath.Join(src, "big"), strings.Repeat("0123456789abcdef", 1<<16), 0o644)
-	names := append([]string{"big"}, fltFiles(t, src, 12, 40<<10)...)
+	names := append([]string{"big"}, files(t, src, 12, 40<<10)...)
 	// every rsync prsync starts (not the server side of the pipe transport) writes its
 	// /proc stat, which holds the kernel's time of its start, whenever it gets to it
-	wrapper := filepath.Join(base, "rsync-wrapper")
+	wrapper := filepath.Join(w.Dir, "rsync-wrapper")
 	writeFile(t, wrapper, fmt.Sprintf(`#!/bin/sh
 case " $* " in *" --server "*) ;; *) cat /proc/$$/stat > '%s'/$$ ;; esac
 exec rsync "$@"
 `, logs), 0o755)
 	dest := dst
-	args := []string{"--rsync", wrapper, "--root", src, "-j", "2", "--chunk-files", "3", "--failed", failed,
+	args := []string{"--rsync", wrapper, "--root", src, "-j", "2", "--chunk-files", "3", "--failed", w.Failed,
 		"--max-duration", window.String(), "--max-duration-grace", grace.String()}
 	switch how {
 	case "daemon":
-		dest = startDaemon(t, dst, freePort(t)).URL()
+		dest = startDaemon(t, dst).URL()
 		args = append(args, "--no-throttle")
 	case "paused":
 		// the throttle pauses every rsync as soon as it samples, and keeps them paused
@@ -71,17 +73,17 @@ exec rsync "$@"
 	default:
 		args = append(args, "--no-throttle")
 	}
-	p := start(t, startOpts{dir: base, stdin: bytes.NewReader(fltJoin(names, '\n'))}, append(args, dest, "--", "--bwlimit=40")...)
-	pid := p.cmd.Process.Pid
+	p := start(t, startOpts{dir: w.Dir, in: lines(names...)}, append(args, dest, "--", "--bwlimit=40")...)
+	pid := p.pid()
 	prsyncStart, ok := procStart(pid)
 	if !ok {
 		t.Fatalf("cannot read the start time of prsync (pid %d)", pid)
 	}
-	st := p.mustWaitFor("start", time.Minute, fltIs("start"))
+	st := p.mustWaitFor("start", time.Minute, is("start"))
 	r := p.wait(2 * time.Minute)
 	took := time.Since(p.started)
-	s := fltExit(t, r, 124)
-	checkIdentity(t, s, -1)
+	r.Exit(t, 124)
+	s := r.Identity(t, -1)
 	if s["max_duration_reached"] != true {
 		t.Errorf("summary max_duration_reached %v, want true", s["max_duration_reached"])
 	}
@@ -128,46 +130,25 @@ exec rsync "$@"
 
 	// DEST against --failed: every path is in DEST as the source has it, or in --failed;
 	// those in neither are the paths never read
-	list := fltList(t, failed, '\n')
-	status, reason := map[string]string{}, map[string]string{}
-	for _, e := range r.OfType("path_failed") {
-		status[fmt.Sprint(e["path"])], reason[fmt.Sprint(e["path"])] = fmt.Sprint(e["status"]), fmt.Sprint(e["reason"])
+	listed := r.CutShort(t, src, dst, names)
+	if listed["big"] == nil {
+		t.Errorf("big, which cannot be copied within the window, is not in --failed: %q", r.Failed(t))
 	}
-	fltSameSet(t, "--failed vs path_failed", list, fltKeys(status))
-	if !slices.Contains(list, "big") {
-		t.Errorf("big, which cannot be copied within the window, is not in --failed: %q", list)
-	}
-	unaccounted := 0
-	for _, n := range names {
-		switch {
-		case slices.Contains(list, n):
-			if st := status[n]; st != "not_done" && st != "failed" {
-				t.Errorf("%s: status %q, want not_done or failed", n, st)
-			}
-			if status[n] == "not_done" && !strings.HasPrefix(reason[n], "the time window ended (--max-duration 4s") {
-				t.Errorf("%s: not done with the reason %q, which does not name the window", n, reason[n])
-			}
-			// a local DEST is looked at (lstat) after a stopped rsync: a path that landed
-			// is proven, not listed; a daemon's is not, and a path that landed before
-			// the stop stays listed, to be found up to date by the next run
-			if how != "daemon" && fltCopied(src, dst, n) {
-				t.Errorf("%s: in --failed, but DEST holds it as the source has it", n)
-			}
-		case fltCopied(src, dst, n):
-		default:
-			unaccounted++
+	for n, e := range listed {
+		if e["status"] == "not_done" && !strings.HasPrefix(fmt.Sprint(e["reason"]), "the time window ended (--max-duration 4s") {
+			t.Errorf("%s: not done with the reason %q, which does not name the window", n, e["reason"])
 		}
-		if _, err := os.Lstat(filepath.Join(dst, n)); err == nil && !fltCopied(src, dst, n) {
-			t.Errorf("%s: a partial file at its final name", n)
+		// a local DEST is looked at (lstat) after a stopped rsync: a path that landed
+		// is proven, not listed; a daemon's is not, and a path that landed before
+		// the stop stays listed, to be found up to date by the next run
+		if how != "daemon" && copied(src, dst, n) {
+			t.Errorf("%s: in --failed, but DEST holds it as the source has it", n)
 		}
-	}
-	if want := len(names) - int(num(s, "files")); unaccounted != want {
-		t.Errorf("%d paths neither copied nor in --failed, want %d (never read)", unaccounted, want)
 	}
 	if num(s, "files_not_done") == 0 {
 		t.Errorf("no path not done")
 	}
-	fltNoTemp(t, dst)
+	noTempFiles(t, dst)
 	noProcsLeft(t, src)
 
 	if how == "paused" {
@@ -176,11 +157,11 @@ exec rsync "$@"
 		paused, resumed, cancelled := -1, -1, -1
 		for i, e := range r.Events {
 			switch {
-			case paused < 0 && fltIs("throttle", "action", "suspend")(e):
+			case paused < 0 && is("throttle", "action", "suspend")(e):
 				paused = i
-			case resumed < 0 && fltIs("throttle", "action", "resume", "reason", "stop")(e):
+			case resumed < 0 && is("throttle", "action", "resume", "reason", "stop")(e):
 				resumed = i
-			case cancelled < 0 && fltIs("chunk_end", "status", "cancelled")(e):
+			case cancelled < 0 && is("chunk_end", "status", "cancelled")(e):
 				cancelled = i
 			}
 		}
@@ -223,28 +204,4 @@ func statStart(b []byte) (int64, bool) {
 	}
 	v, err := strconv.ParseInt(f[19], 10, 64)
 	return v, err == nil
-}
-
-// busyLoop keeps one CPU busy until the func it returns is called.
-func busyLoop() (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			for i := 0; i < 1e5; i++ {
-				_ = i * i
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		wg.Wait()
-	}
 }
