@@ -271,6 +271,56 @@ func procsMentioning(s string) map[int]string {
 	return out
 }
 
+// children returns the PIDs of pid's children.
+func children(pid int) []int {
+	var out []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, s := range strings.Fields(string(c)) {
+			if n, err := strconv.Atoi(s); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// killTree kills pid and every process below it, each by its PID and its process group
+// (prsync's rsyncs lead their own), and waits up to 10 s until they are gone. It stops pid
+// first, so that it starts no child between the reading of its children and its death.
+func killTree(t testing.TB, pid int) {
+	t.Helper()
+	syscall.Kill(pid, syscall.SIGSTOP)
+	all := []int{pid}
+	for i := 0; i < len(all); i++ {
+		all = append(all, children(all[i])...)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	for _, p := range all[1:] {
+		syscall.Kill(-p, syscall.SIGKILL)
+		syscall.Kill(p, syscall.SIGKILL)
+	}
+	settle(t, "the killed processes", func() bool {
+		for _, p := range all {
+			if st := procState(p); st != "" && st != "Z" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// settle waits up to 10 s for done, and fails the test if it never holds.
+func settle(t testing.TB, what string, done func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !done(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still there after 10 s", what)
+		}
+	}
+}
+
 // stoppedProcs returns how many processes mentioning marker are stopped (state T or t).
 func stoppedProcs(marker string) int {
 	n := 0

@@ -252,19 +252,11 @@ func TestRemoteListKilled(t *testing.T) {
 		env := []string{"TMPDIR=" + tmp}
 		p := start(t, startOpts{stdin: bytes.NewReader(list), env: env}, append(args, d.URL(), "--", "--bwlimit=10k")...)
 		p.mustWaitFor("chunk_start with a remote list", time.Minute, remoteStarted)
-		var pids []int
-		p.mu.Lock()
-		for _, e := range p.events {
-			if e["type"] == "chunk_start" {
-				pids = append(pids, int(num(e, "pid")))
-			}
-		}
-		p.mu.Unlock()
-		p.signal(syscall.SIGKILL)
+		// prsync and all it started (its rsyncs and their uploads, in groups of their own,
+		// would outlive it), then the daemon's sessions with them: DEST holds what it will
+		killTree(t, p.cmd.Process.Pid)
 		p.wait(time.Minute)
-		for _, pid := range pids { // its rsyncs, in their own groups, outlive it
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
+		settle(t, "the daemon's sessions", func() bool { return len(children(d.PID())) == 0 })
 		left, err := os.ReadDir(filepath.Join(dst, listDir))
 		if err != nil || len(left) == 0 {
 			t.Fatalf("a killed prsync left no list in DEST (%v)", err)
