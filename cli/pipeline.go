@@ -79,6 +79,9 @@ func (r *runner) newPipeline() *pipeline {
 		}
 		return throttle.GroupsOf(p.pool)()
 	})
+	for _, port := range r.localDaemonPorts() {
+		p.sampler.CountDaemon(port)
+	}
 	p.plan = r.planner(usableCPUs(runtime.NumCPU(), p.sampler.Source().CPUs))
 	p.pool = &exec.Pool{
 		Plan: p.plan, Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs,

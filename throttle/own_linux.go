@@ -14,10 +14,14 @@ import (
 
 // ownCPUSource returns the function that reads prsync's own CPU time and the
 // kernel threads'. It keeps the book of the rsyncs' peers on this machine
-// (see peerBook), so each sampler gets its own.
-func ownCPUSource() func([]int) (cpuTimes, error) {
+// (see peerBook), so each sampler gets its own. ports returns the ports of the
+// rsync daemons on this machine that the copy talks to (peerBook.ports).
+func ownCPUSource(ports func() []int) func([]int) (cpuTimes, error) {
 	peers := newPeerBook("/proc")
-	return func(pgids []int) (cpuTimes, error) { return readOwnCPU(pgids, peers) }
+	return func(pgids []int) (cpuTimes, error) {
+		peers.ports = ports()
+		return readOwnCPU(pgids, peers)
+	}
 }
 
 // readOwnCPU returns, in seconds, the CPU time (user and system) of this

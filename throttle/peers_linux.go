@@ -84,6 +84,16 @@ type peerBook struct {
 	stdin        string
 	feedSearches int
 
+	// listens holds the inodes of the listening sockets that our rsyncs connected to on this
+	// machine: their holders are counted only when they are rsyncs (a daemon's listener; an
+	// sshd's is the machine's logins too)
+	listens map[uint64]bool
+	// ports are those of the rsync daemons on this machine that the copy talks to
+	// (SystemSampler.CountDaemon): their listening sockets are looked for at each scan, up
+	// to maxPeerSearches times
+	ports        []int
+	portSearches int
+
 	tcpReads int // the reads of /proc/net/tcp and tcp6 made, for the tests
 	ns       *nsBook
 }
@@ -105,6 +115,7 @@ func newPeerBook(procDir string) *peerBook {
 		holders: map[uint64][]taskID{},
 		misses:  map[uint64]int{},
 		trees:   map[taskID]peerTree{},
+		listens: map[uint64]bool{},
 		ns:      newNSBook(procDir),
 	}
 	if t, err := os.Readlink(filepath.Join(procDir, "self", "fd", "0")); err == nil && strings.HasPrefix(t, "pipe:[") {
@@ -177,7 +188,25 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 
 	// the far ends of the rsyncs' sockets, and who holds them
 	var fresh []uint64 // peer inodes whose holders are not known yet
+	inFresh := map[uint64]bool{}
+	search := func(ino uint64) {
+		if ids, searched := b.holders[ino]; !inFresh[ino] && (!searched || len(ids) == 0 && b.misses[ino] < maxPeerSearches) {
+			b.holders[ino] = []taskID{}
+			inFresh[ino] = true
+			fresh = append(fresh, ino)
+		}
+	}
 	var rows *tcpTable
+	if len(b.ports) > 0 && b.portSearches < maxPeerSearches {
+		b.portSearches++
+		rows = b.tcpRows()
+		for ino, r := range rows.byIno {
+			if r.state == tcpListen && slices.Contains(b.ports, localPort(r.local)) {
+				b.listens[ino] = true
+				search(ino)
+			}
+		}
+	}
 	for pid := range ours {
 		for _, sock := range b.sockets(pid) {
 			ino := sock.ino
@@ -191,6 +220,16 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 				}
 				var away *tcpRow
 				peer, known, away = pair(rows, ino)
+				if away == nil && (peer != 0 || !known) {
+					// the far end is on this machine: the socket that listens at the
+					// address it connected to is an rsync daemon's listener's, held
+					// all along, where the connection's own end may be held by a
+					// child forked after the scan of processes, or not yet accepted
+					if l := rows.listener(ino); l != 0 {
+						b.listens[l] = true
+						search(l)
+					}
+				}
 				if away != nil {
 					peer, known = b.ns.farEnd(*away, procs, ours, self)
 				}
@@ -199,9 +238,8 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 				}
 				b.far[ino] = peer
 			}
-			if ids, searched := b.holders[peer]; peer != 0 && (!searched || len(ids) == 0 && b.misses[peer] < maxPeerSearches) {
-				b.holders[peer] = []taskID{}
-				fresh = append(fresh, peer)
+			if peer != 0 {
+				search(peer)
 			}
 		}
 	}
@@ -419,6 +457,43 @@ func (t *tcpTable) farEnd(r tcpRow, self uint64) (peer uint64, known, found bool
 	return 0, true, false
 }
 
+// tcpListen is the state of a listening socket in /proc/net/tcp.
+const tcpListen = "0A"
+
+// listener returns the inode of the socket that listens at the address the connected
+// socket ino connected to, 0 if none does here: one bound to that address, or to the
+// wildcard address at its port.
+func (t *tcpTable) listener(ino uint64) uint64 {
+	r, ok := t.byIno[ino]
+	if !ok || r.state != tcpEstablished {
+		return 0
+	}
+	i := strings.LastIndexByte(r.remote, ':')
+	if i < 0 {
+		return 0
+	}
+	port := r.remote[i:]
+	for l, o := range t.byIno {
+		if o.state == tcpListen && (o.local == r.remote || o.local == strings.Repeat("0", 8)+port || o.local == strings.Repeat("0", 32)+port) {
+			return l
+		}
+	}
+	return 0
+}
+
+// localPort returns the port of a tcp address, hex ADDR:PORT; -1 if it has none.
+func localPort(a string) int {
+	i := strings.LastIndexByte(a, ':')
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.ParseUint(a[i+1:], 16, 16)
+	if err != nil {
+		return -1
+	}
+	return int(n)
+}
+
 // tcpTable is /proc/net/tcp and tcp6: the sockets by inode, and the established ones that
 // have no inode yet, by their local and remote addresses: connections a listener has not
 // accepted yet (its daemon busy, or not scheduled). Taken for a remote peer, such a
@@ -493,7 +568,7 @@ func (b *peerBook) findHolders(peers []uint64, procs []procEntry, ours map[int]b
 			continue
 		}
 		for _, sock := range b.sockets(p.pid) {
-			if want[sock.ino] {
+			if want[sock.ino] && (p.rsync || !b.listens[sock.ino]) {
 				b.holders[sock.ino] = append(b.holders[sock.ino], taskID{p.pid, p.start})
 			}
 		}

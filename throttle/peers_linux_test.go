@@ -702,3 +702,87 @@ func TestPeerBookSocketKind(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerBookListener: a daemon on this machine is found by the socket it listens on, at
+// the address an rsync of ours connected to, when the connection's own far end has no
+// holder yet (not accepted, or held by a child forked after the scan of processes): its
+// listener's tree is counted, from prsync's first scan. A copy too short for a second
+// sample lost the daemon's CPU in 2 runs of 10 (TestDaemonOwnCPU). The listener is
+// counted only when it is an rsync (an sshd's is every login's), and only for a
+// connection whose far end is here: a listener at the same port on this machine is not
+// the one a connection to another machine reached.
+func TestPeerBookListener(t *testing.T) {
+	const (
+		rsync    = 100
+		listener = 150
+	)
+	for _, tc := range []struct {
+		name    string
+		listen  string // the listening socket's address
+		isRsync bool   // the listener is an rsync
+		farHere bool   // the connection's far end is in this machine's table (in the queue)
+		want    uint64
+	}{
+		{"loopback", "0100007F:0369", true, true, 100},
+		{"wildcard", "00000000:0369", true, true, 100},
+		{"wildcard v6", strings.Repeat("0", 32) + ":0369", true, true, 100},
+		{"another port", "0100007F:036A", true, true, 0},
+		{"an sshd", "0100007F:0369", false, true, 0},
+		{"far end elsewhere", "00000000:0369", true, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakeProc(t, 1000)
+			p.conn(tc.listen, "00000000:0000", "0A", 700)
+			p.conn("0100007F:A000", "0100007F:0369", "01", 500)
+			if tc.farHere {
+				p.conn("0100007F:0369", "0100007F:A000", "01", 0) // in the listener's queue
+			}
+			p.fd(rsync, 3, "socket:[500]")
+			p.fd(listener, 4, "socket:[700]")
+			ours := map[int]bool{rsync: true}
+			b := newPeerBook(p.dir)
+			b.update([]procEntry{{pid: listener, ppid: 1, pgrp: listener, start: 10, ticks: 4000, rsync: tc.isRsync}}, map[int]bool{})
+			// the listener's children served the copy and were reaped: +100 in its cutime
+			procs := []procEntry{
+				{pid: rsync, ppid: 1, pgrp: rsync, start: 1100, ticks: 5, rsync: true},
+				{pid: listener, ppid: 1, pgrp: listener, start: 10, ticks: 4100, rsync: tc.isRsync},
+			}
+			if got := b.update(procs, ours); got != tc.want {
+				t.Errorf("%d ticks, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPeerBookDaemonPort: the rsync daemon listening at a port CountDaemon gave is counted
+// from prsync's first scan, with the children it reaped, though no rsync of ours runs at
+// any scan (a copy of short chunks); a listener at another port, or one that is no rsync,
+// is not.
+func TestPeerBookDaemonPort(t *testing.T) {
+	const listener = 150
+	for _, tc := range []struct {
+		name    string
+		listen  string
+		isRsync bool
+		want    uint64
+	}{
+		{"the daemon", "0100007F:0369", true, 100},
+		{"on every address", "00000000:0369", true, 100},
+		{"another port", "0100007F:036A", true, 0},
+		{"no rsync", "0100007F:0369", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakeProc(t, 1000)
+			p.conn(tc.listen, "00000000:0000", "0A", 700)
+			p.fd(listener, 4, "socket:[700]")
+			b := newPeerBook(p.dir)
+			b.update([]procEntry{{pid: listener, ppid: 1, pgrp: listener, start: 10, ticks: 4000, rsync: tc.isRsync}}, map[int]bool{})
+			b.ports = []int{873}
+			// the children that served the copy came and went: +100 in the listener's cutime
+			procs := []procEntry{{pid: listener, ppid: 1, pgrp: listener, start: 10, ticks: 4100, rsync: tc.isRsync}}
+			if got := b.update(procs, map[int]bool{}); got != tc.want {
+				t.Errorf("%d ticks, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -87,7 +87,7 @@ func newSystemSampler(p Policy, warn func(error), groups func() []int, found cgr
 	}
 	if groups != nil {
 		s.groups = groups
-		s.ownTime = ownCPUSource()
+		s.ownTime = ownCPUSource(func() []int { return s.daemonPorts }) // read under s.mu, as ownTime is
 		s.ncpu = machineCPUs()
 		if meter != nil && s.ownTime != nil {
 			self := os.Getpid()
@@ -137,9 +137,10 @@ type SystemSampler struct {
 	cpuPressure func() (float64, error)
 
 	// Own CPU: all nil or zero unless measured.
-	groups  func() []int                  // pgids of the rsync groups
-	ownTime func([]int) (cpuTimes, error) // cumulative CPU seconds: own (reaped children and live groups), kernel threads
-	ncpu    int                           // CPUs of the machine, the scale of CPU
+	groups      func() []int                  // pgids of the rsync groups
+	ownTime     func([]int) (cpuTimes, error) // cumulative CPU seconds: own (reaped children and live groups), kernel threads
+	daemonPorts []int                         // CountDaemon's
+	ncpu        int                           // CPUs of the machine, the scale of CPU
 
 	now func() time.Time // time.Now; nil means time.Now
 
@@ -266,6 +267,18 @@ func (s *SystemSampler) sampleOwn() (d cpuTimes, dt float64, ok bool) {
 		return cpuTimes{}, 0, false
 	}
 	return cpuTimes{own: total.own - prev.own, peer: max(0, total.peer-prev.peer), kernel: max(0, total.kernel-prev.kernel)}, dt, true
+}
+
+// CountDaemon counts the rsync daemon that listens at port on this machine as the copy's
+// own, with the children it forks, from the sampler's first reading (its listener's
+// socket is found at the next reading). The copy's rsyncs to it lead it there too, but
+// only when one runs at a reading: a copy of short chunks could run none at any, and its
+// daemon's work was other load (TestDaemonOwnCPU failed 2 runs in 10). The caller knows
+// that the daemon is on this machine: its port on another is no one's here.
+func (s *SystemSampler) CountDaemon(port int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.daemonPorts = append(s.daemonPorts, port)
 }
 
 // OwnCPUSeconds returns the CPU seconds counted as prsync's own (Own: itself, its rsyncs,
