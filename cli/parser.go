@@ -41,9 +41,12 @@ func Examples() []Example { return append([]Example(nil), examples...) }
 
 // Synopsis is prsync's command line in one line: kong's own usage line would put the rsync
 // options before the flags, and without the "--" they need.
-func Synopsis(app *kong.Application) string {
-	s := app.Name + " [flags]"
-	for _, p := range app.Positional {
+func Synopsis(app *kong.Application) string { return synopsis(app.Name, app.Positional) }
+
+// synopsis is the Synopsis of a command named name with the positional arguments pos.
+func synopsis(name string, pos []*kong.Positional) string {
+	s := name + " [flags]"
+	for _, p := range pos {
 		switch {
 		case p.IsCumulative():
 			s += " [-- " + p.Name + " ...]"
@@ -71,7 +74,7 @@ func newParser(f any, stdout, stderr io.Writer, exit func(int), extra ...kong.Op
 	opts := []kong.Option{
 		kong.Name("prsync"),
 		kong.Description(description),
-		kong.Vars{"version": versionText()},
+		kong.Vars{"version": versionText(), "description": description},
 		kong.DefaultEnvars("PRSYNC"),
 		noEnvForExits(),
 		kong.Writers(stdout, stderr),
@@ -89,12 +92,12 @@ func newParser(f any, stdout, stderr io.Writer, exit func(int), extra ...kong.Op
 // its version and exit 0 without copying anything. (--help never gets one.)
 func noEnvForExits() kong.Option {
 	return kong.PostBuild(func(k *kong.Kong) error {
-		for _, fl := range k.Model.Flags {
-			if fl.Target.Type() == reflect.TypeFor[kong.VersionFlag]() {
+		return kong.Visit(k.Model, func(n kong.Visitable, next kong.Next) error {
+			if fl, ok := n.(*kong.Flag); ok && fl.Target.Type() == reflect.TypeFor[kong.VersionFlag]() {
 				fl.Envs, fl.Tag.Envs = nil, nil
 			}
-		}
-		return nil
+			return next(nil)
+		})
 	})
 }
 
@@ -162,7 +165,11 @@ func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
 func helpWith(exs []Example, more []string, closing string) kong.HelpPrinter {
 	return func(options kong.HelpOptions, ctx *kong.Context) error {
 		w := ctx.Stdout
-		if _, err := fmt.Fprintf(w, "Usage: %s\n", Synopsis(ctx.Model)); err != nil {
+		pos := ctx.Model.Positional
+		if sel := ctx.Selected(); sel != nil {
+			pos = sel.Positional // the copy's node in prsync's command tree
+		}
+		if _, err := fmt.Fprintf(w, "Usage: %s\n", synopsis(ctx.Model.Name, pos)); err != nil {
 			return err
 		}
 		for _, l := range more {

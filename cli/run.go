@@ -11,9 +11,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/prsync/prsync/control"
 	"github.com/prsync/prsync/exec"
-	"github.com/prsync/prsync/htmlreport"
 	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/throttle"
@@ -31,22 +29,20 @@ import (
 // runtime's start and the packages' initialization, tens of milliseconds) is left to the
 // default handler. The pipe helper and prsync ctl keep the default handlers: the helper
 // becomes rsync, which SIGTERM must end as it would end rsync, and Ctrl-C ends a ctl.
+// So kong's command tree chooses the command first (chosen: a trace, which parses nothing
+// into the flags and has no side effects), and only the copy's signals are routed before
+// its parse.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if PipeHelper(args) {
 		return cmdline.Fail(stderr, exec.PipeHelper(args[1:]), 1) // the -e program of the pipe transport
 	}
-	if len(args) > 0 && args[0] == "ctl" {
-		return control.Main(args[1:], stdout, stderr) // live control of a running prsync
-	}
-	if len(args) > 0 && args[0] == "doctor" {
-		return Doctor(args[1:], stdin, stdout, stderr) // a read-only check of a planned run
-	}
-	if len(args) > 0 && args[0] == "report" {
-		return htmlreport.Main(args[1:], stdin, stdout, stderr) // an HTML page of a run's events
+	cmd := chosen(args) // kong's command tree: the copy, doctor, ctl or report
+	if cmd != copyName {
+		return run(nil, nil, cmd, args, stdin, stdout, stderr)
 	}
 	sig := notifySignals()
 	defer startProfile()()
-	return run(sig, tuneRuntime, args, stdin, stdout, stderr)
+	return run(sig, tuneRuntime, cmd, args, stdin, stdout, stderr)
 }
 
 // PipeHelper reports whether args, after the program's name, make prsync the pipe
@@ -56,20 +52,25 @@ func PipeHelper(args []string) bool { return len(args) > 0 && args[0] == exec.Pi
 // Run runs prsync with no signal handling and the Go runtime as it is, for tests and
 // embedding.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(nil, nil, args, stdin, stdout, stderr)
+	return run(nil, nil, chosen(args), args, stdin, stdout, stderr)
 }
 
-// run is one life of prsync: parse the command line, Validate it, tune the process (if
-// tune is not nil), Open what the run needs, Run it, and Close.
-func run(sig *signals, tune func(stats bool) (examined func()), args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	started := time.Now() // --max-duration counts from here
-	var f Flags
-	parser, err := newParser(&f, stdout, stderr, cmdline.Exit)
+// run is one life of prsync as cmd, the command kong's tree chose for args (chosen): parse
+// the command line with the tree, then run the command. The copy's words are parsed in
+// its own node, after its name.
+func run(sig *signals, tune func(stats bool) (examined func()), cmd string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	s := &session{stdin: stdin, stdout: stdout, stderr: stderr, sig: sig, tune: tune, started: time.Now()} // --max-duration counts from started
+	var g commandLine
+	parser, err := newCommandLine(&g, stdout, stderr, cmdline.Exit)
 	if err != nil {
 		panic(err)
 	}
-	args = negativeJobs(verifyArgs(args))
-	if _, err := cmdline.Parse(parser, args); err != nil {
+	args, words := commandWords(cmd, args)
+	if cmd == copyName {
+		s.argv = args
+	}
+	kctx, err := cmdline.Parse(parser, words)
+	if err != nil {
 		if code, ok := cmdline.Exited(err); ok {
 			return code // after --help or --version
 		}
@@ -78,9 +79,17 @@ func run(sig *signals, tune func(stats bool) (examined func()), args []string, s
 		}
 		return fail(stderr, parseError(err, args, "see prsync --help"))
 	}
-	r := &runner{f: f, stdin: stdin, stdout: stdout, stderr: stderr, sig: sig, argv: args, started: started}
+	if err := kctx.Run(s); err != nil {
+		panic(err) // the commands' Run report their failures in s.code
+	}
+	return s.code
+}
+
+// life is the copy's life after its parse: Validate it, tune the process (if tune is not
+// nil), Open what the run needs, Run it, and Close.
+func (r *runner) life(tune func(stats bool) (examined func())) int {
 	if err := r.Validate(); err != nil {
-		return fail(stderr, err)
+		return fail(r.stderr, err)
 	}
 	r.derive()
 	if tune != nil {
@@ -88,7 +97,7 @@ func run(sig *signals, tune func(stats bool) (examined func()), args []string, s
 	}
 	defer r.Close()
 	if err := r.Open(); err != nil {
-		return fail(stderr, err)
+		return fail(r.stderr, err)
 	}
 	return r.Run()
 }
