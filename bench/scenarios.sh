@@ -13,8 +13,9 @@
 #   8 capped-large 5 with the whole small tree (50,000 files, ~1.09 GB): 12,000 files
 #                  (72 MB) took one rsync -a 2.8 s here (H49); one rsync -a takes 20 s or more,
 #                  so that start costs stop hiding what the policy does (issue 45)
-#   9 maxconn-large 6 with the "many" profile (200,000 tiny files)
-#  10 pull-large   7 with the "many" profile
+#   9 maxconn-large 6 with the "swarm" profile (600,000 tiny files; "many", 200,000,
+#                  took one rsync -a 7.5 s in H49)
+#  10 pull-large   7 with the "swarm" profile
 #
 # Each scenario runs prsync's defaults, one rsync -a, and a sweep of chunk size x jobs
 # for GNU parallel + rsync, fpsync and prsync (--chunk-files C -j J). Every copy is
@@ -38,7 +39,7 @@ ME=scenarios.sh
 REPS=${BENCH_REPS:-5}
 SCENARIOS=${BENCH_SCENARIOS:-"1 2 3 4 5 6 7"}
 LARGE_NET_FILES=${BENCH_LARGE_NET_FILES:-50000}
-LARGE_TREE=${BENCH_LARGE_TREE:-many}
+LARGE_TREE=${BENCH_LARGE_TREE:-swarm}
 CHUNKS=${BENCH_CHUNKS:-"250 2000"}
 JOBS=${BENCH_JOBS:-"1 2 4 8 16"}
 TOOLS=${BENCH_TOOLS:-"rsync rsync-list prsync-default prsync parallel fpsync"}

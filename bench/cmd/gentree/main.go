@@ -87,6 +87,12 @@ var profiles = map[string]Profile{
 		StatsLo: 1000, StatsHi: 4000,
 		Description: "200,000 tiny files, ~0.2 GB",
 	},
+	"swarm": {
+		Name: "swarm", Keyspaces: 4, Tables: 200, SSTables: 75000,
+		DataLo: 128, DataHi: 16 << 10,
+		StatsLo: 1000, StatsHi: 4000,
+		Description: "600,000 tiny files, ~0.6 GB: the large daemon scenarios (9, 10)",
+	},
 	"big": {
 		Name: "big", Keyspaces: 1, Tables: 2, SSTables: 20, FixedData: 100 << 20,
 		StatsLo: 4600, StatsHi: 12000,
@@ -422,7 +428,7 @@ func run(p Profile, seed uint64, out string, workers int, force bool) (files, by
 }
 
 func main() {
-	profile := flag.String("profile", "small", "tree profile: tiny, small, many or big")
+	profile := flag.String("profile", "small", "tree profile: tiny, small, many, swarm or big")
 	seed := flag.Uint64("seed", 1, "PRNG seed; the same seed gives a byte-identical tree")
 	out := flag.String("out", "", "output directory (created; must be empty or absent)")
 	workers := flag.Int("workers", runtime.NumCPU(), "parallel writers (does not change the output)")
