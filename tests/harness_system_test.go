@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -59,16 +61,38 @@ func needProg(t testing.TB, prog, pkg string) string {
 
 // ---------------------------------------------------------------- rsync daemons
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago, for a server the
+// test starts next. It is taken below the kernel's ephemeral range (32768 and up), in turn
+// from a random start, and never twice in one run: a port from the ephemeral range could
+// be given to a client's connection before the server bound it, and the server then
+// failed, while its client reached whoever held the port (TestPullSSH: "Bind to port
+// 42905 on 127.0.0.1 failed: Address already in use", ssh's "Connection closed by remote
+// host").
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range portSpan {
+		p := portBase + int(nextPort.Add(1)%portSpan)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue // in use
+		}
+		l.Close()
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("no free port in %d-%d", portBase, portBase+portSpan-1)
+	return 0
 }
+
+const (
+	portBase = 20000
+	portSpan = 12000 // up to 31999
+)
+
+// nextPort is the last port freePort handed out, less portBase: it starts at random, so
+// that two test processes at once seldom try the same ports.
+var nextPort atomic.Int64
+
+func init() { nextPort.Store(rand.Int64N(portSpan)) }
 
 // Daemon is an rsync daemon started by a test, on 127.0.0.1 or in a network namespace the
 // test made.
