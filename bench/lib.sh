@@ -1,4 +1,4 @@
-# bench/lib.sh: shared by run.sh, migrate.sh and pull.sh (sourced, not run).
+# bench/lib.sh: shared by the bench scripts (sourced, not run).
 #
 # The caller sets, before using these functions:
 #   ME          name for messages (run.sh, migrate.sh, ...)
@@ -12,6 +12,50 @@
 say() { printf '%s\n' "$*" >&2; }
 die() { say "${ME:-bench}: $*"; exit 1; }
 have() { command -v "$1" >/dev/null; }
+
+# port_free PORT: nothing listens on TCP PORT here. free_port FROM: the first free port of
+# FROM to FROM+199, on stdout.
+port_free() { ! ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+free_port() {
+	local p
+	for ((p = $1; p < $1 + 200; p++)); do
+		if port_free "$p"; then echo "$p"; return 0; fi
+	done
+	return 1
+}
+
+# private_sshd DIR FROM [CONFIG_LINE...]: a private sshd on 127.0.0.1 (root logs in with a
+# key made for it), its host and client keys and config in DIR (made afresh), at the first
+# free port from FROM, with CONFIG_LINEs added to its config; it logs to $OUT/logs/sshd.log.
+# Sets SSHD_PID (to stop it by) and SSHD_PORT; the client key is DIR/id. Needs root.
+private_sshd() {
+	local t=$1 from=$2 line
+	shift 2
+	rm -rf "$t"
+	mkdir -p "$t"
+	chmod 700 "$t"
+	ssh-keygen -q -t ed25519 -N '' -f "$t/host" && ssh-keygen -q -t ed25519 -N '' -f "$t/id" || return 1
+	cp "$t/id.pub" "$t/authorized_keys"
+	SSHD_PORT=$(free_port "$from") || return 1
+	cat >"$t/sshd_config" <<EOF
+Port $SSHD_PORT
+ListenAddress 127.0.0.1
+HostKey $t/host
+PidFile $t/sshd.pid
+AuthorizedKeysFile $t/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+MaxStartups 100:30:200
+LogLevel ERROR
+EOF
+	for line in "$@"; do printf '%s\n' "$line" >>"$t/sshd_config"; done
+	[ "$(id -u)" != 0 ] || mkdir -p /run/sshd # its privilege-separation directory
+	/usr/sbin/sshd -D -e -f "$t/sshd_config" 2>>"$OUT/logs/sshd.log" &
+	SSHD_PID=$!
+}
 
 # bench_build_tools BIN TOOL...: go build bench/cmd/TOOL into BIN; sets MEASURE
 # and GENTREE. Then, unless PRSYNC is set, builds prsync from the repository

@@ -100,14 +100,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-	local p
-	for ((p = $1; p < $1 + 200; p++)); do
-		ss -Hltn "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
-	done
-	return 1
-}
-
 # ---------------------------------------------------------------- the trees
 # listing_of DIR: name, type and (files) size of every entry below DIR, sorted
 listing_of() {
@@ -158,29 +150,8 @@ EOF
 start_sshd() {
 	local t=$SC/ssh i port
 	[ "$IS_ROOT" = 1 ] && have /usr/sbin/sshd && have ssh-keygen || return 1
-	rm -rf "$t"
-	mkdir -p "$t"
-	chmod 700 "$t"
-	ssh-keygen -q -t ed25519 -N '' -f "$t/host" && ssh-keygen -q -t ed25519 -N '' -f "$t/id" || return 1
-	cp "$t/id.pub" "$t/authorized_keys"
-	port=$(free_port 18960) || return 1
-	cat >"$t/sshd_config" <<EOF
-Port $port
-ListenAddress 127.0.0.1
-HostKey $t/host
-PidFile $t/sshd.pid
-AuthorizedKeysFile $t/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-MaxStartups 100:30:200
-LogLevel ERROR
-EOF
-	mkdir -p /run/sshd
-	/usr/sbin/sshd -D -e -f "$t/sshd_config" 2>>"$OUT/logs/sshd.log" &
-	SSHD_PID=$!
+	private_sshd "$t" 18960 || return 1
+	port=$SSHD_PORT
 	cat >"$t/ssh_config" <<EOF
 Host bench
   HostName 127.0.0.1

@@ -323,14 +323,6 @@ methods_of() {
 # Each scenario sets: SRC, DEST (what the method writes to), DSTDIR (the local
 # directory to check), WRAP (a command prefix), URL, RX, LINKS and the hooks
 # pre_run (DEST to its start state) and post_run (before the check).
-port_free() { ! ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
-free_port() {
-	local p
-	for ((p = $1; p < $1 + 200; p++)); do
-		if port_free "$p"; then echo "$p"; return 0; fi
-	done
-	return 1
-}
 
 nas_setup() { # start sshd and the latency proxy; 1 if they cannot run here
 	local t=$SC/ssh i port
@@ -339,31 +331,9 @@ nas_setup() { # start sshd and the latency proxy; 1 if they cannot run here
 	done
 	[ -e /dev/fuse ] || { SKIPPED+=("scenarios 1-2: no /dev/fuse"); return 1; }
 	sshfs --help 2>&1 | grep -q max_conns || { SKIPPED+=("scenarios 1-2: this sshfs has no -o max_conns (needs sshfs >= 3.7.3)"); return 1; }
-	rm -rf "$t"
-	mkdir -p "$t" "$MNT"
-	chmod 700 "$t"
-	ssh-keygen -q -t ed25519 -N '' -f "$t/host" && ssh-keygen -q -t ed25519 -N '' -f "$t/id" || return 1
-	cp "$t/id.pub" "$t/authorized_keys"
-	port=$(free_port 18830) || return 1
-	cat >"$t/sshd_config" <<EOF
-Port $port
-ListenAddress 127.0.0.1
-HostKey $t/host
-PidFile $t/sshd.pid
-AuthorizedKeysFile $t/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-MaxStartups 100:30:200
-MaxSessions 100
-Subsystem sftp internal-sftp
-LogLevel ERROR
-EOF
-	[ "$IS_ROOT" != 1 ] || mkdir -p /run/sshd
-	/usr/sbin/sshd -D -e -f "$t/sshd_config" 2>>"$OUT/logs/sshd.log" &
-	SSHD_PID=$!
+	mkdir -p "$MNT"
+	private_sshd "$t" 18830 "MaxSessions 100" "Subsystem sftp internal-sftp" || return 1
+	port=$SSHD_PORT
 	for ((i = 0; i < 50; i++)); do ! port_free "$port" && break; sleep 0.1; done
 	rm -f "$t/proxy.addr"
 	"$BIN/latproxy" -upstream "127.0.0.1:$port" -latency "$LATENCY" -addr-file "$t/proxy.addr" 2>>"$OUT/logs/latproxy.log" &
