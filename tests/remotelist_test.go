@@ -203,12 +203,7 @@ func TestRemoteListSSH(t *testing.T) {
 	os.MkdirAll(dst, 0o755)
 	list, n := longTree(t, src, 600)
 	r := start(t, startOpts{stdin: bytes.NewReader(list), env: env}, "-0", "--root", src, "--no-throttle", "--remote-lists", "on", "h0:"+dst).wait(5 * time.Minute)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-	}
-	identity(t, r.Summary(t), int64(n))
-	sameTree(t, src, dst)
-	noListsLeft(t, dst)
+	copiedNoLists(t, r, src, dst, n)
 	rl := remoteLists(t, r)
 	if rl == nil || rl["off"] != nil || remoteStarts(r) < 1 {
 		t.Errorf("summary's remote_lists %v, %d rsyncs with a remote list: want some, not off", rl, remoteStarts(r))
@@ -237,12 +232,7 @@ func TestRemoteListKilled(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		syscall.Kill(pid, syscall.SIGKILL) // prsync's child, by its PID
 		r := p.wait(5 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		identity(t, r.Summary(t), int64(n))
-		sameTree(t, src, dst)
-		noListsLeft(t, dst)
+		copiedNoLists(t, r, src, dst, n)
 	})
 
 	t.Run("prsync", func(t *testing.T) {
@@ -273,12 +263,7 @@ func TestRemoteListKilled(t *testing.T) {
 		}
 
 		r := start(t, startOpts{stdin: bytes.NewReader(list), env: env}, "-0", "--root", src, "--no-throttle", "--remote-lists", "on", d.URL()).wait(5 * time.Minute)
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		identity(t, r.Summary(t), int64(n))
-		sameTree(t, src, dst)
-		noListsLeft(t, dst)
+		copiedNoLists(t, r, src, dst, n)
 		if rl := remoteLists(t, r); rl == nil || num(rl, "swept") != int64(len(left)) {
 			t.Errorf("summary's remote_lists %v: want %d swept", rl, len(left))
 		}
@@ -421,12 +406,7 @@ func TestRemoteListFallback(t *testing.T) {
 		list, n := longTree(t, src, 1500)
 		d := startDaemon(t, dst, "max connections = 2")
 		r := runPrsync(t, "", list, "-0", "--root", src, "--no-throttle", "--remote-lists", "on", "-j", "4", "--chunk-files", "200", d.URL())
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		identity(t, r.Summary(t), int64(n))
-		sameTree(t, src, dst)
-		noListsLeft(t, dst)
+		copiedNoLists(t, r, src, dst, n)
 		// a refused upload sends that chunk's list on stdin, and turns nothing off
 		rl := remoteLists(t, r)
 		if rl == nil || rl["off"] != nil || remoteStarts(r) < 1 {
@@ -450,12 +430,7 @@ func TestRemoteListFallback(t *testing.T) {
 		d := startDaemon(t, dst)
 		// -j 1: the first chunk's rsync finds its list gone before any other starts
 		r := runPrsync(t, "", list, "-0", "--root", src, "--no-throttle", "--remote-lists", "on", "-j", "1", "--rsync", wrap, d.URL())
-		if r.Code != 0 {
-			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
-		}
-		identity(t, r.Summary(t), int64(n))
-		sameTree(t, src, dst)
-		noListsLeft(t, dst)
+		copiedNoLists(t, r, src, dst, n)
 		rl := remoteLists(t, r)
 		if rl == nil || !strings.Contains(fmt.Sprint(rl["off"]), "could not read") || remoteStarts(r) != 1 {
 			t.Errorf("summary's remote_lists %v, %d remote: want one rsync that could not read it, then off", rl, remoteStarts(r))
@@ -470,4 +445,16 @@ func TestRemoteListFallback(t *testing.T) {
 			t.Errorf("%d chunk_end events retrying for an unread list, want 1", retrying)
 		}
 	})
+}
+
+// copiedNoLists checks a run with remote lists that should have copied all n paths: exit 0,
+// the accounting identity, DEST walked and equal to src, and no list left in DEST.
+func copiedNoLists(t *testing.T, r *Run, src, dst string, n int) {
+	t.Helper()
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	identity(t, r.Summary(t), int64(n))
+	sameTree(t, src, dst)
+	noListsLeft(t, dst)
 }
