@@ -89,6 +89,7 @@ func (r *runner) newPipeline() *pipeline {
 		Confirm: r.confirmMode(), LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verifyMode(), Env: r.rsyncEnv(), Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- report{m} },
 	}
 	p.pool.DestWatch, p.pool.SrcWatch = r.watches()
+	countFUSE(p.sampler, p.pool.DestWatch, p.pool.SrcWatch)
 	p.pool.Lists, p.listsMode = r.remoteLists()
 	p.throttle = &throttle.Controller{
 		Policy: r.policy, Interval: f.ThrottleInterval, Sampler: p.sampler, Target: p.pool,

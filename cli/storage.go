@@ -6,6 +6,7 @@ import (
 	"github.com/prsync/prsync/internal/cmdline"
 	"github.com/prsync/prsync/internal/storage"
 	"github.com/prsync/prsync/rsync"
+	"github.com/prsync/prsync/throttle"
 )
 
 // watches returns what DEST and the source are at the start (storage.Watch), for a local
@@ -29,6 +30,20 @@ func (r *runner) watches() (dest, src *storage.Watch) {
 		}
 	}
 	return dest, src
+}
+
+// countFUSE has the throttle count the servers of the FUSE filesystems that DEST and the
+// source root lie on (an sshfs and its ssh) as the copy's own CPU, as it does a daemon on
+// this machine: their work is the copy's. ws may be nil.
+func countFUSE(s *throttle.SystemSampler, ws ...*storage.Watch) {
+	for _, w := range ws {
+		if w == nil {
+			continue
+		}
+		for _, m := range w.FUSE() {
+			s.CountFUSE(m.Dev, m.Point)
+		}
+	}
 }
 
 // sourceLost is the splitter's check of the source before it calls a missing path

@@ -20,9 +20,9 @@ import (
 	"time"
 )
 
-// cpuWatch polls, every 50 ms, the CPU time of a process and its descendants.
+// cpuWatch polls, every 50 ms, the CPU time of processes and their descendants.
 type cpuWatch struct {
-	pid  int
+	pids []int
 	stop chan struct{}
 	done chan struct{}
 	mu   sync.Mutex
@@ -30,11 +30,11 @@ type cpuWatch struct {
 	secs []float64
 }
 
-// watchCPU starts polling the CPU time of pid and its descendants; Stop (or the test's
+// watchCPU starts polling the CPU time of pids and their descendants; Stop (or the test's
 // end) stops it.
-func watchCPU(t testing.TB, pid int) *cpuWatch {
+func watchCPU(t testing.TB, pids ...int) *cpuWatch {
 	t.Helper()
-	w := &cpuWatch{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &cpuWatch{pids: pids, stop: make(chan struct{}), done: make(chan struct{})}
 	w.read()
 	go func() {
 		defer close(w.done)
@@ -66,7 +66,10 @@ func (w *cpuWatch) Stop() {
 }
 
 func (w *cpuWatch) read() {
-	secs := treeCPU(w.pid)
+	var secs float64
+	for _, pid := range w.pids {
+		secs += treeCPU(pid)
+	}
 	w.mu.Lock()
 	w.at, w.secs = append(w.at, time.Now()), append(w.secs, secs)
 	w.mu.Unlock()

@@ -14,12 +14,17 @@ import (
 
 // ownCPUSource returns the function that reads prsync's own CPU time and the
 // kernel threads'. It keeps the book of the rsyncs' peers on this machine
-// (see peerBook), so each sampler gets its own. ports returns the ports of the
-// rsync daemons on this machine that the copy talks to (peerBook.ports).
-func ownCPUSource(ports func() []int) func([]int) (cpuTimes, error) {
+// (see peerBook), so each sampler gets its own. served returns the ports of the
+// rsync daemons on this machine that the copy talks to (peerBook.ports), and the
+// FUSE filesystems it copies to or from (peerBook.fuse).
+func ownCPUSource(served func() ([]int, []FUSEMount)) func([]int) (cpuTimes, error) {
 	peers := newPeerBook("/proc")
 	return func(pgids []int) (cpuTimes, error) {
-		peers.ports = ports()
+		ports, fuse := served()
+		if len(fuse) != len(peers.fuse) {
+			peers.fuseSearches = 0 // a mount given since: looked for anew
+		}
+		peers.ports, peers.fuse = ports, fuse
 		return readOwnCPU(pgids, peers)
 	}
 }

@@ -3,6 +3,7 @@ package throttle
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,6 +56,13 @@ type procEntry struct {
 // prsync is the copy's work. A producer that works hard (a find over a cold network
 // filesystem, a sort of the list) was other load, and paused the copy it fed
 // (TestFeederOwnCPU).
+//
+// So are the processes that serve a FUSE filesystem that DEST or the source lies on: an
+// sshfs, with the ssh it runs, does the copy's work on this machine as an rsync daemon
+// does, and as other load it paused the copy it served. Such a server is found by the
+// /dev/fuse it holds (see servesFUSE), and the far ends of its connections on this machine
+// as those of the rsyncs are: an sshd serving the mount from this machine. One that this
+// user cannot see (an sshfs of root's, for a copy run as a user) stays other load.
 type peerBook struct {
 	procDir string
 	since   uint64 // prsync's start time, clock ticks since boot; 0 if unknown
@@ -75,7 +83,12 @@ type peerBook struct {
 	// second's daemon work was other load, and paused the copy for the next second
 	// (issue 23: about 1 s of each 2 s copy to a daemon with max connections = 3).
 	atStart map[taskID]uint64
-	started bool // the first scan was taken in
+	// firstTrees holds the tree ticks of every process at the first scan: a list's producer
+	// or a FUSE server found later (CountFUSE is given the mounts after the sampler's first
+	// reading) is counted from there, not from when found, so that what it did in between
+	// is not other load
+	firstTrees map[taskID]uint64
+	started    bool // the first scan was taken in
 
 	// stdin is the link of prsync's standard input when it is a pipe ("pipe:[N]"): the
 	// processes that hold it, but prsync, feed it the list (a find piped into prsync), and
@@ -83,6 +96,17 @@ type peerBook struct {
 	// maxPeerSearches scans until one is found; "" when stdin is no pipe.
 	stdin        string
 	feedSearches int
+
+	// fuse are the FUSE filesystems that DEST or the source lies on (SystemSampler.CountFUSE):
+	// the processes that serve them (an sshfs, with the ssh it runs) are the copy's work, and
+	// are counted as its own with their trees, from when first seen. Looked for at up to
+	// maxPeerSearches scans, until each has been found.
+	fuse         []FUSEMount
+	fuseSearches int
+	unixPeer     func(ino uint64) (uint64, bool) // the other end of a Unix socket: unixPeer
+	// served are the FUSE servers found, and the ssh each runs: their connections' far ends
+	// on this machine (an sshd serving the mount) are counted as our rsyncs' are
+	served map[taskID]bool
 
 	// listens holds the inodes of the listening sockets that our rsyncs connected to on this
 	// machine: their holders are counted only when they are rsyncs (a daemon's listener; an
@@ -110,13 +134,15 @@ type peerTree struct{ base, counted uint64 }
 
 func newPeerBook(procDir string) *peerBook {
 	b := &peerBook{
-		procDir: procDir,
-		far:     map[uint64]uint64{},
-		holders: map[uint64][]taskID{},
-		misses:  map[uint64]int{},
-		trees:   map[taskID]peerTree{},
-		listens: map[uint64]bool{},
-		ns:      newNSBook(procDir),
+		procDir:  procDir,
+		far:      map[uint64]uint64{},
+		holders:  map[uint64][]taskID{},
+		misses:   map[uint64]int{},
+		trees:    map[taskID]peerTree{},
+		listens:  map[uint64]bool{},
+		ns:       newNSBook(procDir),
+		unixPeer: unixPeer,
+		served:   map[taskID]bool{},
 	}
 	if t, err := os.Readlink(filepath.Join(procDir, "self", "fd", "0")); err == nil && strings.HasPrefix(t, "pipe:[") {
 		b.stdin = t
@@ -159,6 +185,7 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 		// the sampler's first reading, before the first rsync starts (with rsyncs
 		// running already, no snapshot: trees are counted from their first sighting)
 		b.started = true
+		b.firstTrees = subtrees(procs, ours, self)
 		if len(ours) == 0 {
 			b.atStart = map[taskID]uint64{}
 			for _, p := range procs {
@@ -170,19 +197,75 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 		}
 	}
 
-	// the writers of prsync's stdin: the list's producer is the copy's work
-	if b.stdin != "" && b.feedSearches < maxPeerSearches {
-		b.feedSearches++
+	// the writers of prsync's stdin (the list's producer) and the servers of the FUSE
+	// filesystems it copies to or from: the copy's work, counted from when first seen
+	feed := b.stdin != "" && b.feedSearches < maxPeerSearches
+	fuse := len(b.fuse) > 0 && b.fuseSearches < maxPeerSearches
+	if feed || fuse {
+		if feed {
+			b.feedSearches++
+		}
+		if fuse {
+			b.fuseSearches++
+		}
+		count := func(p procEntry, fuse bool) {
+			id := taskID{p.pid, p.start}
+			if fuse {
+				b.served[id] = true
+			}
+			if _, counted := b.trees[id]; counted {
+				return
+			}
+			base, ok := b.firstTrees[id] // there at the first reading: counted from it
+			if !ok {
+				clear(seen)
+				base = tree(p.pid)
+			}
+			b.trees[id] = peerTree{base: base}
+		}
+		served := make([]bool, len(b.fuse))
+		var servers [][]fdLink             // the fds of each FUSE server found
+		stdins := map[string][]procEntry{} // a socket → the processes whose standard input it is
 		for _, p := range procs {
-			if ours[p.pid] || p.pid == self || !slices.ContainsFunc(b.fdLinks(p.pid), func(l fdLink) bool { return l.target == b.stdin && writes(l) }) {
+			if ours[p.pid] || p.pid == self {
 				continue
 			}
-			b.feedSearches = maxPeerSearches // found: no more searches
-			id := taskID{p.pid, p.start}
-			if _, counted := b.trees[id]; !counted {
-				clear(seen)
-				b.trees[id] = peerTree{base: tree(p.pid)}
+			links := b.fdLinks(p.pid)
+			var feeds, serves bool
+			for _, l := range links {
+				if feed && l.target == b.stdin && writes(l) {
+					b.feedSearches = maxPeerSearches // found: no more searches
+					feeds = true
+				}
+				if fuse && l.target == "/dev/fuse" {
+					if i := b.servesFUSE(l); i >= 0 {
+						served[i], serves = true, true
+						servers = append(servers, links)
+					}
+				}
+				if fuse && filepath.Base(l.path) == "0" && strings.HasPrefix(l.target, "socket:[") {
+					stdins[l.target] = append(stdins[l.target], p)
+				}
 			}
+			if feeds || serves {
+				count(p, serves)
+			}
+		}
+		// sshfs double-forks the ssh it runs, so that it is no child of sshfs's: it is the
+		// process whose standard input is the other end of a socketpair that sshfs holds
+		for _, links := range servers {
+			for _, l := range links {
+				if ino, ok := socketInode(l.target); ok {
+					if peer, ok := b.unixPeer(ino); ok {
+						for _, p := range stdins[fmt.Sprintf("socket:[%d]", peer)] {
+							count(p, true)
+						}
+					}
+				}
+			}
+		}
+		if fuse && !slices.Contains(served, false) {
+			b.fuseSearches = maxPeerSearches // each found: no more searches
 		}
 	}
 
@@ -207,7 +290,20 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 			}
 		}
 	}
+	// the sockets of our rsyncs, and of the FUSE servers found (the ssh of an sshfs, whose
+	// sshd may be on this machine too)
+	from := make([]int, 0, len(ours)+len(b.served))
 	for pid := range ours {
+		from = append(from, pid)
+	}
+	for id := range b.served {
+		if alive(id) {
+			from = append(from, id.pid)
+		} else {
+			delete(b.served, id)
+		}
+	}
+	for _, pid := range from {
 		for _, sock := range b.sockets(pid) {
 			ino := sock.ino
 			peer, known := b.far[ino]
@@ -268,7 +364,11 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 			root, below := h, h // below: root's child on the way to h (h itself when root is h's parent)
 			for range 32 {
 				p, ok := byPID[root.ppid]
-				if !ok || !p.rsync || p.pid <= 1 || ours[p.pid] || p.pid == self || p.pid == root.pid {
+				// up through rsyncs, and through the holders of the same socket: sshd's
+				// monitor holds a session's connection as well as the session, its child,
+				// and counted as two trees, one inside the other, it was counted twice
+				holds := slices.ContainsFunc(ids, func(o taskID) bool { return o.pid == p.pid && o.start == p.start })
+				if !ok || !(p.rsync || holds) || p.pid <= 1 || ours[p.pid] || p.pid == self || p.pid == root.pid {
 					break
 				}
 				root, below = p, root
@@ -281,6 +381,11 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 			if n, ok := b.atStart[rid]; ok {
 				// running at the first scan, before the first rsync: counted from then,
 				// with the children it reaped since
+				base = n
+			} else if n, ok := b.firstTrees[rid]; ok && !root.rsync {
+				// another server there at the first scan (an sshd session serving an
+				// sshfs DEST, found through the sshfs, which is known only after it):
+				// counted from then too
 				base = n
 			} else if b.since == 0 || root.start < b.since {
 				// an older one from now, but for its children started during the run
@@ -326,6 +431,86 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 		}
 	}
 	return b.gone + sum
+}
+
+// servesFUSE returns which of b.fuse the process whose fd l is open on /dev/fuse serves
+// through it, or -1 for none. The fd's fdinfo names its connection (fuse_connection, Linux
+// 6.x), which is the minor number of the filesystem's device. Where it does not, the
+// process is taken for the server of a mount point that one of its arguments names
+// (relative ones from its working directory): sshfs, rclone mount and s3fs are started so.
+func (b *peerBook) servesFUSE(l fdLink) int {
+	dir, n := filepath.Split(l.path)
+	procDir := filepath.Dir(filepath.Clean(dir))
+	if info, err := os.ReadFile(filepath.Join(procDir, "fdinfo", n)); err == nil {
+		for _, line := range strings.Split(string(info), "\n") {
+			v, ok := strings.CutPrefix(line, "fuse_connection:")
+			if !ok {
+				continue
+			}
+			c, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+			if err != nil {
+				return -1
+			}
+			return slices.IndexFunc(b.fuse, func(m FUSEMount) bool {
+				return unix.Major(m.Dev) == 0 && uint64(unix.Minor(m.Dev)) == c
+			})
+		}
+	}
+	cmd, err := os.ReadFile(filepath.Join(procDir, "cmdline"))
+	if err != nil {
+		return -1
+	}
+	cwd, _ := os.Readlink(filepath.Join(procDir, "cwd"))
+	args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+	for _, a := range args[min(1, len(args)):] {
+		if a == "" {
+			continue
+		}
+		if !filepath.IsAbs(a) {
+			if cwd == "" {
+				continue
+			}
+			a = filepath.Join(cwd, a)
+		}
+		a = filepath.Clean(a)
+		if i := slices.IndexFunc(b.fuse, func(m FUSEMount) bool { return m.Point != "" && m.Point == a }); i >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// subtrees returns the ticks of the tree under each process of procs, as update's tree
+// counts them (without ours and self, and what is under them).
+func subtrees(procs []procEntry, ours map[int]bool, self int) map[taskID]uint64 {
+	children := map[int][]int{}
+	byPID := make(map[int]procEntry, len(procs))
+	for _, p := range procs {
+		children[p.ppid] = append(children[p.ppid], p.pid)
+		byPID[p.pid] = p
+	}
+	sums := make(map[int]uint64, len(procs))
+	var sum func(pid, depth int) uint64
+	sum = func(pid, depth int) uint64 {
+		if ours[pid] || pid == self || depth > 64 {
+			return 0
+		}
+		if n, ok := sums[pid]; ok {
+			return n
+		}
+		sums[pid] = 0 // a cycle (a PID reused mid-scan) ends here
+		n := byPID[pid].ticks
+		for _, c := range children[pid] {
+			n += sum(c, depth+1)
+		}
+		sums[pid] = n
+		return n
+	}
+	out := make(map[taskID]uint64, len(procs))
+	for _, p := range procs {
+		out[taskID{p.pid, p.start}] = sum(p.pid, 0)
+	}
+	return out
 }
 
 // fdLink is one fd of a process: its path in /proc and what it links to

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/internal/netnstest"
+	"golang.org/x/sys/unix"
 )
 
 // fakeProc is a /proc of sockets: fd links and net/tcp rows, written by a test.
@@ -784,5 +785,159 @@ func TestPeerBookDaemonPort(t *testing.T) {
 				t.Errorf("%d ticks, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPeerBookFUSE: the process that serves a FUSE filesystem CountFUSE gave (an sshfs), with
+// the ssh it runs (double-forked: found as the process whose standard input is the other end
+// of a socketpair sshfs holds), counts as the copy's own from when first seen: found by the
+// connection its /dev/fuse fd names, or, where fdinfo does not name one, by an argument that
+// is the mount point (relative ones from its working directory). A FUSE server of another
+// mount, a process that names the mount point but holds no /dev/fuse, and one found by
+// neither are other load.
+func TestPeerBookFUSE(t *testing.T) {
+	const (
+		sshfs = 400 // the server: holds /dev/fuse
+		ssh   = 401 // its child
+		other = 410 // another FUSE server, or a shell in the mount point
+	)
+	mnt := FUSEMount{Dev: unix.Mkdev(0, 42), Point: "/mnt/nas"}
+	for _, tc := range []struct {
+		name      string
+		info      string // the fdinfo of sshfs's fd 3; "" for none
+		cmdline   string // NUL-separated
+		cwd       string
+		otherFUSE bool // other holds /dev/fuse too (with connection 43), or not
+		want      uint64
+	}{
+		{"its connection", "pos:\t0\nflags:\t02100002\nmnt_id:\t24\nino:\t89\nfuse_connection:\t42\n", "sshfs\x00nas:/x\x00elsewhere\x00", "/", true, 30},
+		{"another connection", "pos:\t0\nflags:\t02100002\nfuse_connection:\t43\n", "sshfs\x00nas:/x\x00/mnt/nas\x00", "/", true, 0},
+		{"no connection in fdinfo: the mount point", "pos:\t0\nflags:\t02100002\n", "sshfs\x00nas:/x\x00/mnt/nas/\x00", "/", false, 30},
+		{"no fdinfo: a relative mount point", "", "sshfs\x00nas:/x\x00nas\x00-f\x00", "/mnt", false, 30},
+		{"no connection, another mount point", "pos:\t0\n", "sshfs\x00nas:/x\x00/mnt/other\x00", "/", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakeProc(t, 1000)
+			p.fd(sshfs, 3, "/dev/fuse")
+			if tc.info != "" {
+				p.mkdir(fmt.Sprintf("%d/fdinfo", sshfs))
+				p.write(fmt.Sprintf("%d/fdinfo/3", sshfs), tc.info)
+			}
+			p.write(fmt.Sprintf("%d/cmdline", sshfs), tc.cmdline)
+			p.fd(sshfs, 4, "socket:[566]") // its end of the socketpair to ssh
+			p.fd(ssh, 0, "socket:[567]")   // ssh's standard input and output: the other end
+			p.fd(ssh, 1, "socket:[567]")
+			p.fd(other, 5, "socket:[568]")
+			if err := os.Symlink(tc.cwd, filepath.Join(p.dir, strconv.Itoa(sshfs), "cwd")); err != nil {
+				t.Fatal(err)
+			}
+			if tc.otherFUSE {
+				p.fd(other, 3, "/dev/fuse")
+				p.mkdir(fmt.Sprintf("%d/fdinfo", other))
+				p.write(fmt.Sprintf("%d/fdinfo/3", other), "fuse_connection:\t43\n")
+			} else {
+				p.fd(other, 0, "/dev/pts/0") // a shell whose arguments name the mount point
+			}
+			p.write(fmt.Sprintf("%d/cmdline", other), "ls\x00/mnt/nas\x00")
+			procs := []procEntry{
+				{pid: sshfs, ppid: 1, pgrp: sshfs, start: 10, ticks: 500},
+				{pid: ssh, ppid: 1, pgrp: ssh, start: 11, ticks: 700}, // double-forked: no child of sshfs
+				{pid: other, ppid: 1, pgrp: other, start: 12, ticks: 900},
+			}
+			b := newPeerBook(p.dir)
+			b.fuse = []FUSEMount{mnt}
+			b.unixPeer = func(ino uint64) (uint64, bool) {
+				peers := map[uint64]uint64{566: 567, 567: 566}
+				peer, ok := peers[ino]
+				return peer, ok
+			}
+			if got := b.update(procs, map[int]bool{}); got != 0 {
+				t.Fatalf("first scan: %d ticks, want 0 (counted from when first seen)", got)
+			}
+			procs[0].ticks += 10
+			procs[1].ticks += 20
+			procs[2].ticks += 400
+			if got := b.update(procs, map[int]bool{}); got != tc.want {
+				t.Errorf("%d ticks, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPeerBookFUSELate: a FUSE server not there at the first scans (sshfs remounted) is
+// still found, and the searches stop once each mount's server is.
+func TestPeerBookFUSELate(t *testing.T) {
+	p := newFakeProc(t, 1000)
+	b := newPeerBook(p.dir)
+	b.fuse = []FUSEMount{{Dev: unix.Mkdev(0, 42), Point: "/mnt/nas"}}
+	for range 3 {
+		b.update(nil, map[int]bool{})
+	}
+	p.fd(400, 3, "/dev/fuse")
+	p.mkdir("400/fdinfo")
+	p.write("400/fdinfo/3", "fuse_connection:\t42\n")
+	procs := []procEntry{{pid: 400, ppid: 1, pgrp: 400, start: 10, ticks: 500}}
+	b.update(procs, map[int]bool{})
+	if b.fuseSearches != maxPeerSearches {
+		t.Errorf("searches %d after the server was found, want %d (no more)", b.fuseSearches, maxPeerSearches)
+	}
+	procs[0].ticks = 560
+	if got := b.update(procs, map[int]bool{}); got != 60 {
+		t.Errorf("%d ticks, want 60", got)
+	}
+}
+
+// TestPeerBookFUSEGivenLate: a FUSE mount given after the first scan (the CLI learns DEST's
+// mounts after the sampler's first reading) has its server, there all along, counted from
+// that first scan, not from when it was found: what it did in between is the copy's too.
+func TestPeerBookFUSEGivenLate(t *testing.T) {
+	p := newFakeProc(t, 1000)
+	p.fd(400, 3, "/dev/fuse")
+	p.mkdir("400/fdinfo")
+	p.write("400/fdinfo/3", "fuse_connection:\t42\n")
+	procs := []procEntry{{pid: 400, ppid: 1, pgrp: 400, start: 10, ticks: 500}}
+	b := newPeerBook(p.dir)
+	b.update(procs, map[int]bool{})
+	b.fuse = []FUSEMount{{Dev: unix.Mkdev(0, 42), Point: "/mnt/nas"}}
+	procs[0].ticks = 560
+	if got := b.update(procs, map[int]bool{}); got != 60 {
+		t.Errorf("%d ticks, want 60: from the first scan", got)
+	}
+}
+
+// TestPeerBookNestedHolders: when a process and its child both hold the far end of a
+// connection (sshd's privilege-separation monitor and the session it forked), the tree is
+// counted once, from the topmost holder. As two trees, one inside the other, the child's
+// growth was counted in both whenever the order of the sum let it (3.1 CPU-s counted of
+// 2.2 used in a copy to an sshfs mount served by an sshd on the same machine).
+func TestPeerBookNestedHolders(t *testing.T) {
+	const (
+		ssh     = 100 // the client end: one of the processes counted from the start
+		monitor = 150 // sshd: root [priv]
+		session = 160 // sshd: root@internal-sftp, the monitor's child
+	)
+	p := newFakeProc(t, 1000)
+	p.conn("0100007F:A000", "0100007F:0016", "01", 500)
+	p.conn("0100007F:0016", "0100007F:A000", "01", 600)
+	p.fd(ssh, 3, "socket:[500]")
+	p.fd(monitor, 4, "socket:[600]")
+	p.fd(session, 4, "socket:[600]")
+	ours := map[int]bool{ssh: true}
+	procs := []procEntry{
+		{pid: ssh, ppid: 1, pgrp: ssh, start: 1100, ticks: 5},
+		{pid: monitor, ppid: 1, pgrp: monitor, start: 1050, ticks: 10},
+		{pid: session, ppid: monitor, pgrp: monitor, start: 1051, ticks: 20},
+	}
+	b := newPeerBook(p.dir)
+	b.update(procs, ours)
+	for i := range 20 { // the map's order changes from scan to scan
+		procs[1].ticks += 1
+		procs[2].ticks += 2
+		if got, want := b.update(procs, ours), uint64(3*(i+1)); got != want {
+			t.Fatalf("scan %d: %d ticks, want %d (the monitor's tree, once)", i+1, got, want)
+		}
+	}
+	if len(b.trees) != 1 {
+		t.Errorf("trees %v, want only the monitor's", b.trees)
 	}
 }

@@ -87,7 +87,7 @@ func newSystemSampler(p Policy, warn func(error), groups func() []int, found cgr
 	}
 	if groups != nil {
 		s.groups = groups
-		s.ownTime = ownCPUSource(func() []int { return s.daemonPorts }) // read under s.mu, as ownTime is
+		s.ownTime = ownCPUSource(func() ([]int, []FUSEMount) { return s.daemonPorts, s.fuse }) // read under s.mu, as ownTime is
 		s.ncpu = machineCPUs()
 		if meter != nil && s.ownTime != nil {
 			self := os.Getpid()
@@ -140,6 +140,7 @@ type SystemSampler struct {
 	groups      func() []int                  // pgids of the rsync groups
 	ownTime     func([]int) (cpuTimes, error) // cumulative CPU seconds: own (reaped children and live groups), kernel threads
 	daemonPorts []int                         // CountDaemon's
+	fuse        []FUSEMount                   // CountFUSE's
 	ncpu        int                           // CPUs of the machine, the scale of CPU
 
 	now func() time.Time // time.Now; nil means time.Now
@@ -279,6 +280,23 @@ func (s *SystemSampler) CountDaemon(port int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.daemonPorts = append(s.daemonPorts, port)
+}
+
+// FUSEMount is a FUSE filesystem: its device (major 0, the minor the kernel's number of the
+// connection) and its mount point.
+type FUSEMount struct {
+	Dev   uint64
+	Point string
+}
+
+// CountFUSE counts the processes that serve the FUSE filesystem at mount point point,
+// device dev, as the copy's own, with their children, from when first seen: the sshfs that
+// DEST or the source is mounted with, and the ssh it runs, do the copy's work, and as other
+// load they made the throttle pause the copy they served.
+func (s *SystemSampler) CountFUSE(dev uint64, point string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fuse = append(s.fuse, FUSEMount{Dev: dev, Point: point})
 }
 
 // OwnCPUSeconds returns the CPU seconds counted as prsync's own (Own: itself, its rsyncs,

@@ -2,6 +2,7 @@
 package storage
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -99,6 +100,54 @@ func New(what, base string, o Options) (*Watch, error) {
 		}
 	}
 	return w, nil
+}
+
+// Mount is a filesystem a Watch has seen: its device, and its mount point.
+type Mount struct {
+	Dev   uint64
+	Point string
+}
+
+// FUSE returns the FUSE filesystems the watch has seen so far (the base's, and with
+// MountsNow those mounted below it), each once: the throttle counts the processes that
+// serve them (an sshfs) as the copy's. A mount point is the topmost directory on the
+// path to where it was seen that is on its device ("" if that cannot be told).
+func (w *Watch) FUSE() []Mount {
+	w.mu.Lock()
+	paths := map[uint64]string{}
+	for p, id := range w.seen {
+		if p == w.base {
+			p = w.real // seen through its symlinks
+		}
+		if q, ok := paths[id.Dev]; id.FS == "fuse" && (!ok || len(p) < len(q)) {
+			paths[id.Dev] = p
+		}
+	}
+	w.mu.Unlock()
+	var out []Mount
+	for dev, p := range paths {
+		out = append(out, Mount{Dev: dev, Point: mountPointOf(p, dev)})
+	}
+	slices.SortFunc(out, func(a, b Mount) int { return cmp.Compare(a.Dev, b.Dev) })
+	return out
+}
+
+// mountPointOf returns the topmost directory of path (absolute, clean) on device dev: its
+// mount point; "" when path itself is not on dev or cannot be looked at.
+func mountPointOf(path string, dev uint64) string {
+	if d, ok := deviceOf(path); !ok || d != dev {
+		return ""
+	}
+	for {
+		up := filepath.Dir(path)
+		if up == path {
+			return path
+		}
+		if d, ok := deviceOf(up); !ok || d != dev {
+			return path
+		}
+		path = up
+	}
 }
 
 // Base is the directory watched, absolute.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -162,5 +163,28 @@ func TestGone(t *testing.T) {
 	var lost *LostError
 	if !errors.As(err, &lost) || lost.Err == nil || !strings.Contains(err.Error(), "no such file or directory") {
 		t.Errorf("a base removed: %v", err)
+	}
+}
+
+// TestMountPointOf: the mount point of a path is the topmost directory above it on its
+// device (/proc for /proc/self/fdinfo here), and none for a device the path is not on; a
+// watch of a directory on no FUSE filesystem has no FUSE mounts to count.
+func TestMountPointOf(t *testing.T) {
+	dev, ok := deviceOf("/proc/self/fdinfo")
+	if !ok || runtime.GOOS != "linux" {
+		t.Skip("no /proc")
+	}
+	if got := mountPointOf("/proc/self/fdinfo", dev); got != "/proc" {
+		t.Errorf("mount point of /proc/self/fdinfo: %q, want /proc", got)
+	}
+	if got := mountPointOf("/proc/self/fdinfo", dev+1); got != "" {
+		t.Errorf("mount point on another device: %q, want none", got)
+	}
+	w, err := New("DEST", t.TempDir(), Options{Tops: true, MountsNow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := w.FUSE(); len(m) != 0 {
+		t.Errorf("FUSE mounts of a temporary directory: %v", m)
 	}
 }

@@ -32,3 +32,12 @@ func look(path string, follow bool) (Ident, error) {
 
 func major(dev uint64) uint32 { return unix.Major(dev) }
 func minor(dev uint64) uint32 { return unix.Minor(dev) }
+
+// deviceOf returns the device of path, not following a symlink there.
+func deviceOf(path string) (uint64, bool) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return 0, false
+	}
+	return uint64(st.Dev), true //nolint:unconvert // Dev is int32 on darwin
+}
