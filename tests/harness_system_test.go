@@ -535,15 +535,45 @@ func (m *mounted) Unmount() {
 	}
 	m.on = false
 	if !m.lazy {
-		out, err := exec.Command("umount", m.dir).CombinedOutput()
-		if err == nil {
-			return
+		// a process that is ending may still hold it for a moment (a daemon's session child,
+		// on a busy machine): tried again for 5 s, and the holders named if it stays busy
+		var out []byte
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if out, err = exec.Command("umount", m.dir).CombinedOutput(); err == nil {
+				return
+			}
+			if !bytes.Contains(out, []byte("busy")) || time.Now().After(deadline) {
+				break
+			}
 		}
-		m.t.Errorf("umount %s: %v %s", m.dir, err, out)
+		m.t.Errorf("umount %s: %v %s; held by: %s", m.dir, err, out, holders(m.dir))
 	}
 	if out, err := exec.Command("umount", "-l", m.dir).CombinedOutput(); err != nil {
 		m.t.Errorf("umount -l %s: %v %s", m.dir, err, out)
 	}
+}
+
+// holders describes the processes whose working directory, root or open files lie under
+// dir, for a message.
+func holders(dir string) string {
+	var found []string
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range pids {
+		links := []string{filepath.Join(p, "cwd"), filepath.Join(p, "root")}
+		fds, _ := filepath.Glob(filepath.Join(p, "fd", "*"))
+		for _, l := range append(links, fds...) {
+			if target, err := os.Readlink(l); err == nil && (target == dir || strings.HasPrefix(target, dir+"/")) {
+				cmd, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+				found = append(found, fmt.Sprintf("%s (%s) %s", filepath.Base(p), strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " "), target))
+				break
+			}
+		}
+	}
+	if len(found) == 0 {
+		return "no process found"
+	}
+	return strings.Join(found, "; ")
 }
 
 // openUp makes dir and its parents up to the temp root traversable by other users, so an
