@@ -62,3 +62,40 @@ func TestUsableCPUs(t *testing.T) {
 		}
 	}
 }
+
+// --chunk-files defaults to 10,000, and to PullChunkFiles in a pull from a remote --root,
+// whose rsync checks every name the sender lists against each path of its chunk; a value
+// given (flag or environment) and -- --trust-sender keep theirs.
+func TestPullChunkFiles(t *testing.T) {
+	tests := []struct {
+		name string
+		argv []string
+		env  map[string]string
+		want int
+	}{
+		{"a local copy", []string{"dst"}, nil, 10000},
+		{"a push", []string{"rsync://127.0.0.1/mod/"}, nil, 10000},
+		{"a pull from a daemon", []string{"--root", "rsync://nas/data", "dst"}, nil, PullChunkFiles},
+		{"a pull over ssh", []string{"--root", "nas:/data", "dst"}, nil, PullChunkFiles},
+		{"a pull, --chunk-files given", []string{"--root", "nas:/data", "--chunk-files", "8000", "dst"}, nil, 8000},
+		{"a pull, PRSYNC_CHUNK_FILES", []string{"--root", "nas:/data", "dst"}, map[string]string{"PRSYNC_CHUNK_FILES": "5000"}, 5000},
+		{"a pull, a smaller value given", []string{"--root", "nas:/data", "--chunk-files=500", "dst"}, nil, 500},
+		{"a pull with -- --trust-sender", []string{"--root", "nas:/data", "dst", "--", "--trust-sender"}, nil, 10000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			f, _, _, _, err := parseArgs(t, tc.argv...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &runner{f: f, argv: tc.argv}
+			r.derive()
+			if r.f.ChunkFiles != tc.want {
+				t.Errorf("--chunk-files %d, want %d", r.f.ChunkFiles, tc.want)
+			}
+		})
+	}
+}

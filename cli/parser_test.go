@@ -48,7 +48,7 @@ func TestHelp(t *testing.T) {
 	}
 	flat := oneLine(out)
 	for _, want := range []string{
-		"--chunk-files=N The most paths in a chunk; given without --chunk-time, chunks are cut at exactly this many (default: 2000, $PRSYNC_CHUNK_FILES).",
+		"--chunk-files=N The most paths in a chunk (2000 when pulling from a remote --root, unless given or -- --trust-sender); given without --chunk-time, chunks are cut at exactly this many (default: 10000, $PRSYNC_CHUNK_FILES).",
 		"(default: 2s, $PRSYNC_CHUNK_TIME)",
 		"(default: 128M, $PRSYNC_CHUNK_BYTES)",
 		"(default: 1s, $PRSYNC_CHUNK_WAIT)",
@@ -125,7 +125,7 @@ func TestHelpSuffix(t *testing.T) {
 		flags[fl.Name] = fl
 	}
 	tests := map[string]string{
-		"chunk-files": " (default: 2000, $PRSYNC_CHUNK_FILES)",
+		"chunk-files": " (default: 10000, $PRSYNC_CHUNK_FILES)",
 		"null":        " ($PRSYNC_NULL)", // a bool is off by default
 		"root":        " ($PRSYNC_ROOT)", // no default
 		"version":     "",

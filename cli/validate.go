@@ -124,6 +124,11 @@ func (r *runner) derive() {
 	r.policy = f.policy()
 	r.cwd, _ = os.Getwd()
 	r.root, r.srcRemote, _ = sourceRoot(f)
+	if r.srcRemote != "" && !flagGiven(r.argv, "chunk-files") && !rsync.TrustsSender(f.RsyncArgs) {
+		// a pull's rsync matches every name the sender lists against each path of its
+		// chunk: past 2,000 paths that check costs more than a chunk's start saves
+		f.ChunkFiles = min(f.ChunkFiles, PullChunkFiles)
+	}
 	if !f.NoArchive {
 		r.args = append(r.args, "--archive")
 	}

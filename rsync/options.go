@@ -157,6 +157,22 @@ func HardLinks(args []string) bool {
 	return false
 }
 
+// TrustsSender reports whether the rsync options turn off a pulling client's check of the
+// names the sender lists (--trust-sender, rsync 3.2.5 and later). With the check on, each
+// name given by --files-from is an implied include rule that every listed name is matched
+// against in turn: a chunk's cost grows with the square of its paths.
+func TrustsSender(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--trust-sender" {
+			return true
+		}
+	}
+	return false
+}
+
 // shortWithValue are rsync's short options that take a value.
 const shortWithValue = "BeTfM@"
 
