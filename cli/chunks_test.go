@@ -24,14 +24,7 @@ func TestChunkTarget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			f, _, _, _, err := parseArgs(t, tc.argv...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &runner{f: f, argv: tc.argv}
+			r := testRunner(t, tc.argv, tc.env)
 			if got := r.chunkTarget(); got != tc.want {
 				t.Errorf("chunkTarget() = %v, want %v", got, tc.want)
 			}
@@ -84,18 +77,24 @@ func TestPullChunkFiles(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			f, _, _, _, err := parseArgs(t, tc.argv...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &runner{f: f, argv: tc.argv}
+			r := testRunner(t, tc.argv, tc.env)
 			r.derive()
 			if r.f.ChunkFiles != tc.want {
 				t.Errorf("--chunk-files %d, want %d", r.f.ChunkFiles, tc.want)
 			}
 		})
 	}
+}
+
+// testRunner returns a runner for argv parsed with the environment env set.
+func testRunner(t *testing.T, argv []string, env map[string]string) *runner {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	f, _, _, _, err := parseArgs(t, argv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runner{f: f, argv: argv}
 }

@@ -199,75 +199,21 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 
 	// the writers of prsync's stdin (the list's producer) and the servers of the FUSE
 	// filesystems it copies to or from: the copy's work, counted from when first seen
-	feed := b.stdin != "" && b.feedSearches < maxPeerSearches
-	fuse := len(b.fuse) > 0 && b.fuseSearches < maxPeerSearches
-	if feed || fuse {
-		if feed {
-			b.feedSearches++
-		}
+	b.searchServers(procs, ours, self, func(p procEntry, fuse bool) {
+		id := taskID{p.pid, p.start}
 		if fuse {
-			b.fuseSearches++
+			b.served[id] = true
 		}
-		count := func(p procEntry, fuse bool) {
-			id := taskID{p.pid, p.start}
-			if fuse {
-				b.served[id] = true
-			}
-			if _, counted := b.trees[id]; counted {
-				return
-			}
-			base, ok := b.firstTrees[id] // there at the first reading: counted from it
-			if !ok {
-				clear(seen)
-				base = tree(p.pid)
-			}
-			b.trees[id] = peerTree{base: base}
+		if _, counted := b.trees[id]; counted {
+			return
 		}
-		served := make([]bool, len(b.fuse))
-		var servers [][]fdLink             // the fds of each FUSE server found
-		stdins := map[string][]procEntry{} // a socket → the processes whose standard input it is
-		for _, p := range procs {
-			if ours[p.pid] || p.pid == self {
-				continue
-			}
-			links := b.fdLinks(p.pid)
-			var feeds, serves bool
-			for _, l := range links {
-				if feed && l.target == b.stdin && writes(l) {
-					b.feedSearches = maxPeerSearches // found: no more searches
-					feeds = true
-				}
-				if fuse && l.target == "/dev/fuse" {
-					if i := b.servesFUSE(l); i >= 0 {
-						served[i], serves = true, true
-						servers = append(servers, links)
-					}
-				}
-				if fuse && filepath.Base(l.path) == "0" && strings.HasPrefix(l.target, "socket:[") {
-					stdins[l.target] = append(stdins[l.target], p)
-				}
-			}
-			if feeds || serves {
-				count(p, serves)
-			}
+		base, ok := b.firstTrees[id] // there at the first reading: counted from it
+		if !ok {
+			clear(seen)
+			base = tree(p.pid)
 		}
-		// sshfs double-forks the ssh it runs, so that it is no child of sshfs's: it is the
-		// process whose standard input is the other end of a socketpair that sshfs holds
-		for _, links := range servers {
-			for _, l := range links {
-				if ino, ok := socketInode(l.target); ok {
-					if peer, ok := b.unixPeer(ino); ok {
-						for _, p := range stdins[fmt.Sprintf("socket:[%d]", peer)] {
-							count(p, true)
-						}
-					}
-				}
-			}
-		}
-		if fuse && !slices.Contains(served, false) {
-			b.fuseSearches = maxPeerSearches // each found: no more searches
-		}
-	}
+		b.trees[id] = peerTree{base: base}
+	})
 
 	// the far ends of the rsyncs' sockets, and who holds them
 	var fresh []uint64 // peer inodes whose holders are not known yet
@@ -433,29 +379,83 @@ func (b *peerBook) update(procs []procEntry, ours map[int]bool) uint64 {
 	return b.gone + sum
 }
 
+// searchServers looks, while its searches last, for the processes that write prsync's
+// standard input and those that serve b.fuse (with the ssh an sshfs runs), and hands each
+// to count, fuse telling a FUSE server or its ssh from a producer of the list.
+func (b *peerBook) searchServers(procs []procEntry, ours map[int]bool, self int, count func(p procEntry, fuse bool)) {
+	feed := b.stdin != "" && b.feedSearches < maxPeerSearches
+	fuse := len(b.fuse) > 0 && b.fuseSearches < maxPeerSearches
+	if !feed && !fuse {
+		return
+	}
+	if feed {
+		b.feedSearches++
+	}
+	if fuse {
+		b.fuseSearches++
+	}
+	served := make([]bool, len(b.fuse))
+	var servers [][]fdLink             // the fds of each FUSE server found
+	stdins := map[string][]procEntry{} // a socket → the processes whose standard input it is
+	for _, p := range procs {
+		if ours[p.pid] || p.pid == self {
+			continue
+		}
+		links := b.fdLinks(p.pid)
+		var feeds, serves bool
+		for _, l := range links {
+			if feed && l.target == b.stdin && writes(l) {
+				b.feedSearches = maxPeerSearches // found: no more searches
+				feeds = true
+			}
+			if fuse && l.target == "/dev/fuse" {
+				if i := b.servesFUSE(l); i >= 0 {
+					served[i], serves = true, true
+					servers = append(servers, links)
+				}
+			}
+			if fuse && filepath.Base(l.path) == "0" && strings.HasPrefix(l.target, "socket:[") {
+				stdins[l.target] = append(stdins[l.target], p)
+			}
+		}
+		if feeds || serves {
+			count(p, serves)
+		}
+	}
+	// sshfs double-forks the ssh it runs, so that it is no child of sshfs's: it is the
+	// process whose standard input is the other end of a socketpair that sshfs holds
+	for _, links := range servers {
+		for _, l := range links {
+			if ino, ok := socketInode(l.target); ok {
+				if peer, ok := b.unixPeer(ino); ok {
+					for _, p := range stdins[fmt.Sprintf("socket:[%d]", peer)] {
+						count(p, true)
+					}
+				}
+			}
+		}
+	}
+	if fuse && !slices.Contains(served, false) {
+		b.fuseSearches = maxPeerSearches // each found: no more searches
+	}
+}
+
 // servesFUSE returns which of b.fuse the process whose fd l is open on /dev/fuse serves
 // through it, or -1 for none. The fd's fdinfo names its connection (fuse_connection, Linux
 // 6.x), which is the minor number of the filesystem's device. Where it does not, the
 // process is taken for the server of a mount point that one of its arguments names
 // (relative ones from its working directory): sshfs, rclone mount and s3fs are started so.
 func (b *peerBook) servesFUSE(l fdLink) int {
-	dir, n := filepath.Split(l.path)
-	procDir := filepath.Dir(filepath.Clean(dir))
-	if info, err := os.ReadFile(filepath.Join(procDir, "fdinfo", n)); err == nil {
-		for _, line := range strings.Split(string(info), "\n") {
-			v, ok := strings.CutPrefix(line, "fuse_connection:")
-			if !ok {
-				continue
-			}
-			c, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
-			if err != nil {
-				return -1
-			}
-			return slices.IndexFunc(b.fuse, func(m FUSEMount) bool {
-				return unix.Major(m.Dev) == 0 && uint64(unix.Minor(m.Dev)) == c
-			})
+	if v, ok := l.info("fuse_connection"); ok {
+		c, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return -1
 		}
+		return slices.IndexFunc(b.fuse, func(m FUSEMount) bool {
+			return unix.Major(m.Dev) == 0 && uint64(unix.Minor(m.Dev)) == c
+		})
 	}
+	procDir := l.procDir()
 	cmd, err := os.ReadFile(filepath.Join(procDir, "cmdline"))
 	if err != nil {
 		return -1
@@ -522,18 +522,32 @@ type fdLink struct{ path, target string }
 // the read end of prsync's stdin (the program that made the pipe and started prsync on it,
 // a Go test among them) writes no list, and its work was counted as the copy's.
 func writes(l fdLink) bool {
-	dir, n := filepath.Split(l.path)
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Clean(dir)), "fdinfo", n))
-	if err != nil {
+	v, ok := l.info("flags")
+	if !ok {
 		return true
 	}
+	flags, err := strconv.ParseUint(v, 8, 64)
+	return err != nil || flags&(unix.O_WRONLY|unix.O_RDWR) != 0
+}
+
+// procDir returns the /proc directory of the process that holds fd l (/proc/PID).
+func (l fdLink) procDir() string {
+	return filepath.Dir(filepath.Dir(l.path))
+}
+
+// info returns the value of field key of fd l's fdinfo ("flags", "fuse_connection"),
+// trimmed; false when the fdinfo cannot be read or has no such field.
+func (l fdLink) info(key string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(l.procDir(), "fdinfo", filepath.Base(l.path)))
+	if err != nil {
+		return "", false
+	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "flags:"); ok {
-			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
-			return err != nil || flags&(unix.O_WRONLY|unix.O_RDWR) != 0
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			return strings.TrimSpace(v), true
 		}
 	}
-	return true
+	return "", false
 }
 
 // fdLinks returns the fds of process pid; nil when they cannot be read.
