@@ -154,18 +154,24 @@ func TestRefusalHoldsBack(t *testing.T) {
 		}
 		return m
 	}
-	const detail = "@ERROR: max connections (3) reached"
+	const stated = "@ERROR: max connections (3) reached"
+	const unstated = "kex_exchange_identification: read: Connection reset by peer"
 	tests := []struct {
 		name       string
+		detail     string
 		limit      int
 		running    int
 		refusals   int
 		wantLimit  int
 		wantEvents int
+		wantHold   time.Duration
 	}{
-		{"over the far side's limit", 4, 3, 1, 3, 1},
-		{"at a limit it ran", 3, 3, 1, 3, 0},
-		{"refused in a row", 3, 3, 3, 3, 0},
+		{"over the far side's limit", stated, 4, 3, 1, 3, 1, 100 * time.Millisecond},
+		{"at a limit it ran", stated, 3, 3, 1, 3, 0, 100 * time.Millisecond},
+		// prsync's own sessions fill what the far side states: the limit keeps more from
+		// starting, and the hold does not double
+		{"its own, refused in a row", stated, 3, 3, 3, 3, 0, 100 * time.Millisecond},
+		{"refused in a row", unstated, 3, 3, 3, 3, 0, 400 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,7 +186,7 @@ func TestRefusalHoldsBack(t *testing.T) {
 			p.slots.active, p.procs = tt.running+1, running(tt.running)
 			var d refusal.Decision
 			for range tt.refusals {
-				d = p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{})
+				d = p.lowerForRefusal(tt.detail, 50*time.Millisecond, time.Time{})
 			}
 			if p.Limit() != tt.wantLimit {
 				t.Errorf("limit %d, want %d", p.Limit(), tt.wantLimit)
@@ -189,11 +195,11 @@ func TestRefusalHoldsBack(t *testing.T) {
 				t.Fatalf("jobs events %+v, want %d", events, tt.wantEvents)
 			}
 			for _, e := range events {
-				if e.Old != tt.limit || e.New != tt.wantLimit || e.Reason != "refused" || e.Detail != detail {
-					t.Errorf("jobs event %+v, want %d to %d, refused, %q", e, tt.limit, tt.wantLimit, detail)
+				if e.Old != tt.limit || e.New != tt.wantLimit || e.Reason != "refused" || e.Detail != tt.detail {
+					t.Errorf("jobs event %+v, want %d to %d, refused, %q", e, tt.limit, tt.wantLimit, tt.detail)
 				}
 			}
-			want := 100 * time.Millisecond << (tt.refusals - 1)
+			want := tt.wantHold
 			if d.Hold != want {
 				t.Errorf("held back %v, want %v", d.Hold, want)
 			}
@@ -202,7 +208,7 @@ func TestRefusalHoldsBack(t *testing.T) {
 				t.Error("held back for the wrong time")
 			}
 			p.sessionAccepted()
-			if d := p.lowerForRefusal(detail, 50*time.Millisecond, time.Time{}); d.Hold != 100*time.Millisecond {
+			if d := p.lowerForRefusal(tt.detail, 50*time.Millisecond, time.Time{}); d.Hold != 100*time.Millisecond {
 				t.Errorf("held back %v after an accepted session, want 100ms", d.Hold)
 			}
 		})
@@ -534,5 +540,54 @@ func TestStopped(t *testing.T) {
 		if got := Stopped(tt.ctx); got != tt.want {
 			t.Errorf("Stopped = %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// TestRefusedWaiterClimbs: a refused chunk waiting in acquire is work the lowered limit
+// holds back, and the limit climbs back for it as for one in Run's queue. Here the input
+// has ended and Run's queue is empty (as at the end of a copy whose neighbour ended first),
+// one rsync runs at the limit the refusal left, 1, and a refused chunk waits: the limit
+// climbs towards -j on its own wake-up and the chunk takes the new slot. Before, nothing
+// climbed until the running rsync ended, and each chunk ran alone after the other.
+func TestRefusedWaiterClimbs(t *testing.T) {
+	var mu sync.Mutex
+	var climbs []LimitChanged
+	p := &Pool{Rsync: "/bin/true", Dest: t.TempDir(), Jobs: 3, Confirm: ConfirmNothing, Reports: func(r Report) {
+		if lc, ok := r.(LimitChanged); ok && lc.Reason == "climb" {
+			mu.Lock()
+			climbs = append(climbs, lc)
+			mu.Unlock()
+		}
+	}}
+	p.init()
+	p.slots.mu.Lock()
+	p.slots.active = 2 // the one running and the refused one's, which it gives up to wait
+	p.slots.mu.Unlock()
+	// a daemon stating max connections (3) refuses the second session: 1 of prsync's ran,
+	// and it is the first refusal, so the limit comes down to 1, below a fair share of 3
+	// (2), and may climb a step half a second later
+	d := p.lowerForRefusal("@ERROR: max connections (3) reached -- try again later", 10*time.Millisecond, time.Time{})
+	if p.Limit() != 1 || d.Shared {
+		t.Fatalf("limit %d after the refusal (%+v), want 1", p.Limit(), d)
+	}
+	p.release()
+	start := time.Now()
+	done := make(chan bool, 1)
+	go func() { done <- p.slots.acquire(context.Background(), true) }()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("acquire failed")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the refused chunk waited 20 s at limit %d with nothing climbing", p.Limit())
+	}
+	if waited := time.Since(start); waited < 400*time.Millisecond {
+		t.Errorf("the chunk took a slot after %v, before the climb was due", waited)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(climbs) != 1 || climbs[0].Old != 1 || climbs[0].New != 2 {
+		t.Errorf("climbs reported %+v, want one from 1 to 2", climbs)
 	}
 }

@@ -34,6 +34,7 @@ type Slots struct {
 	backoff  int           // refused chunks that gave their slot up and wait to queue again
 	waiting  bool          // Run waits for a slot, with work to start
 	wakeAt   time.Time     // the latest wake-up arranged for the far side's hold
+	climbAt  time.Time     // the wake-up arranged for the limit's next climb
 }
 
 func newSlots(pl *plan.Planner, report func(Report)) *Slots {
@@ -110,6 +111,17 @@ func (s *Slots) acquire(ctx context.Context, refused bool) bool {
 		}()
 	}
 	for !s.open(time.Now(), refused) && ctx.Err() == nil && !s.stopped {
+		// a chunk waiting here is work the limit holds back, as one in Run's queue is:
+		// once the input has ended and every chunk has started, the refused ones wait
+		// only here, and without this the limit never climbed back (bench/neighbours.sh:
+		// a copy sat at 1 rsync, 7 refused chunks waiting, for 2.4 s after its neighbour
+		// had ended)
+		if c, ok := s.climbLocked(time.Now()); ok {
+			s.mu.Unlock()
+			s.reportClimb(c)
+			s.mu.Lock()
+			continue
+		}
 		s.waitSlot()
 	}
 	if ctx.Err() != nil || s.stopped {
@@ -171,29 +183,45 @@ func (s *Slots) backingOff(d int) {
 	s.mu.Unlock()
 }
 
+// climbed is a step of the limit back up: from old to n.
+type climbed struct{ old, n int }
+
 // climb raises a limit that refusals lowered, when the planner says so, while work waits
-// for a slot, and arranges a wake-up for the next step.
+// for a slot (Run's queue, or a chunk waiting in acquire), and arranges a wake-up for the
+// next step.
 func (s *Slots) climb(now time.Time) {
 	s.mu.Lock()
+	c, ok := s.climbLocked(now)
+	s.mu.Unlock()
+	if ok {
+		s.reportClimb(c)
+	}
+}
+
+// climbLocked is climb; the caller holds s.mu, and reports the step (reportClimb) once it
+// has let go of it.
+func (s *Slots) climbLocked(now time.Time) (climbed, bool) {
 	if s.active < s.plan.Limit() {
-		s.mu.Unlock()
-		return // only a limit that holds work back climbs
+		return climbed{}, false // only a limit that holds work back climbs
 	}
 	old, n, ok := s.plan.Climb(now)
 	if ok {
 		s.broadcast()
-		s.wakeForClimb(now)
 	}
-	s.mu.Unlock()
-	if ok {
-		s.report(LimitChanged{Old: old, New: n, Reason: "climb", Detail: "no refusal for a while: one step back towards -j"})
-	}
+	s.wakeForClimb(now)
+	return climbed{old, n}, ok
 }
 
-// wakeForClimb wakes the waiters when the limit may climb next (each refusal and each step
-// sets that time anew, and arranges its own wake-up); the caller holds s.mu.
+func (s *Slots) reportClimb(c climbed) {
+	s.report(LimitChanged{Old: c.old, New: c.n, Reason: "climb", Detail: "no refusal for a while: one step back towards -j"})
+}
+
+// wakeForClimb wakes the waiters when the limit may climb next, unless a wake-up is
+// arranged for then already (each refusal and each step sets that time anew); the caller
+// holds s.mu.
 func (s *Slots) wakeForClimb(now time.Time) {
-	if at := s.plan.NextClimb(); !at.IsZero() {
+	if at := s.plan.NextClimb(); at.After(now) && !at.Equal(s.climbAt) {
+		s.climbAt = at
 		s.wakeAfter(at.Sub(now) + time.Millisecond)
 	}
 }
@@ -220,9 +248,7 @@ func (s *Slots) refused(now time.Time, detail string, took time.Duration, starte
 	d, old, n := s.plan.Refused(now, refusal.Session{Started: started, Active: s.active, Accepted: accepted,
 		Stated: rsync.StatedLimit(detail)}, took)
 	s.wakeAfter(d.Hold)
-	if n < old {
-		s.wakeForClimb(now)
-	}
+	s.wakeForClimb(now) // a refusal that kept the limit may still move the next step
 	s.mu.Unlock()
 	if n < old {
 		s.report(LimitChanged{Old: old, New: n, Reason: "refused", Detail: detail})

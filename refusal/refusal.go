@@ -77,9 +77,12 @@ const (
 	// another client fills
 	fairClimb = 500 * time.Millisecond
 	// NeighbourFor is how long after another client's sessions last refused one of
-	// prsync's the limit climbs no higher than a fair share of the far side: two steps'
-	// wait, so that the client below its share climbs into the slots first
-	NeighbourFor = 2 * firstClimb
+	// prsync's the limit climbs no higher than a fair share of the far side: four steps
+	// of the client below its share (fairClimb), so that it climbs into the slots first.
+	// It was 6 s, and a copy whose neighbour had ended ran on at its fair share that long
+	// with the far side's other slots free (bench/neighbours.sh: 2 of 3 slots for the last
+	// 2.2 s of a 6.5 s copy)
+	NeighbourFor = 4 * fairClimb
 	// minSettle and maxSettle bound settle once it is set.
 	minSettle = 50 * time.Millisecond
 	maxSettle = time.Second
@@ -225,10 +228,15 @@ func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 		// session is in the way
 		ran = ran && !ours && !shared && limit <= stated
 	}
-	if shared {
+	if shared || ours {
 		// another client fills the far side: its next free slot goes to whoever asks
 		// first, so new sessions ask again soon, not after the doubled hold, nor does the
-		// refusal double the next
+		// refusal double the next. Nor does a session refused because prsync's own filled
+		// the far side: the limit now keeps it from starting more, and the far side is not
+		// slow to free a slot. A first wave of 8 against max connections = 3, its rsyncs
+		// started one by one on a busy machine (each after the refusal before), doubled the
+		// hold five times: no session started for 1.6 s, and both slots freed meanwhile
+		// stood idle 0.8 s (bench/neighbours.sh).
 		hold = min(hold, sharedHold)
 		f.run, f.runAt = run, runAt
 	}
@@ -361,8 +369,10 @@ func (f *FarSide) Climb(now time.Time, limit, want int) (int, bool) {
 		return limit, false
 	}
 	if f.Neighbour(now) {
-		// a neighbour shares the far side: no step above a fair share of it
+		// a neighbour shares the far side: no step above a fair share of it until it has
+		// refused none of prsync's sessions for NeighbourFor (NextClimb says when)
 		if want = min(want, max(FairShare(f.stated), limit)); limit >= want {
+			f.nextClimb = f.neighbourAt.Add(NeighbourFor)
 			return limit, false
 		}
 	}

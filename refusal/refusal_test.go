@@ -468,6 +468,32 @@ func TestRefusedStatedTogether(t *testing.T) {
 // the limit comes down to 1 at the first refusal, and the others, refused while prsync's
 // own sessions filled the far side, set no settle. They set it to 1 s before (each was a
 // refusal at a limit the far side had run), and every slot then waited 1 s after each end.
+// TestRefusedOwnWave: sessions refused because prsync's own filled the far side (a first
+// wave of 8 against max connections = 3, each rsync started after the refusal before, as
+// on a busy machine) lower the limit to what it states and hold new sessions 100 ms, not
+// doubling: the lowered limit keeps the surplus from starting. A refusal of a session
+// started within the limit after them counts as the first of a run. Before, the five
+// refusals held every new session back 1.6 s while the accepted ones ended.
+func TestRefusedOwnWave(t *testing.T) {
+	var f FarSide
+	limit := 8
+	for i, active := range []int{8, 7, 6, 5, 4} {
+		at := t0.Add(ms(30 * (i + 1)))
+		d := f.RefusedSession(at, Session{Started: at.Add(-ms(10)), Limit: limit, Active: active, Accepted: 0, Stated: 3})
+		limit = d.Limit
+		if d.Limit != 3 || d.Hold != firstHold || !d.Free {
+			t.Errorf("refusal %d with %d active: %+v, want limit 3, held 100 ms, free", i+1, active, d)
+		}
+	}
+	if f.HeldBack(t0.Add(ms(150) + firstHold)) {
+		t.Error("held back after the last own refusal's 100 ms")
+	}
+	at := t0.Add(time.Second)
+	if d := f.RefusedSession(at, Session{Started: at.Add(-ms(10)), Limit: 3, Active: 2, Accepted: 1}); d.Hold != firstHold {
+		t.Errorf("a refusal within the limit after the wave: held %v, want 100 ms", d.Hold)
+	}
+}
+
 func TestRefusedStatedWave(t *testing.T) {
 	var f FarSide
 	limit := 8
@@ -535,18 +561,18 @@ func TestRefusedShared(t *testing.T) {
 			t.Errorf("Climb at a fair share with a neighbour seen %v before = %d, want none", ms(1400), n)
 		}
 		// a refusal of prsync's own making (a slot not freed yet) after all those shared
-		// ones: the hold starts again from 100 ms, not doubled 20 times
+		// ones and its own first wave: the hold starts from 100 ms, not doubled 21 times
 		f.Ended(at.Add(ms(1500)), true)
 		d = f.RefusedSession(at.Add(ms(1510)), Session{Started: at.Add(ms(1505)), Limit: 3, Active: 3, Accepted: 2, Stated: 6})
-		if d.Shared || d.Hold != firstHold*2 {
-			t.Errorf("%+v, want not shared, held 200 ms (the second refusal of the run)", d)
+		if d.Shared || d.Hold != firstHold {
+			t.Errorf("%+v, want not shared, held 100 ms (the first refusal of the run)", d)
 		}
 	})
 	t.Run("a refused step back does not double the wait", func(t *testing.T) {
 		var f FarSide
 		f.RefusedSession(t0, Session{Started: t0, Limit: 8, Active: 8, Stated: 4})
 		f.RefusedSession(t0.Add(ms(10)), Session{Started: t0, Limit: 4, Active: 3, Accepted: 2, Stated: 4}) // shared: 2
-		at := t0.Add(NeighbourFor + time.Second)
+		at := t0.Add(max(NeighbourFor, firstClimb) + time.Second)
 		if n, ok := f.Climb(at, 2, 8); !ok || n != 3 {
 			t.Fatalf("Climb = %d, %v; want 3", n, ok)
 		}
