@@ -7,10 +7,12 @@
 # MODULE/a/, prsync B the other to MODULE/b/, with prsync's defaults. Each repetition runs
 # them at once, then with B started a second after A. It prints each one's wall time (its
 # summary's seconds), the ratio of the slower to the faster, their retries, and checks that
-# DEST holds every file of both halves with its size.
+# DEST holds every file of both halves with its size. Each run's events are kept in
+# WORK/neighbours/runs/LABEL-REP-STAGGER-{a,b}.jsonl.
 #
 #   bench/neighbours.sh                    # 3 reps, max connections 3
 #   bench/neighbours.sh --reps 5 --maxconn 4
+#   PRSYNC=/path/to/prsync bench/neighbours.sh --label old   # that build, not this tree's
 set -euo pipefail
 export LC_ALL=C
 
@@ -20,13 +22,14 @@ ME=neighbours.sh
 # shellcheck source=lib.sh
 . "$BENCH_DIR/lib.sh"
 
-REPS=3 MAXCONN=3 WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
+REPS=3 MAXCONN=3 LABEL=run WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--reps) REPS=$2; shift ;;
 	--maxconn) MAXCONN=$2; shift ;;
 	--work) WORK=$2; shift ;;
-	-h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+	--label) LABEL=$2; shift ;;
+	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
 	*) die "unknown option $1 (see --help)" ;;
 	esac
 	shift
@@ -37,7 +40,11 @@ have python3 || die "python3 is needed for the summaries"
 T=$WORK/neighbours
 mkdir -p "$T/bin"
 (cd "$BENCH_DIR" && go build -o "$T/bin/" ./cmd/gentree) || die "go build of gentree failed"
-(cd "$REPO" && go build -o "$T/bin/prsync" .) || die "go build of prsync failed"
+PRSYNC_BIN=${PRSYNC:-}
+if [ -z "$PRSYNC_BIN" ]; then
+	(cd "$REPO" && go build -o "$T/bin/prsync" .) || die "go build of prsync failed"
+	PRSYNC_BIN=$T/bin/prsync
+fi
 SRC=$T/small
 [ -d "$SRC" ] || "$T/bin/gentree" -profile small -out "$SRC" >/dev/null || die "gentree failed"
 (cd "$SRC" && find . -type f -printf '%P\0') | python3 -c '
@@ -70,15 +77,18 @@ printf 'rep\tstagger_s\ta_s\tb_s\tslower_per_faster\tretries_a\tretries_b\tcheck
 for ((rep = 1; rep <= REPS; rep++)); do
 	for stagger in 0 1; do
 		rm -rf "${DST:?}"/*
-		"$T/bin/prsync" -0 --root "$SRC" "rsync://127.0.0.1:$PORT/w/a/" <"$T/half.a" >"$T/a.jsonl" 2>"$T/a.err" &
+		"$PRSYNC_BIN" -0 --root "$SRC" "rsync://127.0.0.1:$PORT/w/a/" <"$T/half.a" >"$T/a.jsonl" 2>"$T/a.err" &
 		A=$!
 		sleep "$stagger"
-		"$T/bin/prsync" -0 --root "$SRC" "rsync://127.0.0.1:$PORT/w/b/" <"$T/half.b" >"$T/b.jsonl" 2>"$T/b.err" &
+		"$PRSYNC_BIN" -0 --root "$SRC" "rsync://127.0.0.1:$PORT/w/b/" <"$T/half.b" >"$T/b.jsonl" 2>"$T/b.err" &
 		B=$!
 		ra=0 rb=0
 		wait "$A" || ra=$?
 		wait "$B" || rb=$?
 		check=ok
+		mkdir -p "$T/runs"
+		cp "$T/a.jsonl" "$T/runs/$LABEL-$rep-$stagger-a.jsonl"
+		cp "$T/b.jsonl" "$T/runs/$LABEL-$rep-$stagger-b.jsonl"
 		[ "$ra" = 0 ] && [ "$rb" = 0 ] || check="FAIL: exit $ra and $rb"
 		for h in a b; do
 			# every path of the half, with the source's size
