@@ -8,11 +8,12 @@
 # them at once, then with B started a second after A. It prints each one's wall time (its
 # summary's seconds), the ratio of the slower to the faster, their retries, and checks that
 # DEST holds every file of both halves with its size. Each run's events are kept in
-# WORK/neighbours/runs/LABEL-REP-STAGGER-{a,b}.jsonl.
+# WORK/neighbours/runs/LABEL-REP-STAGGER-{a,b}.jsonl, their stderr in .err.
 #
 #   bench/neighbours.sh                    # 3 reps, max connections 3
 #   bench/neighbours.sh --reps 5 --maxconn 4
 #   PRSYNC=/path/to/prsync bench/neighbours.sh --label old   # that build, not this tree's
+#   bench/neighbours.sh --prsync-opts --no-throttle   # flags for both prsyncs
 set -euo pipefail
 export LC_ALL=C
 
@@ -22,14 +23,15 @@ ME=neighbours.sh
 # shellcheck source=lib.sh
 . "$BENCH_DIR/lib.sh"
 
-REPS=3 MAXCONN=3 LABEL=run WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
+REPS=3 MAXCONN=3 LABEL=run OPTS=${BENCH_PRSYNC_OPTS:-} WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--reps) REPS=$2; shift ;;
 	--maxconn) MAXCONN=$2; shift ;;
 	--work) WORK=$2; shift ;;
 	--label) LABEL=$2; shift ;;
-	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+	--prsync-opts) OPTS=$2; shift ;;
+	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
 	*) die "unknown option $1 (see --help)" ;;
 	esac
 	shift
@@ -72,15 +74,17 @@ D_PID=$!
 trap 'kill "$D_PID" 2>/dev/null || true; wait "$D_PID" 2>/dev/null || true' EXIT
 for ((i = 0; i < 50; i++)); do rsync "rsync://127.0.0.1:$PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
 
-say "== $REPS reps, max connections $MAXCONN, 2 x 25,000 files, daemon on 127.0.0.1:$PORT"
+say "== $REPS reps, max connections $MAXCONN, 2 x 25,000 files, daemon on 127.0.0.1:$PORT, prsync ${OPTS:-defaults}"
 printf 'rep\tstagger_s\ta_s\tb_s\tslower_per_faster\tretries_a\tretries_b\tcheck\n'
 for ((rep = 1; rep <= REPS; rep++)); do
 	for stagger in 0 1; do
 		rm -rf "${DST:?}"/*
-		"$PRSYNC_BIN" -0 --root "$SRC" "rsync://127.0.0.1:$PORT/w/a/" <"$T/half.a" >"$T/a.jsonl" 2>"$T/a.err" &
+		# shellcheck disable=SC2086 # OPTS is words
+		"$PRSYNC_BIN" -0 $OPTS --root "$SRC" "rsync://127.0.0.1:$PORT/w/a/" <"$T/half.a" >"$T/a.jsonl" 2>"$T/a.err" &
 		A=$!
 		sleep "$stagger"
-		"$PRSYNC_BIN" -0 --root "$SRC" "rsync://127.0.0.1:$PORT/w/b/" <"$T/half.b" >"$T/b.jsonl" 2>"$T/b.err" &
+		# shellcheck disable=SC2086
+		"$PRSYNC_BIN" -0 $OPTS --root "$SRC" "rsync://127.0.0.1:$PORT/w/b/" <"$T/half.b" >"$T/b.jsonl" 2>"$T/b.err" &
 		B=$!
 		ra=0 rb=0
 		wait "$A" || ra=$?
@@ -89,6 +93,8 @@ for ((rep = 1; rep <= REPS; rep++)); do
 		mkdir -p "$T/runs"
 		cp "$T/a.jsonl" "$T/runs/$LABEL-$rep-$stagger-a.jsonl"
 		cp "$T/b.jsonl" "$T/runs/$LABEL-$rep-$stagger-b.jsonl"
+		cp "$T/a.err" "$T/runs/$LABEL-$rep-$stagger-a.err"
+		cp "$T/b.err" "$T/runs/$LABEL-$rep-$stagger-b.err"
 		[ "$ra" = 0 ] && [ "$rb" = 0 ] || check="FAIL: exit $ra and $rb"
 		for h in a b; do
 			# every path of the half, with the source's size

@@ -381,8 +381,12 @@ func (f *FarSide) Climb(now time.Time, limit, want int) (int, bool) {
 	}
 	f.climbed = true
 	f.nextClimb = now.Add(f.climbWait)
-	if f.stated > 0 && limit+1 < FairShare(f.stated) {
-		f.nextClimb = now.Add(fairClimb) // still below a fair share
+	if f.stated > 0 && limit+1 < f.stated {
+		// still below what the far side says it takes: the next step comes soon, as a
+		// step that another client's sessions refuse costs one refused session and no
+		// doubled wait. A copy whose neighbour had ended climbed from 2 to 3 of 3 only 3 s
+		// after its last step (bench/neighbours.sh)
+		f.nextClimb = now.Add(fairClimb)
 	}
 	return min(want, limit+max(1, limit/4)), true
 }

@@ -582,3 +582,32 @@ func TestRefusedShared(t *testing.T) {
 		}
 	})
 }
+
+// TestClimbToStated: below the limit the far side states, a lowered limit steps back every
+// half second once no neighbour has refused a session for NeighbourFor (a refused step
+// costs one refused session, and no doubled wait); above it, at the usual wait. Before, a
+// copy whose neighbour had ended stepped from 2 to 3 of 3 only 3 s after its last step.
+func TestClimbToStated(t *testing.T) {
+	var f FarSide
+	f.RefusedSession(t0, Session{Started: t0, Limit: 8, Active: 8, Stated: 4})                                     // its own wave
+	f.RefusedSession(t0.Add(ms(10)), Session{Started: t0.Add(ms(5)), Limit: 4, Active: 3, Accepted: 2, Stated: 4}) // a neighbour: 2
+	at := t0.Add(ms(10))
+	if n, ok := f.Climb(at.Add(NeighbourFor-ms(1)), 2, 8); ok {
+		t.Fatalf("climbed to %d with a neighbour seen %v before", n, NeighbourFor-ms(1))
+	}
+	at = at.Add(max(NeighbourFor, f.NextClimb().Sub(at)))
+	n, ok := f.Climb(at, 2, 8)
+	if !ok || n != 3 {
+		t.Fatalf("Climb once the neighbour has gone = %d, %v; want 3", n, ok)
+	}
+	if next := f.NextClimb().Sub(at); next != fairClimb {
+		t.Errorf("next step %v after, want %v: still below the stated 4", next, fairClimb)
+	}
+	at = f.NextClimb()
+	if n, ok = f.Climb(at, 3, 8); !ok || n != 4 {
+		t.Fatalf("Climb = %d, %v; want 4", n, ok)
+	}
+	if next := f.NextClimb().Sub(at); next < firstClimb {
+		t.Errorf("next step above the stated 4 after %v, want at least %v", next, firstClimb)
+	}
+}
