@@ -470,9 +470,10 @@ func (p *Pool) peakAccepted(now time.Time) int {
 }
 
 // sessionEnded notes that an rsync ended, the far side having accepted its session (held)
-// or not, and wakes the waiters once its slot has settled.
+// or not, and wakes the waiters once its slot has settled; the caller holds p.mu, and has
+// taken the rsync out of p.procs.
 func (p *Pool) sessionEnded(now time.Time, held bool) {
-	if d := p.Plan.SessionEnded(now, held); d > 0 {
+	if d := p.Plan.SessionEnded(now, held, p.acceptedNow(now)); d > 0 {
 		p.slots.wakeAfter(d)
 	}
 }

@@ -435,7 +435,7 @@ func TestHeldBackWakes(t *testing.T) {
 	now := time.Now()
 	// held back 100 ms, and a settle after each end
 	p.Plan.Refused(now, refusal.Session{Started: now, Active: 1, Accepted: 1}, 0)
-	p.Plan.SessionEnded(time.Now(), true) // a session ended: no wake-up arranged here
+	p.Plan.SessionEnded(time.Now(), true, 0) // a session ended: no wake-up arranged here
 	held := !p.Plan.MayStart(time.Now(), 0)
 	if !held {
 		t.Fatal("the far side does not hold new sessions back")

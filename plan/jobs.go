@@ -32,7 +32,11 @@ import (
 // of its own refusals and without using up a chunk's --retries; above it, it climbs only
 // once the neighbour has refused none of its sessions for a while. The one that came first
 // so gives way at the first session of the other's that beats it to a slot, and the one
-// that came second climbs as soon as slots free. -j auto keeps a fair share as its floor
+// that came second climbs as soon as slots free. A copy that holds every slot the far side
+// states sees no refusal when another comes, and retakes each slot its own session frees
+// within milliseconds: so, from 2 s after the far side said what it takes, at most once
+// every 5 s, it leaves one such slot free 200 ms (refusal.FarSide.Yield). A neighbour that
+// takes it shows itself at prsync's next session. -j auto keeps a fair share as its floor
 // and its tuner's ceiling alike. Before, the second fell to one rsync and stayed there, each
 // step back refused and doubling the wait to a minute, while the first ran on at all it
 // had: in a simulation of two copies against max connections of 3 to 6, one ended 2 to 4
@@ -165,11 +169,17 @@ func (p *Planner) Accepted() {
 }
 
 // SessionEnded notes that a session ended at now, the far side having accepted it (held) or
-// not, and returns how long its slot settles before another session may take it (0: none).
-func (p *Planner) SessionEnded(now time.Time, held bool) time.Duration {
+// not, with others of prsync's sessions still running that it had accepted, and returns how
+// long its slot waits before another of prsync's sessions may take it (0: none): it settles,
+// or is left free for another client (refusal.FarSide.Yield).
+func (p *Planner) SessionEnded(now time.Time, held bool, others int) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.jobs.far.Ended(now, held)
+	d := p.jobs.far.Ended(now, held)
+	if held {
+		d = max(d, p.jobs.far.Yield(now, others))
+	}
+	return d
 }
 
 // Admitted reports whether the far side accepted a session started at started, by now: it

@@ -492,7 +492,7 @@ func (c *copySim) refusedEnd(t time.Duration, r *rsync, active int, others []*rs
 		}
 	}
 	d, _, _ := c.p.Refused(now, refusal.Session{Started: c.now(r.started), Active: active, Accepted: accepted, Stated: c.m.far.max(t)}, t-r.started)
-	c.p.SessionEnded(now, false)
+	c.p.SessionEnded(now, false, accepted)
 	c.p.Ended(now, End{ID: r.c.id, Attempt: r.c.tries, Files: len(r.c.sizes), Bytes: r.c.bytes, Seconds: (t - r.started).Seconds()})
 	delay, ok := d.Retry(r.c.free, time.Second)
 	if ok {
@@ -513,14 +513,17 @@ func (c *copySim) end(t time.Duration, r *rsync) {
 	if f := c.m.far; f != nil {
 		f.freeAt = append(f.freeAt, t+f.lag)
 	}
-	accepted := 0
+	accepted, others := 0, 0 // running, this one among them or not; the others
 	for _, o := range c.running {
 		if !o.refused && c.p.Admitted(c.now(o.started), o.spoke, now) {
 			accepted++
+			if o != r {
+				others++
+			}
 		}
 	}
 	c.p.Peak(accepted, now)
-	c.p.SessionEnded(now, true)
+	c.p.SessionEnded(now, true, others)
 	first := 0.0
 	if r.spoke {
 		first = max((r.first - r.started).Seconds(), 1e-6)

@@ -45,6 +45,10 @@ type FarSide struct {
 	stated      int
 	shared      bool
 	neighbourAt time.Time
+	// the slot prsync gives way with while it holds every one the far side states
+	// (Yield): when it last did, and until when new sessions wait for it
+	yieldedAt  time.Time
+	yieldUntil time.Time
 }
 
 // Decision is what one refusal decides.
@@ -102,6 +106,17 @@ const (
 	// keepEnds and maxEnds bound the session ends remembered.
 	keepEnds = 10 * time.Second
 	maxEnds  = 64
+	// yieldFor is how long a slot freed while prsync held every one the far side states
+	// stays free for another client (Yield), at most once every yieldEvery: longer than a
+	// client with no slot takes between asks (a refused chunk's 100 ms, then its rsync's
+	// start and handshake: 130 to 160 ms apart in bench/neighbours.sh), and a lone copy
+	// loses at most a 25th of one slot's time
+	yieldFor   = 200 * time.Millisecond
+	yieldEvery = 5 * time.Second
+	// firstYield is how long after the far side first said what it takes a slot may first
+	// be left free: a short copy (bench scenario 6: 1.5 s against max connections = 3)
+	// pays nothing
+	firstYield = 2 * time.Second
 )
 
 // Admitted reports whether the far side accepted a session started at started: its rsync
@@ -262,6 +277,9 @@ func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 	f.climbed = false
 	f.nextClimb = now.Add(f.climbWait)
 	f.stated, f.shared = stated, shared
+	if stated > 0 && f.yieldedAt.IsZero() {
+		f.yieldedAt = now.Add(firstYield - yieldEvery) // as if it gave way a while ago
+	}
 	n := Limit(f.accepts, 1, limit)
 	if stated > 0 && n < FairShare(stated) {
 		// below a fair share of a far side that says it takes more: ask for a slot again
@@ -312,20 +330,46 @@ func (f *FarSide) Ended(now time.Time, held bool) time.Duration {
 	return f.settle
 }
 
-// HeldBack reports whether new sessions wait at now, after a refusal or for a slot the
-// far side has not freed yet.
-func (f *FarSide) HeldBack(now time.Time) bool {
-	return now.Before(f.holdUntil) || (f.settle > 0 && now.Before(f.lastEnd.Add(f.settle)))
+// Yield notes that one of prsync's sessions the far side had accepted ended at now, with
+// others of them still running, and returns how long the freed slot stays free for another
+// client (0: it does not). A copy that holds every session the far side states sees no
+// refusal when another client comes, so it cannot tell that one waits; it retakes each slot
+// its own session frees within milliseconds, and the other, asking every tenth of a second,
+// got in only when it won that race: in a simulation of two copies against max
+// connections = 3, the second started a second after the first, one took up to 2.6 × as
+// long as the other (TestPolicyFairNeighbours), and with a real daemon the second sat with
+// no slot for up to 4.7 s (bench/neighbours.sh). So, while it holds them all, it leaves the
+// slot free yieldFor, at most once every yieldEvery and not within firstYield of the far
+// side's first word on what it takes. A client that takes it makes prsync's
+// next session a refusal by another's (Shared): prsync keeps a fair share from then on. A
+// far side that never refused, or never said what it takes, is never given way to, nor one
+// that takes a single session: there a lone copy would lose a 25th of its time.
+func (f *FarSide) Yield(now time.Time, others int) time.Duration {
+	if f.stated < 2 || others+1 < f.stated || now.Sub(f.yieldedAt) < yieldEvery {
+		return 0
+	}
+	f.yieldedAt, f.yieldUntil = now, now.Add(yieldFor)
+	return yieldFor
 }
 
-// HeldUntil returns when HeldBack ends, as it stands now: a refusal's hold, or the settle
-// after the last session ended, whichever ends later (zero or past: not held back).
+// HeldBack reports whether new sessions wait at now, after a refusal, for a slot the far
+// side has not freed yet, or for a slot left free for another client (Yield).
+func (f *FarSide) HeldBack(now time.Time) bool {
+	return now.Before(f.holdUntil) || (f.settle > 0 && now.Before(f.lastEnd.Add(f.settle))) || now.Before(f.yieldUntil)
+}
+
+// HeldUntil returns when HeldBack ends, as it stands now: a refusal's hold, the settle
+// after the last session ended, or a slot left free, whichever ends last (zero or past: not
+// held back).
 func (f *FarSide) HeldUntil() time.Time {
 	until := f.holdUntil
 	if f.settle > 0 {
 		if e := f.lastEnd.Add(f.settle); e.After(until) {
 			until = e
 		}
+	}
+	if f.yieldUntil.After(until) {
+		until = f.yieldUntil
 	}
 	return until
 }

@@ -611,3 +611,45 @@ func TestClimbToStated(t *testing.T) {
 		t.Errorf("next step above the stated 4 after %v, want at least %v", next, firstClimb)
 	}
 }
+
+// TestYield: while prsync's sessions fill every slot the far side states, a slot one of
+// them frees is left free yieldFor for another client, at most once every yieldEvery and
+// not within firstYield of the far side's first word on what it takes; not when prsync
+// holds fewer, nor for a far side that never said or takes one session only.
+func TestYield(t *testing.T) {
+	var f FarSide
+	if d := f.Yield(t0, 2); d != 0 {
+		t.Errorf("a far side that never refused: yield %v, want none", d)
+	}
+	f.RefusedSession(t0, Session{Started: t0, Limit: 8, Active: 8, Stated: 3}) // its own first wave
+	at := t0.Add(firstYield - ms(1))
+	if d := f.Yield(at, 2); d != 0 || f.HeldBack(at) {
+		t.Errorf("within firstYield of the first refusal: yield %v", d)
+	}
+	at = t0.Add(firstYield)
+	if d := f.Yield(at, 1); d != 0 {
+		t.Errorf("holding 2 of 3: yield %v, want none", d)
+	}
+	if d := f.Yield(at, 2); d != yieldFor {
+		t.Fatalf("holding all 3: yield %v, want %v", d, yieldFor)
+	}
+	if !f.HeldBack(at.Add(yieldFor-ms(1))) || f.HeldBack(at.Add(yieldFor)) || !f.HeldUntil().Equal(at.Add(yieldFor)) {
+		t.Errorf("held back for the wrong time: until %v", f.HeldUntil().Sub(at))
+	}
+	if d := f.Yield(at.Add(yieldEvery-ms(1)), 2); d != 0 {
+		t.Errorf("again within yieldEvery: yield %v", d)
+	}
+	if d := f.Yield(at.Add(yieldEvery), 5); d != yieldFor {
+		t.Errorf("again after yieldEvery, holding more than stated: yield %v, want %v", d, yieldFor)
+	}
+	var unstated FarSide
+	unstated.Refused(t0, 4, 4, 0)
+	if d := unstated.Yield(t0.Add(time.Minute), 3); d != 0 {
+		t.Errorf("a far side that never said what it takes: yield %v, want none", d)
+	}
+	var single FarSide
+	single.RefusedSession(t0, Session{Started: t0, Limit: 8, Active: 8, Stated: 1})
+	if d := single.Yield(t0.Add(time.Minute), 0); d != 0 {
+		t.Errorf("max connections 1: yield %v, want none", d)
+	}
+}
