@@ -340,10 +340,10 @@ func (f *FarSide) Ended(now time.Time, held bool) time.Duration {
 // long as the other (TestPolicyFairNeighbours), and with a real daemon the second sat with
 // no slot for up to 4.7 s (bench/neighbours.sh). So, while it holds them all, it leaves the
 // slot free yieldFor, at most once every yieldEvery and not within firstYield of the far
-// side's first word on what it takes. A client that takes it makes prsync's
-// next session a refusal by another's (Shared): prsync keeps a fair share from then on. A
-// far side that never refused, or never said what it takes, is never given way to, nor one
-// that takes a single session: there a lone copy would lose a 25th of its time.
+// side's first word on what it takes. A client that takes it makes prsync's next session a
+// refusal by another's (Shared): prsync keeps a fair share from then on. A far side that
+// never refused, or never said what it takes, is never given way to, nor one that takes a
+// single session: there a lone copy would lose a 25th of its time.
 func (f *FarSide) Yield(now time.Time, others int) time.Duration {
 	if f.stated < 2 || others+1 < f.stated || now.Sub(f.yieldedAt) < yieldEvery {
 		return 0
@@ -354,9 +354,7 @@ func (f *FarSide) Yield(now time.Time, others int) time.Duration {
 
 // HeldBack reports whether new sessions wait at now, after a refusal, for a slot the far
 // side has not freed yet, or for a slot left free for another client (Yield).
-func (f *FarSide) HeldBack(now time.Time) bool {
-	return now.Before(f.holdUntil) || (f.settle > 0 && now.Before(f.lastEnd.Add(f.settle))) || now.Before(f.yieldUntil)
-}
+func (f *FarSide) HeldBack(now time.Time) bool { return now.Before(f.HeldUntil()) }
 
 // HeldUntil returns when HeldBack ends, as it stands now: a refusal's hold, the settle
 // after the last session ended, or a slot left free, whichever ends last (zero or past: not
