@@ -373,7 +373,7 @@ func (a *autoSampler) sample() plan.Sample {
 	if pr.IOMeasured {
 		s.Bytes = float64(pr.IOBytes) // grows while a big file is still on its way
 	}
-	s.Drained = isClosed(a.inputEnded) && a.pool.Queued() == 0
+	s.Drained = isClosed(a.inputEnded) && a.pool.Waiting() == 0
 	switch c, ok := a.last.get(); {
 	case !ok || !c.HasOwn:
 	case c.HasCgroup && c.CgroupCPUs > 0:

@@ -108,6 +108,7 @@ type Pool struct {
 	loggedBytes  atomic.Int64 // file bytes rsync logged, every attempt, cumulative
 	loggedFiles  atomic.Int64 // files rsync logged, every attempt, cumulative
 	meter        ioMeter
+	runQueue     atomic.Int64 // chunks Run holds that have not started, as of its last turn
 }
 
 type proc struct {
@@ -232,7 +233,9 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 	var busy atomic.Int64 // chunks started whose goroutine has not ended
 	window := max(p.Jobs, 1)
 	in := chunks
+	defer p.runQueue.Store(0)
 	for in != nil || q.len() > 0 {
+		p.runQueue.Store(int64(q.len()))
 		if ctx.Err() != nil || p.Aborted() != nil {
 			for _, c := range q.chunks {
 				p.drop(ctx, c, false)
@@ -259,6 +262,7 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		if q.copies() >= window {
 			recv = nil // a root's chunk waits for the input's end: it holds no place
 		}
+		p.runQueue.Store(int64(q.len()))
 		p.slots.setWaiting(true)
 		select {
 		case c, ok := <-recv:
@@ -407,6 +411,16 @@ func (p *Pool) Procs() []throttle.Proc {
 func (p *Pool) Queued() int {
 	p.init()
 	return p.slots.queuedNow()
+}
+
+// Waiting returns the number of chunks cut that have not started: those Run holds (the
+// input read ahead of the slots, a root's chunk kept for last) and those waiting for a
+// slot. -j auto's tuner reads 0, once the input has ended, as a pool that can no longer
+// fill its limit. Queued, the throttle's view, counts Run's chunks only as one, while its
+// gate keeps them waiting.
+func (p *Pool) Waiting() int {
+	p.init()
+	return int(p.runQueue.Load()) + p.slots.queuedNow()
 }
 
 // Limit returns the number of rsyncs allowed at once.

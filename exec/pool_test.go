@@ -591,3 +591,42 @@ func TestRefusedWaiterClimbs(t *testing.T) {
 		t.Errorf("climbs reported %+v, want one from 1 to 2", climbs)
 	}
 }
+
+// TestWaitingCountsRunQueue: the chunks Run has taken in but not started count in
+// Waiting, which -j auto's sampler reads as work still to come, though the throttle's
+// Queued (its gate open) does not count them. Before Waiting, a list read to its end
+// within a second looked drained from then on, and the tuner never measured a window.
+func TestWaitingCountsRunQueue(t *testing.T) {
+	p := &Pool{Rsync: "/bin/true", Dest: t.TempDir(), Jobs: 3, Confirm: ConfirmNothing, Reports: func(Report) {}}
+	limit := p.Limit()
+	p.slots.mu.Lock()
+	p.slots.active = limit // every slot taken
+	p.slots.mu.Unlock()
+	chunks := make(chan *splitter.Chunk, 3)
+	for i := 1; i <= 3; i++ {
+		chunks <- &splitter.Chunk{ID: i, Src: "/", Inputs: [][]byte{[]byte(fmt.Sprint(i))}, Entries: [][]byte{[]byte(fmt.Sprint(i))}}
+	}
+	close(chunks)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background(), context.Background(), chunks) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Waiting() != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("3 chunks in, no slot free: Waiting() = %d, want 3", p.Waiting())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := p.Queued(); n != 0 {
+		t.Errorf("gate open: Queued() = %d, want 0", n)
+	}
+	p.slots.mu.Lock()
+	p.slots.active = 0
+	p.slots.broadcast()
+	p.slots.mu.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Waiting(); n != 0 {
+		t.Errorf("after Run: Waiting() = %d, want 0", n)
+	}
+}
