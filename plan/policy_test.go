@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/prsync/prsync/tune"
 )
 
 // The planner as a policy over whole copies, under the simulator's fake clock (sim_test.go).
@@ -327,4 +329,32 @@ func heldAtOne(c, _ *copySim) time.Duration {
 		}
 	}
 	return held
+}
+
+// TestAutoFirstMove: -j auto's first window, which its tuner skips whatever it holds,
+// lasts one tick, so that its first move on a copy whose rate stays put but each of whose
+// rsyncs is capped (a doubling probe) comes after that tick and the two base windows: at
+// 4.5 s, where three whole windows put it at 6.0 s (bench scenario 8 in H50).
+func TestAutoFirstMove(t *testing.T) {
+	p := autoPlanner(2, 8)
+	t0 := time.Unix(1000, 0)
+	tick := p.cfg.Tick
+	var bytes float64
+	for i := 0; i <= 40; i++ {
+		at := time.Duration(i) * tick
+		limit := p.Limit()
+		bytes += float64(limit) * 12.5e6 * tick.Seconds() // every rsync capped at 100 Mbit/s
+		ch, moved := p.Sampled(t0.Add(at), Sample{Running: limit, Bytes: bytes, Files: bytes / 20e3,
+			CPUs: 2, Busy: 0.3, Own: 0.2}, true)
+		if moved {
+			if ch.Old != 8 || ch.New != 16 || ch.Reason != "auto-"+tune.ReasonProbeUp {
+				t.Errorf("first move at %v: %+v, want 8 to 16, a probe up", at, ch)
+			}
+			if want := tick + 2*tune.Window; at != want {
+				t.Errorf("first move at %v, want %v", at, want)
+			}
+			return
+		}
+	}
+	t.Fatal("the limit never moved")
 }
