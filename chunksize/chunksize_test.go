@@ -289,3 +289,36 @@ func TestFirstSample(t *testing.T) {
 		})
 	}
 }
+
+// TestLoneSampleBytes: while the fit rests on one sample, which charges its time to its
+// paths, a chunk's bytes are bounded by that sample's (Growth × them, or the bytes its rate
+// moves in the target, the larger, and 1 MiB at least); from the second sample the bytes
+// are left to the fit and --chunk-bytes.
+func TestLoneSampleBytes(t *testing.T) {
+	p := DefaultPolicy(2*time.Second, 10000, 128<<20)
+	const mib = 1 << 20
+	tests := []struct {
+		name    string
+		samples []Sample
+		lo, hi  int64 // the bound of the next chunk's bytes
+	}{
+		// bench scenario 8's probe: 16 paths, 19.7 kB, 42 ms, the first line at 30 ms
+		{"the probe", []Sample{{16, 19694, 0.042, 0.030}}, 2 * mib, 4 * mib},
+		{"a tiny probe: 1 MiB at least", []Sample{{16, 1600, 0.1, 0.0625}}, mib, mib},
+		{"no first line: the whole duration", []Sample{{16, 4 * mib, 0.5, 0}}, 16 * mib, 16 * mib},
+		{"growth over rate", []Sample{{16, 40 * mib, 2.5, 0}}, 80 * mib, 80 * mib},
+		{"no bytes known", []Sample{{16, 0, 0.1, 0.0625}}, 128 * mib, 128 * mib},
+		{"two samples", []Sample{{16, 19694, 0.042, 0.030}, {1814, 18582949, 1.61, 0.2}}, 128 * mib, 128 * mib},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(p)
+			for _, s := range tc.samples {
+				e.Observe(s)
+			}
+			if b := e.Budget(); b.Bytes < tc.lo || b.Bytes > tc.hi {
+				t.Errorf("budget %d bytes (%.1f MiB), want %d to %d", b.Bytes, float64(b.Bytes)/mib, tc.lo, tc.hi)
+			}
+		})
+	}
+}
