@@ -230,30 +230,31 @@ const minBoundBytes = 1 << 20
 // to every sample's bytes (Growth × the largest, or the newest's rate), a cold local copy
 // of small files (scenario 3) cut 42 chunks instead of 37 and took 7 % longer.
 func (e *Estimator) bytesByRate() float64 {
-	if len(e.samples) == 0 {
-		return 0
-	}
-	s := e.samples[len(e.samples)-1]
-	if _, ok := firstSplit(e.samples); ok {
-		st := e.fit.Start
-		return float64(s.Bytes) * max(e.Target()-st, 0) / (s.Seconds - st)
-	}
-	return float64(s.Bytes) * e.Target() / s.Seconds
+	s, k := e.fill()
+	return float64(s.Bytes) * k
 }
 
 // byRate returns the paths that fill the target at the newest sample's rate, its whole
 // duration charged to its paths (0: no sample yet); a lone sample split at its first line
 // charges only the time after the start (see The first sample).
 func (e *Estimator) byRate() float64 {
+	s, k := e.fill()
+	return float64(s.Files) * k
+}
+
+// fill returns the newest sample and how many times its work fills the target at its
+// rate: the target over its duration, or, for a lone sample split at its first line, the
+// target's time after the start over the sample's (0 with no sample).
+func (e *Estimator) fill() (Sample, float64) {
 	if len(e.samples) == 0 {
-		return 0
+		return Sample{}, 0
 	}
 	s := e.samples[len(e.samples)-1]
 	if _, ok := firstSplit(e.samples); ok {
 		st := e.fit.Start
-		return float64(s.Files) * max(e.Target()-st, 0) / (s.Seconds - st)
+		return s, max(e.Target()-st, 0) / (s.Seconds - st)
 	}
-	return float64(s.Files) * e.Target() / s.Seconds
+	return s, e.Target() / s.Seconds
 }
 
 // Cuts returns where to cut a chunk whose paths have the sizes given into parts runs of
