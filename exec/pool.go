@@ -235,7 +235,6 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 	in := chunks
 	defer p.runQueue.Store(0)
 	for in != nil || q.len() > 0 {
-		p.runQueue.Store(int64(q.len()))
 		if ctx.Err() != nil || p.Aborted() != nil {
 			for _, c := range q.chunks {
 				p.drop(ctx, c, false)
@@ -262,7 +261,7 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		if q.copies() >= window {
 			recv = nil // a root's chunk waits for the input's end: it holds no place
 		}
-		p.runQueue.Store(int64(q.len()))
+		p.runQueue.Store(int64(q.len())) // before Run waits: Waiting reads it meanwhile
 		p.slots.setWaiting(true)
 		select {
 		case c, ok := <-recv:
