@@ -328,6 +328,15 @@ func scenarios() []scenario {
 		// caches. The search starts at 8, as -j auto does in the CLI.
 		{name: "cpu-bound-2", rate: cpuBound(2, 200*mbyte), duration: 120, cpu: cpuUse(2), cpus: 2,
 			p: startAt(DefaultPolicy(2), 8)},
+		// A pull from a daemon on the same 2 CPUs (bench scenario 10): each rsync and the
+		// daemon's sender serving it wait on each other, and use 0.7 CPU between them, so 2
+		// leave the CPUs 30 % idle and it takes 3 to saturate them. With 0.8 CPU each, 2
+		// leave them 20 % idle, more than the 10 % of a saturated window but less than the
+		// quarter that lifts the cap.
+		{name: "cpu-bound-pull-2", rate: cpuShare(2, 0.7, 20*mbyte), duration: 120, cpu: cpuShareUse(2, 0.7), cpus: 2,
+			p: startAt(DefaultPolicy(2), 8)},
+		{name: "cpu-bound-pull-2-busier", rate: cpuShare(2, 0.8, 20*mbyte), duration: 120, cpu: cpuShareUse(2, 0.8), cpus: 2,
+			p: startAt(DefaultPolicy(2), 8)},
 
 		// The far side.
 		{name: "max-connections-12", rate: capped(100*mbit, 2000*mbit), duration: 300,
@@ -363,6 +372,23 @@ func cpuBound(cpus, perCPU float64) rateFunc {
 func cpuUse(cpus float64) func(n float64) (float64, float64) {
 	return func(n float64) (float64, float64) {
 		busy := min(n, cpus)
+		return busy, 0.95 * busy
+	}
+}
+
+// cpuShare is a copy whose every rsync uses share of a CPU while the CPUs have room, moving
+// perRsync bytes/s; beyond the CPUs they serve, each rsync more costs 3 % of the rate.
+func cpuShare(cpus, share, perRsync float64) rateFunc {
+	sat := cpus / share // the rsyncs that saturate the CPUs
+	return func(n, _ float64) (float64, float64) {
+		return perRsync * min(n, sat) * math.Pow(0.97, max(0, n-sat)), 0
+	}
+}
+
+// cpuShareUse is what the CPUs show for cpuShare, 95 % of it the copy's own.
+func cpuShareUse(cpus, share float64) func(n float64) (float64, float64) {
+	return func(n float64) (float64, float64) {
+		busy := min(share*n, cpus)
 		return busy, 0.95 * busy
 	}
 }
@@ -457,6 +483,15 @@ func TestCPUBoundConverges(t *testing.T) {
 		if at < 0 || at > 10 {
 			t.Errorf("seed %d: limit reached 2 or less after %.0f s, want within 10 s", seed, at)
 		}
+	}
+}
+
+// Issue 45: a pull from a daemon on the same 2 CPUs, whose rsyncs each use 0.7 or 0.8
+// CPU, saturates them at 3, not 2. The CPU rule's first drop (8 to 2) must not hold it at
+// 2, where 20 % to 30 % of the CPUs idle: it converges with 90 % of the best fixed rate.
+func TestCPUBoundPullConverges(t *testing.T) {
+	for _, name := range []string{"cpu-bound-pull-2", "cpu-bound-pull-2-busier"} {
+		t.Run(name, func(t *testing.T) { checkScenario(t, scenarioNamed(t, name)) })
 	}
 }
 

@@ -217,9 +217,14 @@ type Decision struct {
 // daemon shares the machine. Waiting for the search to find this out on
 // ±20 % windows takes far longer than the 10 s such a copy may last, so a
 // measured window that shows it acts at once: the limit and best drop to the
-// CPUs' worth (CPUs rounded, at least Min), and that cap bounds every probe
-// until a window with at least that many rsyncs running shows the CPUs with
-// room again (Busy below 75 %). The search
+// CPUs' worth, and that cap bounds every probe until a window with at least
+// that many rsyncs running shows the CPUs with room again (Busy below 75 %).
+// The CPUs' worth is the CPUs rounded (at least Min), or one more than the
+// most rsyncs a full window ran without saturating them, if that is more: in
+// a pull from a daemon on the same machine each rsync and the sender serving
+// it wait on each other and use about 0.7 CPU between them, so 2 leave 2
+// CPUs 30 % idle, and 3 saturate them. A window that saturates the CPUs with
+// no more rsyncs than that lowers it (the copy has grown heavier). The search
 // then goes on below the cap, downwards first. The window of a change of the
 // limit, or one in which the throttle paused groups, says nothing: the
 // starts of new rsyncs, or a busy machine, fill the CPUs too.
@@ -285,6 +290,9 @@ type Tuner struct {
 	recovered bool // the ceiling in force was reached by such a step
 
 	cpuCap int // most rsyncs the CPUs serve while the copy is CPU-bound; 0 = none
+	// cpuRoom is the most rsyncs a measured window ran without saturating the CPUs, and
+	// below every count a window saw saturate them: the CPU cap is never below one more
+	cpuRoom int
 
 	// neighbour is the windows left during which another client shares the far side, and
 	// fair a fair share of what the far side says it takes (0: it said nothing): below it
@@ -613,11 +621,24 @@ func (t *Tuner) cpuBound(o Observation) (Decision, bool) {
 	if !(o.CPUs > 0) || o.Limit != t.limit || t.settle > 0 || o.Paused > 0 {
 		return Decision{}, false
 	}
+	full := o.Running >= float64(o.Limit)-max(0.5, 0.05*float64(o.Limit))
 	if o.Busy < cpuFree*o.CPUs && o.Running >= float64(t.cpuCap) {
 		t.cpuCap = 0 // room with as many rsyncs as the cap, not only with fewer
 	}
-	if o.Busy < cpuBusy*o.CPUs || o.Own < cpuOwn*o.CPUs {
+	if o.Busy < cpuBusy*o.CPUs {
+		if full {
+			t.cpuRoom = max(t.cpuRoom, o.Limit) // so many do not saturate them
+			if t.cpuCap > 0 && t.cpuCap <= t.cpuRoom {
+				t.cpuCap = min(t.cpuRoom+1, t.p.Max) // one more may be worth trying
+			}
+		}
 		return Decision{}, false
+	}
+	if o.Own < cpuOwn*o.CPUs {
+		return Decision{}, false
+	}
+	if o.Limit <= t.cpuRoom {
+		t.cpuRoom = o.Limit - 1 // the copy has grown heavier
 	}
 	return t.capCPU(o.CPUs)
 }
@@ -632,9 +653,10 @@ func (t *Tuner) CPUBound(cpus float64) (Decision, bool) {
 	return t.capCPU(cpus)
 }
 
-// capCPU caps the limit and best at the CPUs' worth.
+// capCPU caps the limit and best at the CPUs' worth: the CPUs rounded, or one more than
+// the most rsyncs seen not to saturate them.
 func (t *Tuner) capCPU(cpus float64) (Decision, bool) {
-	c := max(t.p.Min, min(int(math.Round(cpus)), t.p.Max))
+	c := max(t.p.Min, min(max(int(math.Round(cpus)), t.cpuRoom+1), t.p.Max))
 	t.cpuCap = c
 	if t.limit <= c && t.best <= c {
 		return Decision{}, false // nothing above it: the window is judged as usual

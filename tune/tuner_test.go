@@ -447,6 +447,43 @@ func TestCPUCap(t *testing.T) {
 	t.Error("the limit never went above 2 after the CPUs had room")
 }
 
+// TestCPURoom: after the CPU rule dropped the limit from 8 to 2, a window at 2 with the
+// CPUs 80 % busy (not saturated, but not the quarter idle that lifts the cap) raises the
+// cap to 3; a probe to 3 that saturates them is then judged on its rate, not cut back to 2
+// by the rule, and 3 wins where it moves more; nothing goes above 3 while 3 saturates them.
+func TestCPURoom(t *testing.T) {
+	tn := newTuner(t, startAt(DefaultPolicy(2), 8))
+	perRsync := 100 * mbit
+	window := func() Observation { // each rsync uses 0.8 CPU while the CPUs have room
+		n := float64(tn.Limit())
+		busy := min(0.8*n, 2)
+		return Observation{Limit: tn.Limit(), Running: n, Bytes: perRsync * busy / 0.8, CPUs: 2, Busy: busy, Own: busy}
+	}
+	tn.Observe(window()) // settle
+	if d := tn.Observe(window()); d.Reason != ReasonCPUBound || d.Limit != 2 || d.CPUCap != 2 {
+		t.Fatalf("saturated window at 8: %+v, want cpu-bound to 2", d)
+	}
+	reached := -1
+	for i := range 60 {
+		d := tn.Observe(window())
+		if d.Limit > 3 || d.CPUCap > 3 {
+			t.Fatalf("window %d: limit %d, cap %d: above 3, which saturates the CPUs (%s)", i, d.Limit, d.CPUCap, d.Reason)
+		}
+		if d.Reason == ReasonCPUBound {
+			t.Fatalf("window %d: %+v, want 3 judged on its rate, not cut by the CPU rule", i, d)
+		}
+		if reached < 0 && d.Best == 3 {
+			reached = i
+		}
+	}
+	if reached < 0 {
+		t.Fatal("best never reached 3, which moves 25 % more than 2")
+	}
+	if d := tn.Observe(window()); d.Best != 3 {
+		t.Errorf("at the end: %+v, want best 3", d)
+	}
+}
+
 // TestCeilingNeighbour: a far side that states its limit (6) leaves prsync a fair share of
 // it (3) as a ceiling, whatever it accepted when it refused; when another client's sessions
 // caused the refusal (Shared), the ceiling climbs no higher than that share for a few
