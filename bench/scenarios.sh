@@ -152,6 +152,12 @@ for d in "$OUT" "$WORK"; do
 	case "$d/" in "$REPO"/*) die "$d is inside the repository; use a directory under /tmp or /var/tmp" ;; esac
 done
 mkdir -p "$OUT/logs" "$OUT/ref" "$WORK/scen"
+# one run at a time per WORK: two share its destinations, and each would delete what the
+# other copies (a run that found the lock held fails at once rather than measure that)
+if command -v flock >/dev/null; then
+	exec 9>"$WORK/.lock"
+	flock -n 9 || die "another bench/scenarios.sh is using $WORK (wait for it, or give --work)"
+fi
 IS_ROOT=0
 [ "$(id -u)" = 0 ] && IS_ROOT=1
 BIN=$WORK/bin

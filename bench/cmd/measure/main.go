@@ -39,7 +39,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "measure:", err)
 		os.Exit(127)
 	}
+	// A TERM or HUP (the bench stopped by its process group) goes on to the child: timeout,
+	// which runs the method in a group of its own, passes it to that group; without this
+	// the method went on running after the bench had gone.
+	fwd := make(chan os.Signal, 1)
+	signal.Notify(fwd, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		for s := range fwd {
+			_ = cmd.Process.Signal(s)
+		}
+	}()
 	err = cmd.Wait()
+	signal.Stop(fwd)
 	wall := time.Since(start)
 	code := 0
 	var ee *exec.ExitError
