@@ -107,7 +107,7 @@ func (p *Planner) Sampled(now time.Time, s Sample, apply bool) (Change, bool) {
 		return Change{}, false
 	}
 	detail := fmt.Sprintf("best %d, utility %.3g, gain %+.2f", d.Best, d.Utility, d.Gain)
-	if d.Reason == tune.ReasonCPUBound {
+	if d.Reason == tune.ReasonCPUBound || d.Reason == tune.ReasonCPURoom {
 		detail = fmt.Sprintf("%.1f of %.3g CPUs busy, %.1f by the rsyncs", o.Busy, o.CPUs, o.Own)
 	}
 	old, n := p.setLimit(d.Limit)

@@ -81,6 +81,9 @@ const (
 	// rsyncs: the limit drops to the CPUs' worth, and no probe passes it
 	// while that lasts.
 	ReasonCPUBound = "cpu-bound"
+	// ReasonCPURoom: in a copy the CPUs bound, a window at the best limit left
+	// them a tenth idle or more: the limit rises to one more (the CPU cap).
+	ReasonCPURoom = "cpu-room"
 	// ReasonClimb: a refusal had cut the ceiling below what the far side
 	// accepted at an earlier refusal; no refusal for a while, so the
 	// ceiling, and the limit with it, step back towards that.
@@ -223,8 +226,11 @@ type Decision struct {
 // most rsyncs a full window ran without saturating them, if that is more: in
 // a pull from a daemon on the same machine each rsync and the sender serving
 // it wait on each other and use about 0.7 CPU between them, so 2 leave 2
-// CPUs 30 % idle, and 3 saturate them. A window that saturates the CPUs with
-// no more rsyncs than that lowers it (the copy has grown heavier). The search
+// CPUs 20 % to 30 % idle. Such a window at best raises the cap to one more,
+// and best with it (ReasonCPURoom): the idle CPU is what the copy lacks,
+// and a search's windows of ±20 % cannot tell the 5 % to 10 % each step
+// gains. A window that saturates the CPUs with no more rsyncs than the most
+// seen with room lowers that count (the copy has grown heavier). The search
 // then goes on below the cap, downwards first. The window of a change of the
 // limit, or one in which the throttle paused groups, says nothing: the
 // starts of new rsyncs, or a busy machine, fill the CPUs too.
@@ -630,6 +636,9 @@ func (t *Tuner) cpuBound(o Observation) (Decision, bool) {
 			t.cpuRoom = max(t.cpuRoom, o.Limit) // so many do not saturate them
 			if t.cpuCap > 0 && t.cpuCap <= t.cpuRoom {
 				t.cpuCap = min(t.cpuRoom+1, t.p.Max) // one more may be worth trying
+				if !t.probing && o.Limit == t.best && t.best < t.cpuCap {
+					return t.fillCPU(), true
+				}
 			}
 		}
 		return Decision{}, false
@@ -670,6 +679,19 @@ func (t *Tuner) capCPU(cpus float64) (Decision, bool) {
 	t.search(-1)
 	t.setLimit(t.best)
 	return t.decision(ReasonCPUBound, 0), true
+}
+
+// fillCPU raises best and the limit to the CPU cap: the copy was shown CPU-bound, and its
+// best left the CPUs idle a tenth or more, which only more rsyncs can use. The search then
+// goes on from there, downwards first, as after capCPU: a probe down wins only on a gain.
+func (t *Tuner) fillCPU() Decision {
+	t.best = t.cpuCap
+	t.base.reset()
+	t.probing = false
+	t.holdLen, t.hold = t.p.Hold, 0
+	t.search(-1)
+	t.setLimit(t.best)
+	return t.decision(ReasonCPURoom, 0)
 }
 
 // learnTop takes the ceiling c that a refusal sets, before best moves. At or
