@@ -86,7 +86,8 @@ usage: bench/scenarios.sh [options]
                      (--no-throttle); scenarios 1 (5 files; skipped without
                      sshd, sshfs or FUSE), 6 and 7
   --out DIR          results (default /tmp/prsync-bench/scenarios-DATE)    [BENCH_OUT]
-  --work DIR         trees and destinations (default /var/tmp/prsync-bench) [BENCH_WORK]
+  --work DIR         trees and destinations (default /var/tmp/prsync-bench; one run
+                     at a time per DIR: a second fails at once)             [BENCH_WORK]
   --prsync PATH      the prsync binary (default: built from the checkout)  [PRSYNC]
   --prsync-base PATH another prsync, run with its defaults as prsync-base,
                      side by side (a build before a change)              [BENCH_PRSYNC_BASE]
