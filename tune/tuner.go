@@ -391,7 +391,7 @@ func (t *Tuner) skip(o Observation) string {
 		t.settle--
 		return ReasonSettle
 	}
-	slack := max(0.5, 0.05*float64(o.Limit))
+	slack := slack(o.Limit)
 	rate := o.Bytes + t.p.FileCost*o.Files
 	switch {
 	case o.Running > float64(o.Limit)+slack:
@@ -627,7 +627,7 @@ func (t *Tuner) cpuBound(o Observation) (Decision, bool) {
 	if !(o.CPUs > 0) || o.Limit != t.limit || t.settle > 0 || o.Paused > 0 {
 		return Decision{}, false
 	}
-	full := o.Running >= float64(o.Limit)-max(0.5, 0.05*float64(o.Limit))
+	full := o.Running >= float64(o.Limit)-slack(o.Limit)
 	if o.Busy < cpuFree*o.CPUs && o.Running >= float64(t.cpuCap) {
 		t.cpuCap = 0 // room with as many rsyncs as the cap, not only with fewer
 	}
@@ -818,6 +818,10 @@ func (t *Tuner) measureNoise(x float64, limit int) {
 // independent windows E|x1 − x2| = 2σ/√π with normal noise and 2.31σ/√π
 // with uniform noise, so σ ≈ 0.886 E|x1 − x2| for either.
 func (t *Tuner) noise() float64 { return noiseScale * t.absDiff }
+
+// slack is how far a window's average of rsyncs running may be off limit and still count
+// as run at it: max(0.5, 5 %).
+func slack(limit int) float64 { return max(0.5, 0.05*float64(limit)) }
 
 // clamp bounds n to Min, Max, the ceiling and the CPU cap.
 func (t *Tuner) clamp(n int) int {
