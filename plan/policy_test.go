@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -357,4 +358,37 @@ func TestAutoFirstMove(t *testing.T) {
 		}
 	}
 	t.Fatal("the limit never moved")
+}
+
+// TestAutoCPURoom: the jobs changes -j auto makes in a copy whose rsyncs each use 0.8 CPU
+// of 2 (a pull from a daemon on the same machine): down to the CPUs when 8 saturate them
+// (auto-cpu-bound), then at the next measured window at 2, which leaves them 20 % idle, up
+// to 3 (auto-cpu-room), each with the CPU figures as its detail; nothing goes above 3,
+// which saturates them.
+func TestAutoCPURoom(t *testing.T) {
+	p := autoPlanner(2, 8)
+	t0 := time.Unix(1000, 0)
+	tick := p.cfg.Tick
+	var bytes float64
+	var got []string
+	for i := 0; i <= 80; i++ {
+		limit := p.Limit()
+		busy := min(0.8*float64(limit), 2)
+		bytes += busy / 0.8 * 5e6 * tick.Seconds()
+		ch, moved := p.Sampled(t0.Add(time.Duration(i)*tick), Sample{Running: limit, Bytes: bytes, Files: bytes / 20e3,
+			CPUs: 2, Busy: busy, Own: 0.95 * busy}, true)
+		if moved {
+			got = append(got, fmt.Sprintf("%d -> %d %s (%s)", ch.Old, ch.New, ch.Reason, ch.Detail))
+			if ch.New > 3 {
+				t.Errorf("%s: above 3, which saturates the CPUs", got[len(got)-1])
+			}
+		}
+	}
+	want := []string{
+		"8 -> 2 auto-cpu-bound (2.0 of 2 CPUs busy, 1.9 by the rsyncs)",
+		"2 -> 3 auto-cpu-room (1.6 of 2 CPUs busy, 1.5 by the rsyncs)",
+	}
+	if len(got) < len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("changes:\n\t%s\nwant them to start with:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
 }
