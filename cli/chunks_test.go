@@ -56,9 +56,11 @@ func TestUsableCPUs(t *testing.T) {
 	}
 }
 
-// --chunk-files defaults to 10,000, and to PullChunkFiles in a pull from a remote --root,
-// whose rsync checks every name the sender lists against each path of its chunk; a value
-// given (flag or environment) and -- --trust-sender keep theirs.
+// --chunk-files defaults to 10,000, also in a pull whose lists carry anchors
+// (rsync.AnchorsApply), and to PullChunkFiles in a pull whose rsync options rule them out,
+// where the check of every name the sender lists against each path of its chunk grows
+// with the square of its paths; a value given (flag or environment) and -- --trust-sender
+// keep theirs.
 func TestPullChunkFiles(t *testing.T) {
 	tests := []struct {
 		name string
@@ -68,10 +70,14 @@ func TestPullChunkFiles(t *testing.T) {
 	}{
 		{"a local copy", []string{"dst"}, nil, 10000},
 		{"a push", []string{"rsync://127.0.0.1/mod/"}, nil, 10000},
-		{"a pull from a daemon", []string{"--root", "rsync://nas/data", "dst"}, nil, PullChunkFiles},
-		{"a pull over ssh", []string{"--root", "nas:/data", "dst"}, nil, PullChunkFiles},
-		{"a pull, --chunk-files given", []string{"--root", "nas:/data", "--chunk-files", "8000", "dst"}, nil, 8000},
-		{"a pull, PRSYNC_CHUNK_FILES", []string{"--root", "nas:/data", "dst"}, map[string]string{"PRSYNC_CHUNK_FILES": "5000"}, 5000},
+		{"a pull from a daemon", []string{"--root", "rsync://nas/data", "dst"}, nil, 10000},
+		{"a pull over ssh", []string{"--root", "nas:/data", "dst"}, nil, 10000},
+		{"a pull with -- -r", []string{"--root", "nas:/data", "dst", "--", "-r"}, nil, PullChunkFiles},
+		{"a pull with -- -avr", []string{"--root", "rsync://nas/data", "dst", "--", "-avr"}, nil, PullChunkFiles},
+		{"a pull with -- --no-implied-dirs", []string{"--root", "nas:/data", "dst", "--", "--no-implied-dirs"}, nil, PullChunkFiles},
+		{"a pull with -- --no-dirs", []string{"--root", "nas:/data", "dst", "--", "--no-dirs"}, nil, PullChunkFiles},
+		{"a pull, --chunk-files given", []string{"--root", "nas:/data", "--chunk-files", "8000", "dst", "--", "-r"}, nil, 8000},
+		{"a pull, PRSYNC_CHUNK_FILES", []string{"--root", "nas:/data", "dst", "--", "-r"}, map[string]string{"PRSYNC_CHUNK_FILES": "5000"}, 5000},
 		{"a pull, a smaller value given", []string{"--root", "nas:/data", "--chunk-files=500", "dst"}, nil, 500},
 		{"a pull with -- --trust-sender", []string{"--root", "nas:/data", "dst", "--", "--trust-sender"}, nil, 10000},
 	}

@@ -20,7 +20,7 @@ type Flags struct {
 	Root         string        `short:"C" placeholder:"DIR" help:"Source root: paths land in DEST relative to it; relative paths are taken relative to it. HOST:PATH, USER@HOST:PATH, rsync://HOST/MODULE/PATH or HOST::MODULE/PATH pull from a remote source."`
 	Sizes        bool          `help:"Records are SIZE<TAB>PATH, as find -printf '%s\\t%P\\0' writes them: sizes come from the list, and the source is not lstat'ed (no quick check). A record with no path after its tab is the root (.), as find writes its starting point."`
 	From         string        `placeholder:"FILE" help:"Read the path list from FILE instead of stdin."`
-	ChunkFiles   int           `default:"10000" placeholder:"N" help:"The most paths in a chunk (2000 when pulling from a remote --root, unless given or -- --trust-sender); given without --chunk-time, chunks are cut at exactly this many."`
+	ChunkFiles   int           `default:"10000" placeholder:"N" help:"The most paths in a chunk (2000 in a pull from a remote --root whose rsync options rule out anchors, such as -r; see README); given without --chunk-time, chunks are cut at exactly this many."`
 	ChunkBytes   Size          `default:"128M" placeholder:"SIZE" help:"The most bytes in a chunk (1G, 512M, 64K); a bigger file gets a chunk of its own. Given without --chunk-time, chunks are cut at exactly this many."`
 	ChunkTime    time.Duration `default:"2s" placeholder:"DURATION" help:"Size chunks to last about this long, from what the chunks that finished cost, within --chunk-files and --chunk-bytes (0: cut them by those alone, as does giving either without --chunk-time)."`
 	ChunkWait    time.Duration `default:"1s" placeholder:"DURATION" help:"Close a chunk when no new path arrived for this long."`

@@ -86,7 +86,7 @@ func (r *runner) newPipeline() *pipeline {
 	p.pool = &exec.Pool{
 		Plan: p.plan, Rsync: r.rsync, Args: r.args, Dest: f.Dest, Jobs: r.jobs, MaxJobs: r.maxJobs,
 		Retries: f.Retries, RetryDelay: f.RetryDelay, Grace: 10 * time.Second,
-		Confirm: r.confirmMode(), LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verifyMode(), Env: r.rsyncEnv(), Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- report{m} },
+		Confirm: r.confirmMode(), LeftOut: rsync.SkipOption(r.f.RsyncArgs), Verify: r.verifyMode(), Env: r.rsyncEnv(), Transport: r.transport, Helper: r.helper, TrustSender: r.rsyncVersion.AtLeast(3, 2, 5), Anchors: r.anchors(), SourceRemote: r.srcRemote != "", Reports: func(m exec.Report) { p.rep.in <- report{m} },
 	}
 	p.pool.DestWatch, p.pool.SrcWatch = r.watches()
 	countFUSE(p.sampler, p.pool.DestWatch, p.pool.SrcWatch)

@@ -124,9 +124,10 @@ func (r *runner) derive() {
 	r.policy = f.policy()
 	r.cwd, _ = os.Getwd()
 	r.root, r.srcRemote, _ = sourceRoot(f)
-	if r.srcRemote != "" && !flagGiven(r.argv, "chunk-files") && !rsync.TrustsSender(f.RsyncArgs) {
+	if r.srcRemote != "" && !flagGiven(r.argv, "chunk-files") && !rsync.TrustsSender(f.RsyncArgs) && !rsync.AnchorsApply(f.RsyncArgs) {
 		// a pull's rsync matches every name the sender lists against each path of its
-		// chunk: past 2,000 paths that check costs more than a chunk's start saves
+		// chunk: without anchors (rsync.Anchor), past 2,000 paths that check costs more
+		// than a chunk's start saves
 		f.ChunkFiles = min(f.ChunkFiles, PullChunkFiles)
 	}
 	if !f.NoArchive {
@@ -286,6 +287,13 @@ func (r *runner) rsyncEnv() []string {
 		return append(os.Environ(), "RSYNC_PASSWORD=")
 	}
 	return nil
+}
+
+// anchors reports whether a pull's rsyncs read their lists with the chunks' directories
+// among the paths (rsync.Anchor): the client checks the sender's names (rsync 3.2.5 and
+// later, without --trust-sender), and the options copy a listed directory as itself.
+func (r *runner) anchors() bool {
+	return r.srcRemote != "" && r.rsyncVersion.AtLeast(3, 2, 5) && rsync.AnchorsApply(r.args)
 }
 
 // confirmMode is how the paths of a chunk are proven after rsync exits non-zero.

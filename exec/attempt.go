@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	osexec "os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,6 +111,15 @@ type pass struct {
 // source and the pool's DEST.
 func (ps pass) copies() bool { return ps.extra == nil && ps.src == "" && ps.dest == "" }
 
+// anchored reports whether a pass over a chunk's paths may list their directories too
+// (Pool.Anchors): a copy, and its dry runs that confirm or verify it; never a deletion pass
+// (its directories are what it deletes in) nor a listing (every name it lists is read).
+func (ps pass) anchored() bool {
+	return ps.src == "" && ps.dest == "" && !slices.ContainsFunc(ps.extra, func(a string) bool {
+		return strings.HasPrefix(a, "--del") || a == "--list-only"
+	})
+}
+
 // attempt runs one rsync over entries of chunk c, extra options first (such as
 // --dry-run for a verification pass). Only a first pass (extra == nil) reports its start.
 func (p *Pool) attempt(ctx context.Context, c *splitter.Chunk, entries [][]byte, attempt int, extra []string) result {
@@ -155,8 +165,12 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 	args := append(append(append(append(pre, p.Args...), extra...), tr...),
 		filesFrom, "--from0", "--out-format="+rsync.OutFormat, "--", from, dest)
 	cmd := osexec.CommandContext(p.procCtx(ctx), p.Rsync, args...)
+	list, anchors := entries, [][]byte(nil)
+	if p.Anchors && !remote && rsync.IsRemote(src) && ps.anchored() {
+		list, anchors = rsync.Anchor(entries) // the pulling client checks the sender's names
+	}
 	if !remote {
-		cmd.Stdin = &entryReader{entries: entries}
+		cmd.Stdin = &entryReader{entries: list}
 	}
 	cmd.Env = env
 	localDest := p.localDest
@@ -167,6 +181,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		}
 	}
 	sk := &sink{a: rsync.NewAttributor(entries, src, dest, localDest), onItem: ps.onItem, onLine: ps.onLine}
+	sk.a.Anchors(anchors)
 	if extra == nil {
 		sk.pool = p
 		if p.Plan.Watch(c.ID) {

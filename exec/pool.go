@@ -75,6 +75,10 @@ type Pool struct {
 	// TrustSender adds --trust-sender in the pipe form (rsync 3.2.5 and later): the
 	// sender is the local rsync server the helper started on SRC, not a remote to check.
 	TrustSender bool
+	// Anchors: a pulling rsync reads its list with the chunk's directories among the paths
+	// (rsync.Anchor), which keeps its check of the sender's names linear. Set it only where
+	// rsync.AnchorsApply holds for the options.
+	Anchors bool
 	// Lists, when set, hands the chunks' lists of a push to their rsyncs through the far
 	// side (RemoteLists).
 	Lists *RemoteLists

@@ -68,6 +68,25 @@ type Attributor struct {
 	strip     []string // prefixes that receiver- and sender-side names may carry
 	res       Result
 	remote    bool // a side is remote: names may carry a prefix we cannot know
+	// anchors: the chunk's directories its list held besides its paths (Anchor), by where
+	// they land and by the name the sender gives them, each to where it lands
+	anchors map[string]string
+}
+
+// Anchors tells the Attributor the directories that rsync's list held besides the chunk's
+// paths (Anchor). A message of the sender's that names one of them is about the chunk's
+// paths below it: the sender could not read the directory (it vanished, say), so it could
+// not read them either, and each has a message of its own.
+func (a *Attributor) Anchors(dirs [][]byte) {
+	if len(dirs) == 0 {
+		return
+	}
+	a.anchors = make(map[string]string, 2*len(dirs))
+	for _, d := range dirs {
+		rel := LandsAt(d)
+		a.anchors[rel] = rel
+		a.anchors[path.Clean(strings.Replace(string(d), "/./", "/", 1))] = rel
+	}
 }
 
 // NewAttributor returns an Attributor for a chunk. entries are the chunk's --files-from
@@ -317,6 +336,13 @@ func (a *Attributor) resolve(m Message) []int {
 	}
 	if idx := a.sources()[path.Clean(name)]; len(idx) > 0 {
 		return idx
+	}
+	if a.anchors != nil && !strings.EqualFold(m.Side, "receiver") && m.Side != "generator" {
+		for _, c := range cands {
+			if rel, ok := a.anchors[path.Clean(c)]; ok {
+				return a.below(rel)
+			}
+		}
 	}
 	if idx := a.byTempDir(path.Base(name)); len(idx) > 0 {
 		return idx

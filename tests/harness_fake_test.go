@@ -35,6 +35,9 @@ func fakeRsync() int {
 	if isVer {
 		return execRealRsync()
 	}
+	if dir, ok := strings.CutPrefix(mode, "keep-list:"); ok {
+		return keepList(dir)
+	}
 	if code, ok := strings.CutPrefix(mode, "list-only-fails:"); ok {
 		// the real rsync, but a --list-only run (prsync's listing of the far side) fails
 		// as when the far side is gone
@@ -168,6 +171,34 @@ func fakePathless(arg string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
+	}
+	return execRealRsync()
+}
+
+// keepList keeps the list an rsync reads on stdin (--files-from=-) in a file of dir, then
+// runs the real rsync on it: what prsync hands each rsync, with a real one reading it.
+func keepList(dir string) int {
+	if !slices.Contains(os.Args[1:], "--files-from=-") {
+		return execRealRsync()
+	}
+	list, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 127
+	}
+	f, err := os.CreateTemp(dir, "list-*")
+	if err == nil {
+		_, err = f.Write(list)
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err == nil {
+		err = unix.Dup2(int(f.Fd()), 0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 127
 	}
 	return execRealRsync()
 }
