@@ -103,26 +103,8 @@ func anchorDir(e []byte) []byte {
 // saying so), --no-implied-dirs (the directory's attributes would be set where they are
 // not otherwise) or --trust-sender (there is no check to make cheap).
 func AnchorsApply(args []string) bool {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, _, hasValue := strings.Cut(a, "=")
-		switch {
-		case a == "--":
-			return true
-		case name == "--recursive" || name == "--no-dirs" || name == "--no-d" || name == "--old-dirs" ||
-			name == "--old-d" || name == "--no-implied-dirs" || name == "--trust-sender":
-			return false
-		case (quickSafeValue[name] || longValue[name]) && !hasValue:
-			i++ // the value is the next argument, not an option: --exclude -r
-		default:
-			f := ShortFlags(a)
-			if strings.ContainsRune(f, 'r') {
-				return false
-			}
-			if f != "" && len(f) == len(a)-1 && strings.ContainsRune(shortValue, rune(f[len(f)-1])) {
-				i++ // -e CMD, -aT DIR: the value is the next argument
-			}
-		}
-	}
-	return true
+	return !anyOption(args, func(name string) bool {
+		return name == "--recursive" || name == "--no-dirs" || name == "--no-d" || name == "--old-dirs" ||
+			name == "--old-d" || name == "--no-implied-dirs" || name == "--trust-sender"
+	}, func(flags string) bool { return strings.ContainsRune(flags, 'r') })
 }

@@ -107,29 +107,42 @@ const WholeFile = "--whole-file"
 // (--write-batch, --only-write-batch, --read-batch), where rsync's local copy does not
 // turn it on either.
 func LocalWholeFile(args []string) []string {
+	if anyOption(args, func(name string) bool {
+		return name == "--whole-file" || name == "--no-whole-file" || name == "--no-W" ||
+			name == "--append" || name == "--append-verify" || name == "--write-batch" ||
+			name == "--only-write-batch" || name == "--read-batch"
+	}, func(flags string) bool { return strings.ContainsRune(flags, 'W') }) {
+		return nil
+	}
+	return []string{WholeFile}
+}
+
+// anyOption reports whether an rsync option of args, before a "--", is one that long
+// holds for (its name, up to an "="), or a cluster of short options that short holds for
+// (its letters, as ShortFlags gives them). Values are not options: in --exclude -W,
+// -e 'ssh -W' and -T W the W is skipped.
+func anyOption(args []string, long func(name string) bool, short func(flags string) bool) bool {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, _, hasValue := strings.Cut(a, "=")
 		switch {
 		case a == "--":
-			return []string{WholeFile}
-		case name == "--whole-file" || name == "--no-whole-file" || name == "--no-W" ||
-			name == "--append" || name == "--append-verify" || name == "--write-batch" ||
-			name == "--only-write-batch" || name == "--read-batch":
-			return nil
+			return false
+		case long(name):
+			return true
 		case (quickSafeValue[name] || longValue[name]) && !hasValue:
 			i++ // the value is the next argument, not an option: --exclude -W
 		default:
 			f := ShortFlags(a)
-			if strings.ContainsRune(f, 'W') {
-				return nil
+			if short(f) {
+				return true
 			}
 			if f != "" && len(f) == len(a)-1 && strings.ContainsRune(shortValue, rune(f[len(f)-1])) {
 				i++ // -e CMD, -aT DIR: the value is the next argument
 			}
 		}
 	}
-	return []string{WholeFile}
+	return false
 }
 
 // HardLinks reports whether the rsync options preserve hard links.

@@ -160,6 +160,14 @@ func fakePathless(arg string) int {
 	f, err := os.CreateTemp("", "fake-rsync-list-")
 	if err == nil {
 		os.Remove(f.Name())
+	}
+	return execRealRsyncOn(f, err, list, 2)
+}
+
+// execRealRsyncOn writes list to f, a new file (unless err, from making it, says there is
+// none), and runs the real rsync with f as its stdin; when it cannot, it returns code.
+func execRealRsyncOn(f *os.File, err error, list []byte, code int) int {
+	if err == nil {
 		_, err = f.Write(list)
 	}
 	if err == nil {
@@ -170,7 +178,7 @@ func fakePathless(arg string) int {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return code
 	}
 	return execRealRsync()
 }
@@ -187,20 +195,7 @@ func keepList(dir string) int {
 		return 127
 	}
 	f, err := os.CreateTemp(dir, "list-*")
-	if err == nil {
-		_, err = f.Write(list)
-	}
-	if err == nil {
-		_, err = f.Seek(0, io.SeekStart)
-	}
-	if err == nil {
-		err = unix.Dup2(int(f.Fd()), 0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 127
-	}
-	return execRealRsync()
+	return execRealRsyncOn(f, err, list, 127)
 }
 
 // execRealRsync replaces the fake with the real rsync, same arguments and stdin.
