@@ -2,7 +2,6 @@ package rsync
 
 import (
 	"bytes"
-	"path"
 	"strings"
 )
 
@@ -90,8 +89,8 @@ func anchorDir(e []byte) []byte {
 	} else if bytes.HasSuffix(dir, []byte("/.")) {
 		return nil // "SRC/./NAME": NAME lands at the top
 	}
-	// only a clean name: "DIR/" (or "DIR/.") would ask for the directory's contents
-	if l := string(land); l != path.Clean(l) || l == "." || l == ".." || path.IsAbs(l) || strings.HasPrefix(l, "../") {
+	// only a clean relative name: "DIR/" (or "DIR/.") would ask for the directory's contents
+	if !clean(land) {
 		return nil
 	}
 	return dir
