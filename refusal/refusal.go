@@ -205,6 +205,13 @@ type Session struct {
 // settle grew. Without any of this, -j 3 against max connections = 3 (what prsync's own
 // warning advises) came down to 2 at the first session started just after another ended,
 // then to 1, and ran so until the limit climbed back 3 s later.
+//
+// What prsync held when the refused session asked is what it runs now and the sessions the
+// far side had accepted that ended since the refused one started: they held their slots
+// while it asked. Counting only the sessions still running, a chunk of the tail started
+// beside two others and refused just as they ended was judged another client's refusal with
+// nothing of prsync's held, and the limit fell from 3 to 1 for the rest of the copy (bench
+// scenario 6, run H59: 4 chunks of the tail one at a time, 1.8 s against 1.0 s).
 func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 	started, limit, active, stated := s.Started, s.Limit, s.Active, s.Stated
 	f.refused++
@@ -215,13 +222,16 @@ func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 	}
 	hold := min(firstHold<<min(f.run-1, 5), maxHold)
 	peak := f.Peak(s.Accepted, now)
+	// prsync's other sessions on the far side when it asked: those running now, and those
+	// the far side had accepted that ended after it started (their slots were taken then)
 	others := active - 1
-	f.accepts = max(1, others, peak)
+	held := others + f.endedSince(started)
+	f.accepts = max(1, held, peak)
 	ran := peak >= limit // it ran as many lately
 	// the refusal is of prsync's own making; by a slot not freed yet; by another client
 	ours, lagged, shared := false, false, false
 	if stated > 0 {
-		ours = others >= stated
+		ours = held >= stated
 		unsettled := f.settle == 0 || started.Before(f.settleFrom)
 		if l := f.endedSince(started.Add(-releaseLag)); !ours && unsettled && l > 0 {
 			// the far side was full: others, up to l of ours not freed yet, and other
@@ -234,7 +244,7 @@ func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 			// another client holds the rest. prsync keeps what it holds, not what it ran
 			// lately, and above a fair share one less: a neighbour that came later gets
 			// its share, a step at each of prsync's sessions it beats to a slot
-			f.accepts = max(1, min(others, FairShare(stated)))
+			f.accepts = max(1, min(held, FairShare(stated)))
 			f.neighbourAt = now
 		}
 		f.accepts = min(f.accepts, stated)

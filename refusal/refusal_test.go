@@ -380,7 +380,7 @@ func TestRefusedStated(t *testing.T) {
 		{"a first wave of 8 at max connections 3", nil, 0, 0, 30, 8, 8, 0, 3, 3, true, false, false},
 		{"the rest of the first wave", nil, 0, 0, 40, 3, 6, 0, 3, 3, true, false, false},
 		{"-j 3: started just after a session of ours ended", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 3, 3, true, true, false},
-		{"-j 3: one of ours ended while it started", []end{{1010, true}}, 0, 1000, 1030, 3, 3, 2, 3, 3, true, true, false},
+		{"-j 3: one of ours ended while it started, one just before", []end{{997, true}, {1010, true}}, 0, 1000, 1030, 3, 2, 1, 3, 3, true, true, false},
 		{"-j 3: ours ended 249 ms before", []end{{751, true}}, 0, 1000, 1030, 3, 3, 2, 3, 3, true, true, false},
 		{"-j 3: ours ended 400 ms before, another client's slot", []end{{600, true}}, 0, 1000, 1030, 3, 3, 2, 3, 2, true, false, false},
 		{"-j 3: the session that ended was refused itself", []end{{997, false}}, 0, 1000, 1030, 3, 3, 2, 3, 2, true, false, false},
@@ -391,6 +391,9 @@ func TestRefusedStated(t *testing.T) {
 		{"lagged, but never above the limit in force", []end{{990, true}, {997, true}}, 0, 1000, 1030, 2, 2, 1, 3, 2, true, true, false},
 		{"the stated limit came down below the peak", nil, 5, 1000, 1030, 5, 5, 4, 2, 2, true, false, false},
 		{"slots settle already: another client's slot", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 3, 2, true, true, true},
+		{"slots settle: two of ours ended while it asked, another client's slot", []end{{1010, true}, {1020, true}}, 0, 1000, 1030, 3, 1, 0, 3, 2, true, true, true},
+		{"slots settle: ours, running or ended while it asked, filled the far side", []end{{1020, true}}, 0, 1000, 1030, 3, 3, 2, 3, 3, true, true, true},
+		{"slots settle: a refused session that ended while it asked held no slot", []end{{1010, false}, {1020, false}}, 0, 1000, 1030, 3, 1, 0, 3, 1, true, true, true},
 		{"no stated limit (sshd): as before", []end{{997, true}}, 0, 1000, 1030, 3, 3, 2, 0, 2, true, false, false},
 	}
 	for _, tt := range tests {
