@@ -276,21 +276,26 @@ func (f *FarSide) RefusedSession(now time.Time, s Session) Decision {
 	if f.settle > 0 && f.settleFrom.IsZero() {
 		f.settleFrom = now
 	}
+	n := Limit(f.accepts, 1, limit)
 	switch {
 	case f.climbWait == 0:
 		f.climbWait = firstClimb
-	case f.climbed && !shared:
+	case f.climbed && !shared && n < limit:
 		// the step back was one too many; a step another client's sessions refused is
 		// tried again as soon: when that client ends, the slots are prsync's
 		f.climbWait = min(2*f.climbWait, maxClimb)
 	}
-	f.climbed = false
+	// a refusal that keeps the limit (a slot of prsync's not freed yet, a limit it ran
+	// lately) leaves a step standing: it did not refuse the step. Judged a refused step,
+	// such a refusal a second after -j 4 climbed from 2 to 3 against a daemon raised to 4
+	// doubled the wait, and the next step came 7 s after the first, not 3 s
+	// (tests/adaptive_test.go TestRefusedLimitClimbsBack ended before it on a busy machine)
+	f.climbed = f.climbed && n >= limit
 	f.nextClimb = now.Add(f.climbWait)
 	f.stated, f.shared = stated, shared
 	if stated > 0 && f.yieldedAt.IsZero() {
 		f.yieldedAt = now.Add(firstYield - yieldEvery) // as if it gave way a while ago
 	}
-	n := Limit(f.accepts, 1, limit)
 	if stated > 0 && n < FairShare(stated) {
 		// below a fair share of a far side that says it takes more: ask for a slot again
 		// soon, so that one freed goes to prsync as often as to a neighbour

@@ -355,6 +355,40 @@ func TestClimb(t *testing.T) {
 	}
 }
 
+// TestClimbKeptByRefusal: a refusal that keeps a climbed limit (the far side ran as many
+// lately: a slot of prsync's not freed yet) is no refused step: the wait does not double,
+// and the step, standing, halves it back at the next. A refusal that lowers it doubles it.
+func TestClimbKeptByRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		peak     int // ran together just before the refusal at the climbed limit
+		want     int // the limit after it
+		nextStep time.Duration
+	}{
+		{"kept: the step stands", 3, 3, firstClimb},
+		{"lowered: a refused step", 0, 2, 2 * firstClimb},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f FarSide
+			f.Refused(t0, 4, 4, 0) // -j 4 against a far side that took 2
+			at := t0.Add(firstClimb)
+			if n, ok := f.Climb(at, 2, 4); !ok || n != 3 {
+				t.Fatalf("Climb = %d, %v; want 3", n, ok)
+			}
+			at = at.Add(time.Second)
+			if tc.peak > 0 {
+				f.Peak(tc.peak, at.Add(-ms(100)))
+			}
+			if d := f.Refused(at, 3, 3, 2); d.Limit != tc.want {
+				t.Fatalf("Refused at the climbed limit = %+v, want limit %d", d, tc.want)
+			}
+			if next := f.NextClimb().Sub(at); next != tc.nextStep {
+				t.Errorf("next step %v after the refusal, want %v", next, tc.nextStep)
+			}
+		})
+	}
+}
+
 // TestRefusedStated: the limit a far side states ("max connections (3)") bounds what it
 // accepts from above, and tells a slot of prsync's that is not freed yet (a session of its
 // own ended within releaseLag before the refused one started, or while it started) from
