@@ -381,8 +381,8 @@ func TestProbeBound(t *testing.T) {
 		cpu  float64 // the probe's CPU seconds in 0.1 s
 		want string  // the change; "": none
 	}{
-		{"CPU work, 2 CPUs", true, 2, 0.09, "8 -> 2 auto-cpu-bound"},
-		{"CPU work, a quota of 1", true, 1, 0.1, "8 -> 1 auto-cpu-bound"},
+		{"CPU work, 2 CPUs: they run 8", true, 2, 0.09, ""},
+		{"CPU work, a quota of 1", true, 1, 0.1, "8 -> 4 auto-cpu-bound"},
 		{"mostly waiting", true, 2, 0.02, ""},
 		{"CPUs not known", true, 0, 0.1, ""},
 		{"-j 8 pinned", false, 2, 0.1, ""},

@@ -35,31 +35,32 @@ func (c *copySim) firstLimit(t time.Duration, cond func(int) bool) time.Duration
 // small is a local copy of small files: CPU work and an rsync's start, nothing to wait for.
 var small = workload{cpu: 0.0004, start: 0.06, startCPU: 0.05}
 
-// TestPolicyCPUBound: a copy whose rsyncs are CPU work runs no more rsyncs than the CPUs it
-// may use (a cgroup's quota, or the machine's): with -j auto once the probe showed it (a list
-// streaming from find) or a window did (a list known whole, too long for a probe), and with a
-// pinned -j the opening cuts a short list into no more parts than the CPUs.
+// TestPolicyCPUBound: a copy whose rsyncs are CPU work runs no more rsyncs than 4 a CPU it
+// may use (a cgroup's quota, or the machine's; tune.Policy.PerCPU): with -j auto once the
+// probe showed it (a list streaming from find) or a window did (a list known whole, too
+// long for a probe), and with a pinned -j the opening cuts a short list into no more parts
+// than the CPUs.
 func TestPolicyCPUBound(t *testing.T) {
 	tests := []struct {
 		name  string
 		cpus  float64
-		auto  bool
+		start int // the -j, or -j auto's start
 		n     int
 		rate  float64       // paths a second; 0: the whole list at once
-		by    time.Duration // from when at most cpus rsyncs run
+		by    time.Duration // from when at most 4 × cpus rsyncs run
 		first int           // with a pinned -j: the most chunks started in the first 0.5 s
 	}{
-		{"-j auto, a list streaming, 2 CPUs: at the probe's end", 2, true, 40000, 20000, sec, 0},
-		{"-j auto, a list streaming, a quota of 1 CPU", 1, true, 20000, 20000, sec, 0},
+		{"-j auto, a list streaming, a quota of 1 CPU: at the probe's end", 1, 8, 20000, 20000, sec, 0},
+		{"-j auto from 16, a list streaming, 2 CPUs: at the probe's end", 2, 16, 40000, 20000, sec, 0},
 		// the first wave of 2,000-path chunks runs on: a lower limit stops no rsync
-		{"-j auto, a list known whole, 2 CPUs: at a window", 2, true, 40000, 0, 8 * sec, 0},
-		{"-j 8, a short list, 2 CPUs: the opening cuts 2 parts", 2, false, 4000, 0, 0, 3},
+		{"-j auto, a list known whole, a quota of 1 CPU: at a window", 1, 8, 20000, 0, 8 * sec, 0},
+		{"-j 8, a short list, 2 CPUs: the opening cuts 2 parts", 2, 0, 4000, 0, 0, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := pinnedPlanner(int(tt.cpus), 8)
-			if tt.auto {
-				p = autoPlanner(int(tt.cpus), 8)
+			if tt.start > 0 {
+				p = autoPlanner(int(tt.cpus), tt.start)
 			}
 			m := &machine{cpus: tt.cpus}
 			c := newCopy(p, small, m, tt.n)
@@ -68,10 +69,13 @@ func TestPolicyCPUBound(t *testing.T) {
 			if !c.done {
 				t.Fatal("the copy did not end")
 			}
-			if tt.auto {
+			if tt.start > 0 {
 				limit, ran := c.limitAfter(tt.by)
-				if limit > int(tt.cpus) || ran > int(tt.cpus) {
-					t.Errorf("from %v: a limit of %d, %d rsyncs at once; want at most the %v CPUs (limits %v)", tt.by, limit, ran, tt.cpus, c.limits)
+				if cap := 4 * int(tt.cpus); limit > cap || ran > cap {
+					t.Errorf("from %v: a limit of %d, %d rsyncs at once; want at most %d, 4 for each of the %v CPUs (limits %v)", tt.by, limit, ran, cap, tt.cpus, c.limits)
+				}
+				if c.limits[0] <= 4*int(tt.cpus) {
+					t.Errorf("started at %d: nothing above the cap to come down from", c.limits[0])
 				}
 				return
 			}
@@ -360,11 +364,11 @@ func TestAutoFirstMove(t *testing.T) {
 	t.Fatal("the limit never moved")
 }
 
-// TestAutoCPURoom: the jobs changes -j auto makes in a copy whose rsyncs each use 0.8 CPU
-// of 2 (a pull from a daemon on the same machine): down to the CPUs when 8 saturate them
-// (auto-cpu-bound), then at the next measured window at 2, which leaves them 20 % idle, up
-// to 3 (auto-cpu-room), each with the CPU figures as its detail; nothing goes above 3,
-// which saturates them.
+// TestAutoCPURoom: the jobs changes -j auto makes in a copy under a quota of half a CPU
+// whose rsyncs each use 0.2 CPU (a pull from a daemon outside the quota): down to 4 a CPU,
+// 2, when 8 saturate it (auto-cpu-bound), then at the next measured window at 2, which
+// leaves it 20 % idle, up to 3 (auto-cpu-room), each with the CPU figures as its detail;
+// nothing goes above 3, which saturates it.
 func TestAutoCPURoom(t *testing.T) {
 	p := autoPlanner(2, 8)
 	t0 := time.Unix(1000, 0)
@@ -373,10 +377,10 @@ func TestAutoCPURoom(t *testing.T) {
 	var got []string
 	for i := 0; i <= 80; i++ {
 		limit := p.Limit()
-		busy := min(0.8*float64(limit), 2)
-		bytes += busy / 0.8 * 5e6 * tick.Seconds()
+		busy := min(0.2*float64(limit), 0.5)
+		bytes += busy / 0.2 * 5e6 * tick.Seconds()
 		ch, moved := p.Sampled(t0.Add(time.Duration(i)*tick), Sample{Running: limit, Bytes: bytes, Files: bytes / 20e3,
-			CPUs: 2, Busy: busy, Own: 0.95 * busy}, true)
+			CPUs: 0.5, Busy: busy, Own: 0.95 * busy}, true)
 		if moved {
 			got = append(got, fmt.Sprintf("%d -> %d %s (%s)", ch.Old, ch.New, ch.Reason, ch.Detail))
 			if ch.New > 3 {
@@ -385,8 +389,8 @@ func TestAutoCPURoom(t *testing.T) {
 		}
 	}
 	want := []string{
-		"8 -> 2 auto-cpu-bound (2.0 of 2 CPUs busy, 1.9 by the rsyncs)",
-		"2 -> 3 auto-cpu-room (1.6 of 2 CPUs busy, 1.5 by the rsyncs)",
+		"8 -> 2 auto-cpu-bound (0.5 of 0.5 CPUs busy, 0.5 by the rsyncs)",
+		"2 -> 3 auto-cpu-room (0.4 of 0.5 CPUs busy, 0.4 by the rsyncs)",
 	}
 	if len(got) < len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("changes:\n\t%s\nwant them to start with:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))

@@ -68,6 +68,9 @@ type Policy struct {
 	// of data on the 2 Gbit/s link and 200 KB on the local disk.
 	FileCost float64
 	Step     float64 // smallest move, as a fraction of the limit, in (0, 1]
+	// PerCPU is how many rsyncs a copy the CPUs bound runs per CPU it may use: the CPU
+	// rule's cap is PerCPU × those CPUs (see Tuner, CPU-bound copies).
+	PerCPU float64
 
 	Z      float64 // standard errors a periodic probe, or a search's probe downwards, must gain to win
 	ClimbZ float64 // standard errors a search's probe upwards must gain to win at once
@@ -119,6 +122,7 @@ func DefaultPolicy(cpus int) Policy {
 		K:           1.02,
 		FileCost:    128 << 10,
 		Step:        0.1,
+		PerCPU:      4,
 		Z:           2,
 		ClimbZ:      0.75,
 		Noise:       0.1,
@@ -148,6 +152,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("file cost %g must be 0 or a positive number", p.FileCost)
 	case !(p.Step > 0 && p.Step <= 1):
 		return fmt.Errorf("step %g must be above 0 and at most 1", p.Step)
+	case !(p.PerCPU > 0) || math.IsInf(p.PerCPU, 1):
+		return fmt.Errorf("rsyncs per CPU %g must be a positive number", p.PerCPU)
 	case !(p.Z > 0) || math.IsInf(p.Z, 1):
 		return fmt.Errorf("significance %g must be a positive number", p.Z)
 	case !(p.ClimbZ > 0) || math.IsInf(p.ClimbZ, 1):

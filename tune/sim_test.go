@@ -323,20 +323,24 @@ func scenarios() []scenario {
 		{name: "per-stream-halves-1200", rate: switchAt(changeAt, capped(100*mbit, 1200*mbit), capped(50*mbit, 1200*mbit)),
 			duration: 300, changes: changed, hard: true},
 
-		// A local copy on 2 CPUs: each rsync keeps one CPU busy, so 2 do
-		// all the CPUs can, and each one more costs 3 % in switches and
-		// caches. The search starts at 8, as -j auto does in the CLI.
+		// A copy the CPUs bound, as bench scenarios 3 (a local copy, cold) and 10 (a pull of
+		// tiny files from a daemon on the same machine) measured on 2 CPUs: 2 rsyncs saturate
+		// them, yet 4 and 8 move more (0.62 to 0.70 and 0.89 to 0.94 × what 8 move). The
+		// search starts at 8, as -j auto does in the CLI.
+		{name: "cpu-pipeline-2", rate: cpuPipeline(2, 200*mbyte), duration: 120, cpu: cpuPipelineUse(2), cpus: 2,
+			p: startAt(DefaultPolicy(2), 8)},
+		// The same copy under a quota of 1 CPU: the CPU rule caps it at 4.
+		{name: "cpu-pipeline-quota-1", rate: cpuPipeline(1, 100*mbyte), duration: 120, cpu: cpuPipelineUse(1), cpus: 1,
+			p: startAt(DefaultPolicy(2), 8)},
+		// A copy each of whose rsyncs fills a CPU (one that compresses or checksums big
+		// files): 2 do all the CPUs can, and each one more costs 3 % in switches and caches.
+		// The default cap (8 on 2 CPUs) leaves it to the search below 8, whose probes down
+		// must gain 2 standard errors to win: reported, not asserted. With one rsync a CPU
+		// (PerCPU 1) the CPU rule takes it to 2 at once.
 		{name: "cpu-bound-2", rate: cpuBound(2, 200*mbyte), duration: 120, cpu: cpuUse(2), cpus: 2,
-			p: startAt(DefaultPolicy(2), 8)},
-		// A pull from a daemon on the same 2 CPUs (bench scenario 10): each rsync and the
-		// daemon's sender serving it wait on each other, and use 0.7 CPU between them, so 2
-		// leave the CPUs 30 % idle and it takes 3 to saturate them. With 0.8 CPU each, 2
-		// leave them 20 % idle, more than the 10 % of a saturated window but less than the
-		// quarter that lifts the cap.
-		{name: "cpu-bound-pull-2", rate: cpuShare(2, 0.7, 20*mbyte), duration: 120, cpu: cpuShareUse(2, 0.7), cpus: 2,
-			p: startAt(DefaultPolicy(2), 8)},
-		{name: "cpu-bound-pull-2-busier", rate: cpuShare(2, 0.8, 20*mbyte), duration: 120, cpu: cpuShareUse(2, 0.8), cpus: 2,
-			p: startAt(DefaultPolicy(2), 8)},
+			p: startAt(DefaultPolicy(2), 8), hard: true},
+		{name: "cpu-bound-2-one-a-cpu", rate: cpuBound(2, 200*mbyte), duration: 120, cpu: cpuUse(2), cpus: 2,
+			p: oneACPU(startAt(DefaultPolicy(2), 8))},
 
 		// The far side.
 		{name: "max-connections-12", rate: capped(100*mbit, 2000*mbit), duration: 300,
@@ -376,19 +380,22 @@ func cpuUse(cpus float64) func(n float64) (float64, float64) {
 	}
 }
 
-// cpuShare is a copy whose every rsync uses share of a CPU while the CPUs have room, moving
-// perRsync bytes/s; beyond the CPUs they serve, each rsync more costs 3 % of the rate.
-func cpuShare(cpus, share, perRsync float64) rateFunc {
-	sat := cpus / share // the rsyncs that saturate the CPUs
+// cpuPipeline is a copy the CPUs bound whose rsyncs are pipelines of processes that wait on
+// each other (the sender, the generator, the receiver, and a daemon's process serving them
+// on the same machine): cpus of them saturate the CPUs, yet more move more, as each keeps
+// the CPUs busy with more work in flight, up to 4 and more a CPU. rate(n) = perCPU × cpus ×
+// (1 − e^(−n/cpus)): 0.64 and 0.88 × rate(8) at 2 and 4 rsyncs on 2 CPUs.
+func cpuPipeline(cpus, perCPU float64) rateFunc {
 	return func(n, _ float64) (float64, float64) {
-		return perRsync * min(n, sat) * math.Pow(0.97, max(0, n-sat)), 0
+		return perCPU * cpus * -math.Expm1(-n/cpus), 0
 	}
 }
 
-// cpuShareUse is what the CPUs show for cpuShare, 95 % of it the copy's own.
-func cpuShareUse(cpus, share float64) func(n float64) (float64, float64) {
+// cpuPipelineUse is what the CPUs show for cpuPipeline: each rsync keeps 0.95 of one busy
+// until they are saturated, 95 % of that the copy's own.
+func cpuPipelineUse(cpus float64) func(n float64) (float64, float64) {
 	return func(n float64) (float64, float64) {
-		busy := min(share*n, cpus)
+		busy := min(0.95*n, cpus)
 		return busy, 0.95 * busy
 	}
 }
@@ -464,34 +471,34 @@ func TestStepChange(t *testing.T) {
 	}
 }
 
-// Issue 23: starting at the fixed default (8), a CPU-bound copy on 2 CPUs
-// drops to 1 or 2 rsyncs within 10 s, stays there, and keeps 90 % of the
-// best fixed rate.
+// Issue 23 and 45: a copy the CPUs bound runs no more rsyncs than PerCPU (4) a CPU. Under a
+// quota of 1 CPU, starting at the fixed default (8), it drops to 4 or fewer within 10 s and
+// stays there, and keeps 90 % of the best fixed rate; on 2 CPUs, where 8 move the most, it
+// keeps 90 % of that too. Each rsync filling a CPU with PerCPU 1 (cpu-bound-2-one-a-cpu),
+// it drops to 2 within 10 s and stays there.
 func TestCPUBoundConverges(t *testing.T) {
-	s := scenarioNamed(t, "cpu-bound-2")
-	checkScenario(t, s)
-	for _, seed := range seeds {
-		at := -1.0 // when the limit first dropped to 2 or less
-		for _, st := range s.run(t, seed) {
-			switch {
-			case at < 0 && st.d.Limit <= 2:
-				at = st.t + window // the decision takes effect after the window
-			case at >= 0 && st.d.Limit > 2:
-				t.Fatalf("seed %d at %.0f s: limit %d after dropping to 2 at %.0f s (%s)", seed, st.t, st.d.Limit, at, st.d.Reason)
+	for _, c := range []struct {
+		name string
+		cap  int
+	}{{"cpu-pipeline-quota-1", 4}, {"cpu-bound-2-one-a-cpu", 2}, {"cpu-pipeline-2", 8}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := scenarioNamed(t, c.name)
+			checkScenario(t, s)
+			for _, seed := range seeds {
+				at := -1.0 // when the limit first reached the cap or less
+				for _, st := range s.run(t, seed) {
+					switch {
+					case at < 0 && st.d.Limit <= c.cap:
+						at = st.t + window // the decision takes effect after the window
+					case at >= 0 && st.d.Limit > c.cap:
+						t.Fatalf("seed %d at %.0f s: limit %d after dropping to %d at %.0f s (%s)", seed, st.t, st.d.Limit, c.cap, at, st.d.Reason)
+					}
+				}
+				if at < 0 || at > 10 {
+					t.Errorf("seed %d: limit reached %d or less after %.0f s, want within 10 s", seed, c.cap, at)
+				}
 			}
-		}
-		if at < 0 || at > 10 {
-			t.Errorf("seed %d: limit reached 2 or less after %.0f s, want within 10 s", seed, at)
-		}
-	}
-}
-
-// Issue 45: a pull from a daemon on the same 2 CPUs, whose rsyncs each use 0.7 or 0.8
-// CPU, saturates them at 3, not 2. The CPU rule's first drop (8 to 2) must not hold it at
-// 2, where 20 % to 30 % of the CPUs idle: it converges with 90 % of the best fixed rate.
-func TestCPUBoundPullConverges(t *testing.T) {
-	for _, name := range []string{"cpu-bound-pull-2", "cpu-bound-pull-2-busier"} {
-		t.Run(name, func(t *testing.T) { checkScenario(t, scenarioNamed(t, name)) })
+		})
 	}
 }
 

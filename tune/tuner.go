@@ -665,7 +665,7 @@ func (t *Tuner) CPUBound(cpus float64) (Decision, bool) {
 // capCPU caps the limit and best at the CPUs' worth: the CPUs rounded, or one more than
 // the most rsyncs seen not to saturate them.
 func (t *Tuner) capCPU(cpus float64) (Decision, bool) {
-	c := max(t.p.Min, min(max(int(math.Round(cpus)), t.cpuRoom+1), t.p.Max))
+	c := max(t.p.Min, min(max(int(math.Round(cpus*t.p.PerCPU)), t.cpuRoom+1), t.p.Max))
 	t.cpuCap = c
 	if t.limit <= c && t.best <= c {
 		return Decision{}, false // nothing above it: the window is judged as usual

@@ -372,36 +372,45 @@ func TestRefusedBelowBest(t *testing.T) {
 }
 
 // TestCPUBound checks the CPU rule: a measured window in which the CPUs are
-// saturated, mostly by prsync's rsyncs, drops the limit to the CPUs' worth at
-// once; any other window is judged as before.
+// saturated, mostly by prsync's rsyncs, drops the limit to the CPUs' worth (PerCPU
+// rsyncs per CPU, 4 by default) at once; any other window is judged as before.
 func TestCPUBound(t *testing.T) {
 	rate := knee20(8)
 	tests := []struct {
 		name   string
-		o      Observation // the second window at Start 8, after the settle window
+		start  int         // the limit of the first windows
+		perCPU float64     // Policy.PerCPU; 0: the default
+		o      Observation // the second window, after the settle window
 		reason string
 		limit  int
 		cap    int
 	}{
-		{"saturated by the rsyncs", Observation{CPUs: 2, Busy: 1.95, Own: 1.8}, ReasonCPUBound, 2, 2},
-		{"saturated, half the rsyncs'", Observation{CPUs: 2, Busy: 1.8, Own: 1}, ReasonCPUBound, 2, 2},
-		{"saturated by others", Observation{CPUs: 2, Busy: 2, Own: 0.4}, ReasonHold, 8, 0},
-		{"room", Observation{CPUs: 2, Busy: 1.7, Own: 1.6}, ReasonHold, 8, 0},
-		{"not measured", Observation{Busy: 2, Own: 2}, ReasonHold, 8, 0},
-		{"a quota of 1.5 CPUs", Observation{CPUs: 1.5, Busy: 1.5, Own: 1.4}, ReasonCPUBound, 2, 2},
-		{"a quota of half a CPU", Observation{CPUs: 0.5, Busy: 0.5, Own: 0.5}, ReasonCPUBound, 1, 1},
-		{"16 CPUs: nothing above the cap", Observation{CPUs: 16, Busy: 16, Own: 15}, ReasonHold, 8, 16},
-		{"throttled", Observation{CPUs: 2, Busy: 2, Own: 2, Paused: 1}, ReasonThrottled, 8, 0},
+		{"2 CPUs, 16 rsyncs: down to 4 a CPU", 16, 0, Observation{CPUs: 2, Busy: 1.95, Own: 1.8}, ReasonCPUBound, 8, 8},
+		{"2 CPUs, 8 rsyncs: nothing above the cap", 8, 0, Observation{CPUs: 2, Busy: 1.95, Own: 1.8}, ReasonHold, 8, 8},
+		{"a quota of half a CPU", 8, 0, Observation{CPUs: 0.5, Busy: 0.5, Own: 0.5}, ReasonCPUBound, 2, 2},
+		{"a quota of 1.5 CPUs", 8, 0, Observation{CPUs: 1.5, Busy: 1.5, Own: 1.4}, ReasonCPUBound, 6, 6},
+		{"a quota of 1 CPU, saturated, half the rsyncs'", 8, 0, Observation{CPUs: 1, Busy: 0.95, Own: 0.5}, ReasonCPUBound, 4, 4},
+		{"one rsync a CPU: saturated by the rsyncs", 8, 1, Observation{CPUs: 2, Busy: 1.95, Own: 1.8}, ReasonCPUBound, 2, 2},
+		{"one rsync a CPU: saturated, half the rsyncs'", 8, 1, Observation{CPUs: 2, Busy: 1.8, Own: 1}, ReasonCPUBound, 2, 2},
+		{"saturated by others", 16, 0, Observation{CPUs: 2, Busy: 2, Own: 0.4}, ReasonHold, 16, 0},
+		{"room", 16, 0, Observation{CPUs: 2, Busy: 1.7, Own: 1.6}, ReasonHold, 16, 0},
+		{"not measured", 16, 0, Observation{Busy: 2, Own: 2}, ReasonHold, 16, 0},
+		{"16 CPUs: the cap at Max", 16, 0, Observation{CPUs: 16, Busy: 16, Own: 15}, ReasonHold, 16, 32},
+		{"throttled", 16, 0, Observation{CPUs: 2, Busy: 2, Own: 2, Paused: 1}, ReasonThrottled, 16, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tn := newTuner(t, startAt(DefaultPolicy(2), 8))
-			first := Observation{Limit: 8, Running: 8, Bytes: rate, CPUs: 2, Busy: 2, Own: 2}
-			if d := tn.Observe(first); d.Reason != ReasonSettle || d.Limit != 8 {
-				t.Fatalf("first window: %+v, want settle at 8 (the starts fill the CPUs too)", d)
+			p := startAt(DefaultPolicy(2), tt.start)
+			if tt.perCPU > 0 {
+				p.PerCPU = tt.perCPU
+			}
+			tn := newTuner(t, p)
+			first := Observation{Limit: tt.start, Running: float64(tt.start), Bytes: rate, CPUs: 2, Busy: 2, Own: 2}
+			if d := tn.Observe(first); d.Reason != ReasonSettle || d.Limit != tt.start {
+				t.Fatalf("first window: %+v, want settle at %d (the starts fill the CPUs too)", d, tt.start)
 			}
 			o := tt.o
-			o.Limit, o.Running, o.Bytes = 8, 8, rate
+			o.Limit, o.Running, o.Bytes = tt.start, float64(tt.start), rate
 			d := tn.Observe(o)
 			if d.Reason != tt.reason || d.Limit != tt.limit || d.CPUCap != tt.cap {
 				t.Fatalf("window: %+v, want %q to %d with CPU cap %d", d, tt.reason, tt.limit, tt.cap)
@@ -417,7 +426,7 @@ func TestCPUBound(t *testing.T) {
 // probes down, never above the cap while the CPUs stay saturated, and may go
 // above it again once a window at the cap shows the CPUs with room.
 func TestCPUCap(t *testing.T) {
-	tn := newTuner(t, startAt(DefaultPolicy(2), 8))
+	tn := newTuner(t, oneACPU(startAt(DefaultPolicy(2), 8)))
 	perRsync := 100 * mbit
 	window := func(busy float64) Observation {
 		n := tn.Limit()
@@ -453,7 +462,7 @@ func TestCPUCap(t *testing.T) {
 // above it, the rule does not cut it back to 2, and best stays 3, where the copy moves 25 %
 // more than at 2.
 func TestCPURoom(t *testing.T) {
-	tn := newTuner(t, startAt(DefaultPolicy(2), 8))
+	tn := newTuner(t, oneACPU(startAt(DefaultPolicy(2), 8)))
 	perRsync := 100 * mbit
 	window := func() Observation { // each rsync uses 0.8 CPU while the CPUs have room
 		n := float64(tn.Limit())
@@ -514,20 +523,29 @@ func TestCeilingNeighbour(t *testing.T) {
 
 }
 
-// TestCPUBoundAtOnce: CPUBound caps the limit at the CPUs before any window showed them
-// saturated, and the cap holds against probes upwards as the window rule's does.
+// TestCPUBoundAtOnce: CPUBound caps the limit at the CPUs' worth (4 rsyncs a CPU) before
+// any window showed them saturated, and the cap holds against probes upwards as the window
+// rule's does.
 func TestCPUBoundAtOnce(t *testing.T) {
 	tn := newTuner(t, DefaultPolicy(2)) // at 4
-	d, ok := tn.CPUBound(2)
+	d, ok := tn.CPUBound(0.5)
 	if !ok || d.Limit != 2 || d.Reason != ReasonCPUBound || d.CPUCap != 2 {
-		t.Fatalf("CPUBound(2) = %+v, %v; want the limit down to 2, cpu-bound", d, ok)
+		t.Fatalf("CPUBound(0.5) = %+v, %v; want the limit down to 2, cpu-bound", d, ok)
 	}
 	for _, d := range drive(tn, knee20, 12) {
 		if d.Limit > 2 {
 			t.Fatalf("a limit of %d after the cap: %+v", d.Limit, d)
 		}
 	}
-	if _, ok := newTuner(t, DefaultPolicy(2)).CPUBound(8); ok {
-		t.Error("CPUBound(8) at a limit of 4 moved it")
+	if _, ok := newTuner(t, DefaultPolicy(2)).CPUBound(2); ok {
+		t.Error("CPUBound(2) at a limit of 4 moved it: 2 CPUs run 8")
 	}
+}
+
+// oneACPU returns p for a copy each of whose rsyncs fills a CPU (PerCPU 1), as a copy
+// that compresses or checksums big files does: the CPU rule's mechanics with a cap of one
+// rsync a CPU.
+func oneACPU(p Policy) Policy {
+	p.PerCPU = 1
+	return p
 }
