@@ -78,8 +78,8 @@ const (
 	// ReasonHold: the window was measured and the limit stays.
 	ReasonHold = "hold"
 	// ReasonCPUBound: the CPUs were saturated, mostly by prsync's own
-	// rsyncs: the limit drops to the CPUs' worth, and no probe passes it
-	// while that lasts.
+	// rsyncs: the limit drops to the CPUs' worth (Policy.PerCPU a CPU), and
+	// no probe passes it while that lasts.
 	ReasonCPUBound = "cpu-bound"
 	// ReasonCPURoom: in a copy the CPUs bound, a window at the best limit left
 	// them a tenth idle or more: the limit rises to one more (the CPU cap).
@@ -214,26 +214,37 @@ type Decision struct {
 // # CPU-bound copies
 //
 // Where the CPUs prsync may use are saturated (Busy at least 90 % of CPUs)
-// and its own rsyncs use at least half of them, more rsyncs cannot get more
-// CPU: they only queue for it, and cost switches, caches and memory. A local
-// copy of small files on 2 CPUs is such a copy, and so is a pull whose
+// and its own rsyncs use at least half of them, many more rsyncs cannot get
+// more CPU: they only queue for it, and cost switches, caches and memory. A
+// local copy of small files on 2 CPUs is such a copy, and so is a pull whose
 // daemon shares the machine. Waiting for the search to find this out on
 // ±20 % windows takes far longer than the 10 s such a copy may last, so a
 // measured window that shows it acts at once: the limit and best drop to the
 // CPUs' worth, and that cap bounds every probe until a window with at least
 // that many rsyncs running shows the CPUs with room again (Busy below 75 %).
-// The CPUs' worth is the CPUs rounded (at least Min), or one more than the
-// most rsyncs a full window ran without saturating them, if that is more: in
-// a pull from a daemon on the same machine each rsync and the sender serving
-// it wait on each other and use about 0.7 CPU between them, so 2 leave 2
-// CPUs 20 % to 30 % idle. Such a window at best raises the cap to one more,
-// and best with it (ReasonCPURoom): the idle CPU is what the copy lacks,
-// and a search's windows of ±20 % cannot tell the 5 % to 10 % each step
-// gains. A window that saturates the CPUs with no more rsyncs than the most
-// seen with room lowers that count (the copy has grown heavier). The search
-// then goes on below the cap, downwards first. The window of a change of the
-// limit, or one in which the throttle paused groups, says nothing: the
-// starts of new rsyncs, or a busy machine, fill the CPUs too.
+//
+// The CPUs' worth is PerCPU (4) rsyncs a CPU, not one. An rsync is a
+// pipeline of processes that wait on each other (the sender, the generator,
+// the receiver, and a daemon's process serving them on the same machine),
+// so 2 rsyncs saturate 2 CPUs and yet 4 and 8 move more: each keeps more
+// work in flight. On the bench machine's 2 CPUs, bench scenarios 3 (a local
+// copy), 4 (/usr) and 10 (a pull of tiny files from a daemon on the machine)
+// ran fastest at -j 8, and in 10 -j 2 took 1.4 × as long as the defaults' 8 (H59);
+// a cap of one rsync a CPU made -j auto 1.09 to 1.20 × the defaults there.
+// Below the cap the search decides, and its probes down must win by Z
+// standard errors. A copy each of whose rsyncs fills a CPU (one that
+// compresses big files) pays for that: up to 4 rsyncs a CPU where 1 would
+// do, which the simulation puts at 0.84 to 0.92 × its best rate.
+//
+// The worth is also one more than the most rsyncs a full window ran without
+// saturating the CPUs, if that is more. Such a window at best raises the cap
+// to one more, and best with it (ReasonCPURoom): the idle CPU is what the
+// copy lacks, and a search's windows of ±20 % cannot tell the 5 % to 10 %
+// each step gains. A window that saturates the CPUs with no more rsyncs than
+// the most seen with room lowers that count (the copy has grown heavier).
+// The search then goes on below the cap, downwards first. The window of a
+// change of the limit, or one in which the throttle paused groups, says
+// nothing: the starts of new rsyncs, or a busy machine, fill the CPUs too.
 //
 // # Refusals
 //
@@ -653,8 +664,9 @@ func (t *Tuner) cpuBound(o Observation) (Decision, bool) {
 }
 
 // CPUBound applies the CPU rule at once, before any window has shown it: a chunk's rsync
-// that ran alone was busy on a CPU all along (the opening's probe), so more rsyncs than cpus,
-// the CPUs the copy may use, only queue for them. It reports whether the limit moved.
+// that ran alone was busy on a CPU all along (the opening's probe), so more rsyncs than the
+// worth of cpus, the CPUs the copy may use, only queue for them. It reports whether the limit
+// moved.
 func (t *Tuner) CPUBound(cpus float64) (Decision, bool) {
 	if !(cpus > 0) {
 		return Decision{}, false
@@ -662,7 +674,7 @@ func (t *Tuner) CPUBound(cpus float64) (Decision, bool) {
 	return t.capCPU(cpus)
 }
 
-// capCPU caps the limit and best at the CPUs' worth: the CPUs rounded, or one more than
+// capCPU caps the limit and best at the CPUs' worth: PerCPU a CPU, rounded, or one more than
 // the most rsyncs seen not to saturate them.
 func (t *Tuner) capCPU(cpus float64) (Decision, bool) {
 	c := max(t.p.Min, min(max(int(math.Round(cpus*t.p.PerCPU)), t.cpuRoom+1), t.p.Max))
