@@ -15,7 +15,7 @@ have() { command -v "$1" >/dev/null; }
 
 # port_free PORT: nothing listens on TCP PORT here. free_port FROM: the first free port of
 # FROM to FROM+199, on stdout.
-port_free() { ! ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+port_free() { [ -z "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
 free_port() {
 	local p
 	for ((p = $1; p < $1 + 200; p++)); do

@@ -131,7 +131,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- daemon
-port_free() { ! ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+port_free() { [ -z "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
 daemon_start() {
 	local p i
 	if [ -z "$PORT" ]; then

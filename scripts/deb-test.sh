@@ -157,7 +157,7 @@ esac
 warnings=$(MANWIDTH=80 man --warnings -l /usr/share/man/man1/prsync.1.gz 2>&1 >/dev/null) ||
   die "man -l /usr/share/man/man1/prsync.1.gz failed: $warnings"
 [ -z "$warnings" ] || die "the man page renders with warnings: $warnings"
-MANWIDTH=80 man -l /usr/share/man/man1/prsync.1.gz 2>/dev/null | grep -q 'prsync - parallel rsync' ||
+MANWIDTH=80 man -l /usr/share/man/man1/prsync.1.gz 2>/dev/null | grep 'prsync - parallel rsync' >/dev/null ||
   die "the man page does not render its NAME"
 [ "$(man -w prsync 2>/dev/null)" = /usr/share/man/man1/prsync.1.gz ] || die "man -w prsync does not find the page"
 

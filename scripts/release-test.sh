@@ -46,7 +46,7 @@ want:
 $want"
 conflicts=$(rpm -qp --conflicts "${rpms[0]}" 2>/dev/null)
 [ "$conflicts" = pssh ] || die "rpm -qp --conflicts ${rpms[0]}: '$conflicts', want pssh"
-rpm -qp --requires "${rpms[0]}" 2>/dev/null | grep -qx rsync || die "${rpms[0]} does not require rsync"
+rpm -qp --requires "${rpms[0]}" 2>/dev/null | grep -x rsync >/dev/null || die "${rpms[0]} does not require rsync"
 license=$(rpm -qp --queryformat '%{LICENSE}' "${rpms[0]}" 2>/dev/null)
 [ "$license" = Apache-2.0 ] || die "rpm -qp --queryformat %{LICENSE} ${rpms[0]}: '$license', want Apache-2.0"
 licfiles=$(rpm -qp --licensefiles "${rpms[0]}" 2>/dev/null)
