@@ -3,6 +3,8 @@ package plan
 import (
 	"math"
 	"time"
+
+	"github.com/prsync/prsync/tune"
 )
 
 // # The opening
@@ -11,8 +13,9 @@ import (
 // paths cost is not. Cut into one part per slot at once, a list whose copy is CPU work and
 // rsync starts (2,000 small local files on 2 CPUs: 0.8 s of work, 50–100 ms for each
 // rsync's start) paid eight starts and eight rsyncs fighting for two CPUs, and lost to one
-// rsync -a. Cut into one part, a list whose paths each wait for a round trip (a network file
-// system) or a bandwidth cap lost its parallelism.
+// rsync -a (issue 23, before the first chunks were sized by time). Cut into one part, a list
+// whose paths each wait for a round trip (a network file system) or a bandwidth cap lost its
+// parallelism.
 //
 // So the first chunk is a probe of ProbeFiles paths, and the paths after it are held until
 // the probe says what a start and a path cost: its rsync's first logged line comes after its
@@ -21,9 +24,12 @@ import (
 //
 //   - carry at least OpeningStarts starts of work each (rest × per path ÷ (OpeningStarts ×
 //     start)): a start stays at most a quarter of a part;
-//   - the CPUs can run side by side: CPUs ÷ the probe's CPU per second of its time (an rsync
-//     busy on one CPU for all its time leaves room for CPUs of them; one that mostly waits,
-//     for many more);
+//   - the CPUs can run side by side: the CPUs' worth, 4 rsyncs a CPU as -j auto's CPU rule
+//     (tune.DefaultPerCPU), ÷ the probe's CPU per second of its time (an rsync busy on one
+//     CPU for all its time leaves room for 4 × CPUs of them; one that mostly waits, for many
+//     more). It was the CPUs alone, and a pull's probe, its time mostly its start and so on
+//     a CPU all along, cut 10,000 paths into 2 parts whenever it ended before its work so far
+//     gave every slot a part (1.39 s), and into 8 otherwise (0.91 s);
 //
 // from 1 to one per slot. A probe that logged nothing (every path up to date, with the quick
 // check off) leaves the CPU rule alone. The wait ends as soon as the answer is known: while
@@ -330,13 +336,17 @@ func OpeningParts(rest int, pr Probe, slots, cpus int) (int, bool) {
 	return n, true
 }
 
-// cpuParts returns how many rsyncs like the probe the CPUs run side by side: cpus ÷ the
-// probe's CPU per second of its time, at least 1; 0 when that is not known.
+// cpuParts returns how many rsyncs like the probe the CPUs run side by side: their worth
+// (tune.DefaultPerCPU rsyncs a CPU, as -j auto's CPU rule) ÷ the probe's CPU per second of
+// its time, at least 1; 0 when that is not known. An rsync is a pipeline whose processes
+// wait on each other, and a probe's time is mostly its start, which is CPU work too: a
+// pull's probe of 16 paths was on a CPU all its 0.14 s, and one rsync a CPU cut the rest of
+// 10,000 paths into 2 parts (1.39 s) where 8 took 0.91 s.
 func cpuParts(pr Probe, cpus int) int {
 	if !(pr.CPU > 0 && pr.Elapsed > 0) || cpus <= 0 {
 		return 0
 	}
-	return max(1, int(math.Min(float64(cpus)*pr.Elapsed/pr.CPU, 1<<20)))
+	return max(1, int(math.Min(float64(cpus)*tune.DefaultPerCPU*pr.Elapsed/pr.CPU, 1<<20)))
 }
 
 // probeLeft estimates the seconds a running probe has left: its paths not logged yet, at

@@ -39,12 +39,18 @@ func TestOpeningParts(t *testing.T) {
 		wantParts int
 		wantKnown bool
 	}{
-		// 2,000 small local files: a 60 ms start, 0.4 ms a path, one CPU busy all along: 2
-		// CPUs run 2 (0.8 s of work is 3 parts of 4 starts)
-		{"local small files, 2 CPUs", 1984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.066, Ended: true}, 8, 2, 2, true},
+		// 2,000 small local files: a 60 ms start, 0.4 ms a path, one CPU busy all along: 0.8 s
+		// of work is 3 parts of 4 starts, and the CPUs' worth, 4 rsyncs a CPU, is more
+		{"local small files, 2 CPUs", 1984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.066, Ended: true}, 8, 2, 3, true},
 		{"local small files, 16 CPUs", 1984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.066, Ended: true}, 8, 16, 3, true},
-		{"local, busier than one CPU", 1984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.1, Ended: true}, 8, 2, 1, true},
+		// 20,000: every slot by the work; 1.5 CPUs busy all along: 2 CPUs run 5 such
+		{"local, 20,000 files, busier than one CPU, 2 CPUs", 19984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.1, Ended: true}, 8, 2, 5, true},
+		{"local, 20,000 files, busier than one CPU, 1 CPU", 19984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.066, Ended: true}, 8, 1, 4, true},
 		{"local, 20,000 files, 16 CPUs", 19984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.066, Ended: true}, 8, 16, 8, true},
+		// a pull from a daemon whose probe ended before the work gave every slot a part, on a
+		// CPU all its 0.14 s (its start is CPU work): every slot, as when the work decides
+		// while it runs (one rsync a CPU cut 10,000 paths into 2 parts: 1.39 s against 0.91 s)
+		{"pull, the probe ended on a CPU all along", 10089, Probe{Files: 16, First: 0.1, Elapsed: 0.142, CPU: 0.142, Ended: true}, 8, 2, 8, true},
 		{"CPU not known", 1984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, Ended: true}, 8, 2, 3, true},
 		// a network file system, 54 ms a path, little CPU: decided while it runs. The probe,
 		// 2 lines logged of 16, has longer left than a part for its slot would save: every
@@ -68,7 +74,7 @@ func TestOpeningParts(t *testing.T) {
 		{"not started yet", 984, Probe{Files: 16, Elapsed: 0.5}, 8, 2, 0, false},
 		// nothing logged (--no-quick-check, every path up to date): the CPU alone says
 		{"nothing logged, waiting", 984, Probe{Files: 16, Elapsed: 0.5, CPU: 0.05, Ended: true}, 8, 2, 8, true},
-		{"nothing logged, CPU-bound", 984, Probe{Files: 16, Elapsed: 0.5, CPU: 0.5, Ended: true}, 8, 2, 2, true},
+		{"nothing logged, CPU-bound, 1 CPU", 984, Probe{Files: 16, Elapsed: 0.5, CPU: 0.5, Ended: true}, 8, 1, 4, true},
 		{"refused or failed", 984, Probe{Files: 16, Failed: true, Ended: true}, 8, 2, 8, true},
 		{"no path left", 0, Probe{Files: 16, First: 0.1, Elapsed: 0.2, Ended: true}, 8, 2, 1, true},
 		// never parts of fewer than 4 paths
@@ -199,13 +205,14 @@ func TestOpeningWait(t *testing.T) {
 			t.Errorf("nothing shown yet: %s, want hold until the target from the first question, 2.03s", got)
 		}
 		p.Started(at(40*ms), 1, 1)
-		// one CPU busy all along, 2 CPUs: 2 parts; 60 ms start, 0.4 ms a path
+		// 60 ms start, 0.4 ms a path: 0.8 s of work is 3 parts of 4 starts (one CPU busy
+		// all along: 2 CPUs run 8 such)
 		p.Ended(at(110*ms), End{ID: 1, Attempt: 1, Files: 16, Seconds: 0.066, First: 0.06, CPU: 0.066, OK: true, Settled: true})
-		if got := step(p.Next(at(111*ms), left)); got != "wave 992" {
-			t.Errorf("the probe ended: %s, want the rest in 2 parts: wave 992", got)
+		if got := step(p.Next(at(111*ms), left)); got != "wave 662" {
+			t.Errorf("the probe ended: %s, want the rest in 3 parts: wave 662", got)
 		}
-		if b := p.Next(at(112*ms), left).Budget; b.Files != 992 {
-			t.Errorf("after the wave: %d paths a chunk, want the parts' 992 to the end", b.Files)
+		if b := p.Next(at(112*ms), left).Budget; b.Files != 662 {
+			t.Errorf("after the wave: %d paths a chunk, want the parts' 662 to the end", b.Files)
 		}
 	})
 	t.Run("a nas: every slot once the work so far says so", func(t *testing.T) {
@@ -248,15 +255,15 @@ func TestOpeningWait(t *testing.T) {
 		}
 	})
 	t.Run("streaming: the wave sent at once, then chunks sized from the probe", func(t *testing.T) {
-		p := timed(8, 2)
+		p := timed(8, 1)
 		probeCut(t, p, 900, false)
 		if got := step(p.Next(at(30*ms), Input{Read: 900, Left: 884})); got != "hold" {
 			t.Errorf("nothing held yet: %s, want hold (the wait starts with a path)", got)
 		}
 		p.Started(at(30*ms), 1, 1)
 		// split at its first line: a start of 0.057 s, 2.7 ms a path, so 728 paths fill 2 s;
-		// its CPU, half its time, leaves room for 4 on 2 CPUs
-		p.Ended(at(130*ms), End{ID: 1, Attempt: 1, Files: 16, Seconds: 0.1, First: 0.06, CPU: 0.05, OK: true, Settled: true})
+		// its CPU, a whole CPU's for its time, leaves room for 4 on one CPU (4 rsyncs a CPU)
+		p.Ended(at(130*ms), End{ID: 1, Attempt: 1, Files: 16, Seconds: 0.1, First: 0.06, CPU: 0.1, OK: true, Settled: true})
 		if got := step(p.Next(at(131*ms), Input{Read: 900, Left: 884, Held: 884})); got != "wave 221 flush" {
 			t.Errorf("%s, want 4 parts, sent at once: wave 221 flush", got)
 		}

@@ -39,7 +39,7 @@ var small = workload{cpu: 0.0004, start: 0.06, startCPU: 0.05}
 // may use (a cgroup's quota, or the machine's; tune.Policy.PerCPU): with -j auto once the
 // probe showed it (a list streaming from find) or a window did (a list known whole, too
 // long for a probe), and with a pinned -j the opening cuts a short list into no more parts
-// than the CPUs.
+// than the CPUs' worth.
 func TestPolicyCPUBound(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -54,7 +54,7 @@ func TestPolicyCPUBound(t *testing.T) {
 		{"-j auto from 16, a list streaming, 2 CPUs: at the probe's end", 2, 16, 40000, 20000, sec, 0},
 		// the first wave of 2,000-path chunks runs on: a lower limit stops no rsync
 		{"-j auto, a list known whole, a quota of 1 CPU: at a window", 1, 8, 20000, 0, 8 * sec, 0},
-		{"-j 8, a short list, 2 CPUs: the opening cuts 2 parts", 2, 0, 4000, 0, 0, 3},
+		{"-j 8, a short list, a CPU: the opening cuts 4 parts", 1, 0, 4000, 0, 0, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
