@@ -79,9 +79,11 @@ func (s *Slots) waitSlot() {
 }
 
 // arrangeHeld arranges a wake-up for the end of the far side's hold, when there is one and
-// none is arranged for it yet; the caller holds s.mu.
+// none is arranged for it yet; the caller holds s.mu. The hold depends on the slots taken
+// (a slot settles after its session ends only when the limit leaves no other free), so it
+// may end sooner than a wake-up arranged before: one is arranged for each end it says.
 func (s *Slots) arrangeHeld(now time.Time) {
-	if until := s.plan.HeldUntil(); until.After(now) && until.After(s.wakeAt) {
+	if until := s.plan.HeldUntil(s.active); until.After(now) && !until.Equal(s.wakeAt) {
 		s.wakeAt = until
 		s.wakeAfter(until.Sub(now) + time.Millisecond)
 	}

@@ -95,15 +95,15 @@ func (p *Planner) setLimit(n int) (old, now int) {
 func (p *Planner) MayStart(now time.Time, active int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return active < p.jobs.limit && !p.jobs.far.HeldBack(now)
+	return active < p.jobs.limit && !p.jobs.far.HeldBack(now, active, p.jobs.limit)
 }
 
-// HeldUntil returns when the far side's hold on new sessions ends, as it stands now (zero
-// or past: none).
-func (p *Planner) HeldUntil() time.Time {
+// HeldUntil returns when the far side's hold on a new session beside active slots taken
+// ends, as it stands now (zero or past: none).
+func (p *Planner) HeldUntil(active int) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.jobs.far.HeldUntil()
+	return p.jobs.far.HeldUntil(active, p.jobs.limit)
 }
 
 // Refused learns from a session the far side refused (refusal.FarSide.RefusedSession) that

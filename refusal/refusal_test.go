@@ -142,7 +142,7 @@ func TestHold(t *testing.T) {
 		if d.Hold != ms(want) {
 			t.Errorf("refusal %d in a row: hold %v, want %v", i+1, d.Hold, ms(want))
 		}
-		if !f.HeldBack(now) || !f.HeldBack(now.Add(d.Hold-time.Nanosecond)) || f.HeldBack(now.Add(d.Hold)) {
+		if !f.HeldBack(now, 0, 4) || !f.HeldBack(now.Add(d.Hold-time.Nanosecond), 0, 4) || f.HeldBack(now.Add(d.Hold), 0, 4) {
 			t.Errorf("refusal %d in a row: held back for the wrong time", i+1)
 		}
 		now = now.Add(d.Hold)
@@ -152,7 +152,7 @@ func TestHold(t *testing.T) {
 		t.Errorf("after an accepted session: hold %v, want 100ms", d.Hold)
 	}
 	var zero FarSide
-	if zero.HeldBack(t0) || zero.Ended(t0, true) != 0 || zero.HeldBack(t0.Add(time.Nanosecond)) {
+	if zero.HeldBack(t0, 3, 4) || zero.Ended(t0, true) != 0 || zero.HeldBack(t0.Add(time.Nanosecond), 3, 4) {
 		t.Error("a far side that never refused holds back")
 	}
 }
@@ -221,7 +221,8 @@ func TestSettle(t *testing.T) {
 	}
 	now = now.Add(time.Minute) // the hold is long over
 	f.Ended(now, true)
-	if !f.HeldBack(now) || !f.HeldBack(now.Add(ms(999))) || f.HeldBack(now.Add(time.Second)) {
+	// 3 of a limit of 4 taken: the slot of the session that just ended is the only one left
+	if !f.HeldBack(now, 3, 4) || !f.HeldBack(now.Add(ms(999)), 3, 4) || f.HeldBack(now.Add(time.Second), 3, 4) {
 		t.Error("a slot should wait settle after a session ends, and no longer")
 	}
 	f.Accepted()
@@ -237,6 +238,47 @@ func TestSettle(t *testing.T) {
 	f.Refused(now, 3, 4, 3)
 	if s := f.Ended(now, true); s != ms(100) {
 		t.Errorf("settle %v after a refusal from the floor, want 100ms", s)
+	}
+}
+
+// TestSettleSlots: a slot settles after its session ends, and a new session waits only
+// while the slots taken and those settling fill the limit: beside fewer, it takes a slot
+// that was free all along. A session the far side never accepted held no slot.
+func TestSettleSlots(t *testing.T) {
+	var f FarSide
+	f.Refused(t0, 3, 3, 3) // a limit it ran: settle 50 ms
+	f.Accepted()           // its floor
+	at := func(n int) time.Time { return t0.Add(time.Minute + ms(n)) }
+	for _, e := range []int{0, 10, 20} { // three sessions end, 10 ms apart
+		f.Ended(at(e), true)
+	}
+	tests := []struct {
+		active, limit int
+		until         int // ms; -1: not held back
+	}{
+		{2, 3, 70}, // no room: the last end's slot
+		{1, 3, 60}, // room for one settling slot: the second latest end's
+		{0, 3, 50}, // room for two: the first end's
+		{0, 4, -1}, // room for three: none waits
+		{3, 3, 70}, // no slot at all: the last end's, as before
+		{1, 8, -1}, // a limit of 8: room for all three
+	}
+	for _, tt := range tests {
+		u := f.HeldUntil(tt.active, tt.limit)
+		held := f.HeldBack(at(21), tt.active, tt.limit)
+		switch {
+		case tt.until < 0 && held:
+			t.Errorf("%d taken of %d: held back until %v, want not", tt.active, tt.limit, u.Sub(at(0)))
+		case tt.until >= 0 && !u.Equal(at(tt.until)):
+			t.Errorf("%d taken of %d: held back until %v, want %v", tt.active, tt.limit, u.Sub(at(0)), ms(tt.until))
+		}
+	}
+	// a refused session's end holds no slot
+	var g FarSide
+	g.Refused(t0, 3, 3, 3)
+	g.Ended(at(0), false)
+	if g.HeldBack(at(1), 1, 3) {
+		t.Error("held back by the end of a session the far side never accepted")
 	}
 }
 
@@ -522,7 +564,7 @@ func TestRefusedOwnWave(t *testing.T) {
 			t.Errorf("refusal %d with %d active: %+v, want limit 3, held 100 ms, free", i+1, active, d)
 		}
 	}
-	if f.HeldBack(t0.Add(ms(150) + firstHold)) {
+	if f.HeldBack(t0.Add(ms(150)+firstHold), 2, 3) {
 		t.Error("held back after the last own refusal's 100 ms")
 	}
 	at := t0.Add(time.Second)
@@ -660,7 +702,7 @@ func TestYield(t *testing.T) {
 	}
 	f.RefusedSession(t0, Session{Started: t0, Limit: 8, Active: 8, Stated: 3}) // its own first wave
 	at := t0.Add(firstYield - ms(1))
-	if d := f.Yield(at, 2); d != 0 || f.HeldBack(at) {
+	if d := f.Yield(at, 2); d != 0 || f.HeldBack(at, 2, 3) {
 		t.Errorf("within firstYield of the first refusal: yield %v", d)
 	}
 	at = t0.Add(firstYield)
@@ -670,8 +712,8 @@ func TestYield(t *testing.T) {
 	if d := f.Yield(at, 2); d != yieldFor {
 		t.Fatalf("holding all 3: yield %v, want %v", d, yieldFor)
 	}
-	if !f.HeldBack(at.Add(yieldFor-ms(1))) || f.HeldBack(at.Add(yieldFor)) || !f.HeldUntil().Equal(at.Add(yieldFor)) {
-		t.Errorf("held back for the wrong time: until %v", f.HeldUntil().Sub(at))
+	if !f.HeldBack(at.Add(yieldFor-ms(1)), 2, 3) || f.HeldBack(at.Add(yieldFor), 2, 3) || !f.HeldUntil(2, 3).Equal(at.Add(yieldFor)) {
+		t.Errorf("held back for the wrong time: until %v", f.HeldUntil(2, 3).Sub(at))
 	}
 	if d := f.Yield(at.Add(yieldEvery-ms(1)), 2); d != 0 {
 		t.Errorf("again within yieldEvery: yield %v", d)
