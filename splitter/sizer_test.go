@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/plan"
+	"github.com/prsync/prsync/tune"
 )
 
 // newPlanner returns the planner of a copy with chunks sized by time (a 2 s target) over
@@ -25,13 +26,13 @@ const probeCPUs = 64
 
 // answerProbe tells p that chunk id (the probe) ended with figures that cut the paths
 // after it into n parts (fewer if the slots or the paths are fewer): a path costs far more
-// than a start, and the CPUs run n such rsyncs side by side. The cost model does not learn
+// than a start, and the CPUs' worth (tune.DefaultPerCPU rsyncs a CPU) is n such rsyncs. The cost model does not learn
 // from it (its run is not the chunk's last), so that the budget after the wave is the
 // test's to set; n 0 says the probe failed: every slot a part.
 func answerProbe(p *plan.Planner, id, n int) {
 	e := plan.End{ID: id, Attempt: 1, Files: plan.ProbeFiles, Seconds: 1, First: 0.01, OK: n > 0}
 	if n > 0 {
-		e.CPU = probeCPUs / (float64(n) + 0.5)
+		e.CPU = probeCPUs * tune.DefaultPerCPU / (float64(n) + 0.5) // the CPUs' worth: 4 rsyncs a CPU
 	}
 	p.Ended(time.Now(), e)
 }
