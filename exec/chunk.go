@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/prsync/prsync/refusal"
 	"github.com/prsync/prsync/rsync"
 	"github.com/prsync/prsync/splitter"
 )
@@ -203,11 +204,16 @@ func (p *Pool) flushPending(st *chunkState) {
 }
 
 // retryAfter says whether an attempt that ended as class is to be tried again, and
-// after how long. free counts the chunk's refusals that prsync brought on itself
-// (refusal.Decision.Retry): they do not use up --retries.
+// after how long. free counts the chunk's failures that prsync brought on itself: refusals
+// (refusal.Decision.Retry), and races of its own rsyncs in DEST (ownRace). They do not use
+// up --retries, up to refusal.MaxFree of them.
 func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, res result) (bool, time.Duration) {
 	if class != rsync.Refused {
 		p.sessionAccepted()
+		if class == rsync.Transient && ownRace(res) && *free < refusal.MaxFree {
+			*free++
+			return true, min(ownRaceDelay, p.RetryDelay)
+		}
 		return class == rsync.Transient && attempt-*free <= p.Retries, backoff(p.RetryDelay, attempt-*free)
 	}
 	took := time.Duration(res.seconds * float64(time.Second))
@@ -219,6 +225,22 @@ func (p *Pool) retryAfter(class rsync.Class, attempt int, free *int, res result)
 		return true, d
 	}
 	return attempt-*free <= p.Retries, backoff(p.RetryDelay, attempt-*free)
+}
+
+// ownRaceDelay is how long a chunk waits before it tries again after a race of prsync's own
+// rsyncs in DEST: the other rsync has made the directory by then.
+const ownRaceDelay = 100 * time.Millisecond
+
+// ownRace reports whether an attempt failed only because another rsync, most likely one of
+// prsync's own for another chunk, got to a directory of DEST first: both created it at once
+// ("mkdir ... failed: File exists (17)", exit 11, which --mkpath to a daemon meets when the
+// first sessions of a copy into a new directory start together), or it replaced a symlink
+// there with a directory ("unlink ... Is a directory (21)"). The chunk's next attempt finds
+// the directory made, so such a failure is prsync's doing and uses up no retry: with
+// --retries 0, two sessions of one copy started together into a new remote directory failed
+// a chunk (make test: TestNeighboursShareDaemon, 1 run in many).
+func ownRace(res result) bool {
+	return res.r != nil && (res.r.MkdirRace || res.r.ReplaceRace)
 }
 
 // wait sleeps before a retry and reports whether to go on (holding a slot). A chunk

@@ -65,6 +65,7 @@ func TestClassify(t *testing.T) {
 		{11, false, `rsync: [receiver] write failed on "/d/x": No space left on device (28)`, Fatal},
 		{23, false, `rsync: [receiver] write failed on "/d/x": No space left on device (28)`, Fatal},
 		{11, false, `rsync: [receiver] mkdir "/d/x" failed: File exists (17)`, Transient},
+		{11, false, `rsync: [Receiver] mkdir "a" (in mod) failed: File exists (17)`, Transient},
 		{23, false, `rsync: [generator] delete_file: unlink(x/t) failed: Is a directory (21)`, Transient},
 		{23, false, `rsync: [generator] delete_file: unlink(d) failed: Operation not permitted (1)`, Partial},
 		{23, false, `rsync: [generator] delete_file: rmdir(d) failed: Directory not empty (39)`, Partial},

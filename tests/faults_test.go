@@ -899,6 +899,46 @@ func TestFaultLongRecord(t *testing.T) {
 
 // ---------------------------------------------------------------- exit codes via the fake rsync
 
+// A chunk whose rsync lost a race to create a directory of DEST to another rsync (two
+// sessions of one copy into a new directory of a daemon's module, with --mkpath: "mkdir ...
+// failed: File exists (17)", exit 11) is tried again without using up a retry: with
+// --retries 0 the copy still ends whole. Such retries are bounded (10 a chunk): a race that
+// never ends fails the chunk as before. The real rsync meets the race only by chance
+// (tests/adaptive_test.go TestNeighboursShareDaemon met it once in many runs).
+func TestFaultOwnMkdirRace(t *testing.T) {
+	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone
+	needRsync(t)
+	fake := fakeRsyncPath(t)
+	for _, tc := range []struct {
+		mode     string
+		code     int
+		statuses []string
+	}{
+		{"mkdir-race:2", 0, []string{"retrying", "retrying", "ok"}},
+		{"mkdir-race:100", 11, append(slices.Repeat([]string{"retrying"}, 10), "failed")},
+	} {
+		t.Run(strings.ReplaceAll(tc.mode, ":", "_"), func(t *testing.T) {
+			t.Parallel()
+			w := newWork(t)
+			names := files(t, w.Src, 3, 500)
+			env := []string{"PRSYNC_TEST_FAKE_RSYNC=" + tc.mode, "PRSYNC_TEST_FAKE_STATE=" + filepath.Join(w.Dir, "state")}
+			r := start(t, startOpts{dir: w.Dir, in: lines(names...), env: env}, "--no-throttle", "--rsync", fake, "--retries", "0", "--root", w.Src, "--failed", w.Failed, w.Dst).wait(60 * time.Second)
+			r.Exit(t, tc.code)
+			r.Identity(t, 3)
+			if st := r.Statuses(); !slices.Equal(st, tc.statuses) {
+				t.Errorf("chunk_end statuses %q, want %q", st, tc.statuses)
+			}
+			if tc.code == 0 {
+				sameTree(t, w.Src, w.Dst)
+				r.FailedAre(t)
+			} else {
+				r.FailedAre(t, names...)
+			}
+			noProcsLeft(t, w.Dir)
+		})
+	}
+}
+
 // Transient codes are retried; config errors are not, and carry a hint.
 func TestFaultFakeRsyncCodes(t *testing.T) {
 	t.Parallel() // a correctness test: it runs beside the others, after the timing tests ran alone

@@ -77,6 +77,16 @@ func fakeRsync() int {
 		}
 		return execRealRsync()
 	}
+	if _, err := fmt.Sscanf(mode, "mkdir-race:%d", &first); err == nil {
+		// the first N lose a race to create DEST's directory to another rsync, as two
+		// sessions of one copy into a new directory of a daemon's module (--mkpath) do
+		if n <= first {
+			fmt.Fprintln(os.Stderr, `rsync: [Receiver] mkdir "sub" (in mod) failed: File exists (17)`)
+			fmt.Fprintln(os.Stderr, "rsync error: error in file IO (code 11) at main.c(793) [Receiver=3.5.0]")
+			return 11
+		}
+		return execRealRsync()
+	}
 	fmt.Fprintf(os.Stderr, "fake rsync: unknown mode %q\n", mode)
 	return 2
 }
