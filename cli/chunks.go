@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"math"
 	"os"
 	"strings"
 	"time"
@@ -39,7 +38,7 @@ func (r *runner) chunkTarget() time.Duration {
 
 // planner returns the run's planner (package plan): how big each chunk is and when it is
 // cut, which starts next and how many rsyncs run at once. cpus is what the copy may use.
-func (r *runner) planner(cpus int) *plan.Planner {
+func (r *runner) planner(cpus float64) *plan.Planner {
 	f := &r.f
 	return plan.New(plan.Config{
 		Target: r.chunkTarget(), Files: f.ChunkFiles, Bytes: int64(f.ChunkBytes), Wait: f.ChunkWait,
@@ -64,10 +63,10 @@ func flagGiven(args []string, name string) bool {
 }
 
 // usableCPUs returns the CPUs prsync's rsyncs may really use on a machine of cpus CPUs: a
-// cgroup's CPU quota (quota CPUs, 0 for none), rounded up, when it is lower.
-func usableCPUs(cpus int, quota float64) int {
-	if quota > 0 && int(math.Ceil(quota)) < cpus {
-		return max(int(math.Ceil(quota)), 1)
+// cgroup's CPU quota (quota CPUs, 0 for none) when it is lower.
+func usableCPUs(cpus int, quota float64) float64 {
+	if quota > 0 && quota < float64(cpus) {
+		return quota
 	}
-	return cpus
+	return float64(cpus)
 }

@@ -35,23 +35,23 @@ func TestChunkTarget(t *testing.T) {
 	}
 }
 
-// The opening's CPUs are the machine's, or a cgroup's CPU quota rounded up when lower.
+// The planner's CPUs are the machine's, or a cgroup's CPU quota when lower.
 func TestUsableCPUs(t *testing.T) {
 	tests := []struct {
 		cpus  int
 		quota float64
-		want  int
+		want  float64
 	}{
-		{8, 0, 8},   // no quota
-		{8, 1, 1},   // a 1-CPU container
-		{8, 1.5, 2}, // rounded up
-		{8, 0.2, 1}, // a fifth of a CPU is still one rsync at a time
-		{2, 4, 2},   // a quota above the machine's CPUs
+		{8, 0, 8},     // no quota
+		{8, 1, 1},     // a 1-CPU container
+		{8, 1.5, 1.5}, // as it is: the CPU rules count 4 rsyncs a CPU
+		{8, 0.2, 0.2}, // a fifth of a CPU
+		{2, 4, 2},     // a quota above the machine's CPUs
 		{2, 2, 2},
 	}
 	for _, tc := range tests {
 		if got := usableCPUs(tc.cpus, tc.quota); got != tc.want {
-			t.Errorf("usableCPUs(%d, %v) = %d, want %d", tc.cpus, tc.quota, got, tc.want)
+			t.Errorf("usableCPUs(%d, %v) = %v, want %v", tc.cpus, tc.quota, got, tc.want)
 		}
 	}
 }

@@ -123,16 +123,18 @@ func (p *Planner) Sampled(now time.Time, s Sample, apply bool) (Change, bool) {
 const cpuBoundShare = 0.75
 
 // probeBound applies what the probe showed to -j auto's number of rsyncs: one that was busy
-// on a CPU all along (its processes' CPU time over its duration) says the copy is CPU work,
+// on a CPU all along (its processes' CPU time over its duration; under a quota below one
+// CPU, on all the quota gave it) says the copy is CPU work,
 // and more rsyncs than the CPUs' worth (tune.Policy.PerCPU for each CPU it may use) only
 // queue for them, so the limit comes down to that at once rather than once a window has
 // shown the CPUs saturated (2 to 4 s later). The caller holds p.mu.
 func (p *Planner) probeBound(pr Probe) (Change, bool) {
 	t := p.cfg.Auto
-	if t == nil || pr.Failed || p.cfg.CPUs <= 0 || !(pr.Elapsed > 0) || pr.CPU < cpuBoundShare*pr.Elapsed {
+	cpus := p.cfg.CPUs
+	if t == nil || pr.Failed || !(cpus > 0) || !(pr.Elapsed > 0) || pr.CPU < cpuBoundShare*pr.Elapsed*min(1, cpus) {
 		return Change{}, false
 	}
-	d, ok := t.CPUBound(float64(p.cfg.CPUs))
+	d, ok := t.CPUBound(cpus)
 	if !ok {
 		return Change{}, false
 	}
@@ -140,6 +142,6 @@ func (p *Planner) probeBound(pr Probe) (Change, bool) {
 	if n == old {
 		return Change{}, false
 	}
-	detail := fmt.Sprintf("the probe's rsync used %.3g CPU-s in %.3g s: %d CPUs run %d", pr.CPU, pr.Elapsed, p.cfg.CPUs, n)
+	detail := fmt.Sprintf("the probe's rsync used %.3g CPU-s in %.3g s: %.3g CPUs run %d", pr.CPU, pr.Elapsed, cpus, n)
 	return Change{Old: old, New: n, Reason: "auto-" + d.Reason, Detail: detail}, true
 }

@@ -295,7 +295,7 @@ func (p *Planner) partFiles(rest, n int) int {
 // OpeningParts says into how many parts to cut rest paths after the probe, with slots
 // rsyncs allowed at once and cpus CPUs to run them, and whether that is known yet (false:
 // wait and ask again). See The opening.
-func OpeningParts(rest int, pr Probe, slots, cpus int) (int, bool) {
+func OpeningParts(rest int, pr Probe, slots int, cpus float64) (int, bool) {
 	slots = max(slots, 1)
 	if rest <= 0 {
 		return 1, true
@@ -338,15 +338,18 @@ func OpeningParts(rest int, pr Probe, slots, cpus int) (int, bool) {
 
 // cpuParts returns how many rsyncs like the probe the CPUs run side by side: their worth
 // (tune.DefaultPerCPU rsyncs a CPU, as -j auto's CPU rule) ÷ the probe's CPU per second of
-// its time, at least 1; 0 when that is not known. An rsync is a pipeline whose processes
-// wait on each other, and a probe's time is mostly its start, which is CPU work too: a
-// pull's probe of 16 paths was on a CPU all its 0.14 s, and one rsync a CPU cut the rest of
-// 10,000 paths into 2 parts (1.39 s) where 8 took 0.91 s.
-func cpuParts(pr Probe, cpus int) int {
-	if !(pr.CPU > 0 && pr.Elapsed > 0) || cpus <= 0 {
+// its time, as a share of the CPU one rsync may get (a whole one, or a quota below it), at
+// least 1; 0 when that is not known. An rsync is a pipeline whose processes wait on each
+// other, and a probe's time is mostly its start, which is CPU work too: a pull's probe of
+// 16 paths was on a CPU all its 0.14 s, and one rsync a CPU cut the rest of 10,000 paths
+// into 2 parts (1.39 s) where 8 took 0.91 s. Under a quota of half a CPU a probe gets at
+// most half a CPU a second: one that got it all is CPU work, and the quota is worth 2.
+func cpuParts(pr Probe, cpus float64) int {
+	if !(pr.CPU > 0 && pr.Elapsed > 0) || !(cpus > 0) {
 		return 0
 	}
-	return max(1, int(math.Min(float64(cpus)*tune.DefaultPerCPU*pr.Elapsed/pr.CPU, 1<<20)))
+	share := pr.CPU / pr.Elapsed / min(1, cpus)
+	return max(1, int(math.Min(cpus*tune.DefaultPerCPU/share+1e-9, 1<<20)))
 }
 
 // probeLeft estimates the seconds a running probe has left: its paths not logged yet, at

@@ -58,9 +58,10 @@ type Config struct {
 	// Sampled measures. Without it, -j is pinned: only the far side's refusals lower it,
 	// and it climbs back.
 	Auto *tune.Tuner
-	// CPUs is how many CPUs the copy may use (a cgroup's quota, rounded up, or the
-	// machine's); 0: not known, which turns the CPU rule of the opening off.
-	CPUs int
+	// CPUs is how many CPUs the copy may use: a cgroup's quota (0.5 for half a CPU) when
+	// below the machine's CPUs, or those; 0: not known, which turns the CPU rules of the
+	// opening and of the probe off.
+	CPUs float64
 	// Tick is how often Sampled is called (-j auto); 0 means tune.Window / 4.
 	Tick time.Duration
 }

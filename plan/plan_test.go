@@ -16,7 +16,7 @@ const ms = time.Millisecond
 // timed returns a planner of chunks sized by a 2 s target, slots rsyncs at once and cpus
 // CPUs, within 2,000 paths a chunk and --chunk-wait 1 s.
 func timed(slots, cpus int) *Planner {
-	return New(Config{Target: 2 * time.Second, Files: 2000, Bytes: 128 << 20, Wait: time.Second, Jobs: slots, MaxJobs: 32, CPUs: cpus})
+	return New(Config{Target: 2 * time.Second, Files: 2000, Bytes: 128 << 20, Wait: time.Second, Jobs: slots, MaxJobs: 32, CPUs: float64(cpus)})
 }
 
 // learn has the cost model learn chunks of perPath seconds a path after a 40 ms start.
@@ -35,7 +35,7 @@ func TestOpeningParts(t *testing.T) {
 		rest      int
 		pr        Probe
 		slots     int
-		cpus      int
+		cpus      float64
 		wantParts int
 		wantKnown bool
 	}{
@@ -46,6 +46,10 @@ func TestOpeningParts(t *testing.T) {
 		// 20,000: every slot by the work; 1.5 CPUs busy all along: 2 CPUs run 5 such
 		{"local, 20,000 files, busier than one CPU, 2 CPUs", 19984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.1, Ended: true}, 8, 2, 5, true},
 		{"local, 20,000 files, busier than one CPU, 1 CPU", 19984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.066, Ended: true}, 8, 1, 4, true},
+		// under a quota: half a CPU, all of which the probe got, is worth 2 rsyncs (it was
+		// rounded up to a CPU, worth 8 to such a probe); 1.5 CPUs, 6
+		{"local, 20,000 files, a quota of half a CPU", 19984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.033, Ended: true}, 8, 0.5, 2, true},
+		{"local, 20,000 files, a quota of 1.5 CPUs", 19984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.066, Ended: true}, 8, 1.5, 6, true},
 		{"local, 20,000 files, 16 CPUs", 19984, Probe{Files: 16, First: 0.060, Elapsed: 0.066, CPU: 0.066, Ended: true}, 8, 16, 8, true},
 		// a pull from a daemon whose probe ended before the work gave every slot a part, on a
 		// CPU all its 0.14 s (its start is CPU work): every slot, as when the work decides
@@ -85,7 +89,7 @@ func TestOpeningParts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			n, known := OpeningParts(tt.rest, tt.pr, tt.slots, tt.cpus)
 			if known != tt.wantKnown || known && n != tt.wantParts {
-				t.Errorf("OpeningParts(%d, %+v, %d, %d) = %d, %v; want %d, %v", tt.rest, tt.pr, tt.slots, tt.cpus, n, known, tt.wantParts, tt.wantKnown)
+				t.Errorf("OpeningParts(%d, %+v, %d, %v) = %d, %v; want %d, %v", tt.rest, tt.pr, tt.slots, tt.cpus, n, known, tt.wantParts, tt.wantKnown)
 			}
 		})
 	}
@@ -384,19 +388,23 @@ func TestProbeBound(t *testing.T) {
 	tests := []struct {
 		name string
 		auto bool
-		cpus int
+		cpus float64
 		cpu  float64 // the probe's CPU seconds in 0.1 s
 		want string  // the change; "": none
 	}{
 		{"CPU work, 2 CPUs: they run 8", true, 2, 0.09, ""},
 		{"CPU work, a quota of 1", true, 1, 0.1, "8 -> 4 auto-cpu-bound"},
+		// a quota of half a CPU gives the probe at most 0.05 CPU-s in 0.1 s: all of it is
+		// CPU work, and the quota is worth 2
+		{"CPU work, a quota of half a CPU", true, 0.5, 0.05, "8 -> 2 auto-cpu-bound"},
+		{"half of what a quota of half a CPU gave", true, 0.5, 0.025, ""},
 		{"mostly waiting", true, 2, 0.02, ""},
 		{"CPUs not known", true, 0, 0.1, ""},
 		{"-j 8 pinned", false, 2, 0.1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := pinnedPlanner(tt.cpus, 8)
+			p := pinnedPlanner(int(tt.cpus), 8)
 			if tt.auto {
 				p = autoPlanner(2, 8)
 				p.cfg.CPUs = tt.cpus

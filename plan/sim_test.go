@@ -633,11 +633,11 @@ func autoPlanner(cpus int, start int) *Planner {
 		panic(err)
 	}
 	return New(Config{Target: 2 * time.Second, Files: 2000, Bytes: 128 << 20, Wait: time.Second,
-		Jobs: start, MaxJobs: pol.Max, Auto: tn, CPUs: cpus})
+		Jobs: start, MaxJobs: pol.Max, Auto: tn, CPUs: float64(cpus)})
 }
 
 // pinnedPlanner returns the planner of a copy with -j n.
 func pinnedPlanner(cpus, n int) *Planner {
 	return New(Config{Target: 2 * time.Second, Files: 2000, Bytes: 128 << 20, Wait: time.Second,
-		Jobs: n, MaxJobs: max(32, n), CPUs: cpus})
+		Jobs: n, MaxJobs: max(32, n), CPUs: float64(cpus)})
 }
