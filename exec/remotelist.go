@@ -552,6 +552,27 @@ func (l *RemoteLists) session(ctx context.Context, args []string) ([]byte, error
 	return out.Bytes(), err
 }
 
+// sessionAdmitted is session, asked again while the far side refuses it as full: the
+// lists' removal at the end comes right after the copy's last sessions, whose slots a
+// daemon frees a moment after they end, and a refused removal left the run's lists in DEST
+// for the next run to sweep (make test: TestRemoteListFallback at max connections = 2, 1
+// run in 7). It asks up to 8 times, 50 ms apart and doubling (about 6 s in all).
+func (l *RemoteLists) sessionAdmitted(ctx context.Context, args []string) ([]byte, error) {
+	wait := 50 * time.Millisecond
+	for try := 1; ; try++ {
+		out, err := l.session(ctx, args)
+		if _, refused := uploadPasses(out); err == nil || !refused || try == 8 {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
 // uploadFailure says why an upload failed: rsync's first line of error, else err.
 func uploadFailure(out []byte, err error) string {
 	for _, line := range strings.Split(string(out), "\n") {
@@ -601,7 +622,7 @@ func (l *RemoteLists) Close(ctx context.Context) error {
 	if err := os.Mkdir(empty, 0o700); err != nil {
 		return fmt.Errorf("remote lists: %w", err)
 	}
-	out, err := l.session(ctx, l.cleanArgs(empty, []string{l.runID + ".*"}))
+	out, err := l.sessionAdmitted(ctx, l.cleanArgs(empty, []string{l.runID + ".*"}))
 	if err != nil {
 		return fmt.Errorf("remove the lists in %s: %s", rsync.ListDirArg(l.Dest), uploadFailure(out, err))
 	}
@@ -612,7 +633,7 @@ func (l *RemoteLists) Close(ctx context.Context) error {
 	if len(stale) == 0 {
 		return nil
 	}
-	if _, err := l.session(ctx, l.cleanArgs(empty, stale)); err == nil {
+	if _, err := l.sessionAdmitted(ctx, l.cleanArgs(empty, stale)); err == nil {
 		l.mu.Lock()
 		l.stats.Swept += len(stale)
 		l.mu.Unlock()

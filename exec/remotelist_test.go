@@ -257,3 +257,43 @@ func TestSweepStaging(t *testing.T) {
 		t.Errorf("left %q: want all but the dead prsync's %s", left, gone)
 	}
 }
+
+// TestSessionAdmitted: the lists' removal asks again while the far side refuses it as full
+// (a daemon frees the slots of the copy's last sessions a moment after they end), up to 8
+// times; a session that fails otherwise is not asked again.
+func TestSessionAdmitted(t *testing.T) {
+	tests := []struct {
+		name    string
+		refuse  int    // the sessions refused first
+		fail    string // otherwise, the failure of every session
+		wantN   int
+		wantErr bool
+	}{
+		{"refused twice", 2, "", 3, false},
+		{"refused always", 100, "", 8, true},
+		{"read only", 0, "ERROR: module is read only", 1, true},
+		{"admitted", 0, "", 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			count := filepath.Join(dir, "count")
+			script := filepath.Join(dir, "rsync")
+			body := fmt.Sprintf(`#!/bin/sh
+n=$(cat %[1]q 2>/dev/null || echo 0); n=$((n+1)); echo $n >%[1]q
+if [ -n %[3]q ]; then echo %[3]q; exit 1; fi
+if [ $n -le %[2]d ]; then echo "@ERROR: max connections (2) reached -- try again later"; exit 5; fi
+exit 0
+`, count, tt.refuse, tt.fail)
+			if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			l := &RemoteLists{Rsync: script}
+			_, err := l.sessionAdmitted(context.Background(), nil)
+			b, _ := os.ReadFile(count)
+			if n := strings.TrimSpace(string(b)); n != fmt.Sprint(tt.wantN) || (err != nil) != tt.wantErr {
+				t.Errorf("%s sessions, error %v; want %d sessions, error %v", n, err, tt.wantN, tt.wantErr)
+			}
+		})
+	}
+}
