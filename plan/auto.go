@@ -124,10 +124,10 @@ const cpuBoundShare = 0.75
 
 // probeBound applies what the probe showed to -j auto's number of rsyncs: one that was busy
 // on a CPU all along (its processes' CPU time over its duration; under a quota below one
-// CPU, on all the quota gave it) says the copy is CPU work,
-// and more rsyncs than the CPUs' worth (tune.Policy.PerCPU for each CPU it may use) only
-// queue for them, so the limit comes down to that at once rather than once a window has
-// shown the CPUs saturated (2 to 4 s later). The caller holds p.mu.
+// CPU, on all the quota gave it) says the copy is CPU work, and more rsyncs than the CPUs'
+// worth (tune.Policy.PerCPU for each CPU it may use) only queue for them, so the limit comes
+// down to that at once rather than once a window has shown the CPUs saturated (2 to 4 s
+// later). The caller holds p.mu.
 func (p *Planner) probeBound(pr Probe) (Change, bool) {
 	t := p.cfg.Auto
 	cpus := p.cfg.CPUs
