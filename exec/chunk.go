@@ -51,6 +51,11 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 		return
 	}
 	defer p.Lists.Done(c) // its list, if the far side holds it, is needed no more
+	if c.Root {
+		// the run's last chunk (plan.Pick): the lists go first, since removing their
+		// directory changes the mtime of DEST's root, which this rsync sets
+		p.Lists.Clear(ctx) // its error is Close's, which the run reports
+	}
 	st := &chunkState{c: c, logged: make([]rsync.PathState, c.Len()), out: make([]rsync.Outcome, c.Len()), budget: isolationBudget(c.Len())}
 	all := make([]int, c.Len())
 	for i := range all {

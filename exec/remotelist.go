@@ -32,9 +32,11 @@ import (
 // rsync.ListDir in DEST's root as RUNID.CHUNK, where RUNID is HOST-PID-START: a chunk's
 // list goes from the staging directory once its chunk has settled (Done), and from the
 // far side with the next upload (which deletes this run's lists that are no longer
-// staged) or at the run's end (Close), which also removes the directory once it is empty.
-// When other lists keep it there, Close lists it and sweeps the lists that crashed runs
-// left: this host's whose prsync is gone, and any other host's older than StaleAge. The
+// staged) or at the copy's end (Clear), which also removes the directory once it is
+// empty: before the root chunk, whose rsync sets the mtime of DEST's root that the
+// removal changes, or else at Close. When other lists keep the directory there, Clear
+// lists it and sweeps the lists that crashed runs left: this host's whose prsync is
+// gone, and any other host's older than StaleAge. The
 // sweep is at the end of a run, not its start, where it would delay the first chunks: a
 // listing is a session of its own (60 ms to a daemon on this machine, 0.3 s over ssh).
 
@@ -82,8 +84,11 @@ type RemoteLists struct {
 	busy    chan struct{} // closed when the upload under way ends; nil when none is
 	// failures counts the uploads in a row that failed for a passing reason
 	failures int
-	used     bool // an upload ran as a transfer: Close has lists to delete
-	stats    ListStats
+	used     bool // an upload ran as a transfer: Clear has lists to delete
+	// closing: Clear began, and For hands no list; cleared: it ended, with clearErr
+	closing, cleared bool
+	clearErr         error
+	stats            ListStats
 }
 
 // listState is where a chunk's list is.
@@ -261,7 +266,7 @@ func (l *RemoteLists) For(ctx context.Context, c *splitter.Chunk, entries [][]by
 		return ""
 	}
 	for {
-		if l.stats.Off != "" || ctx.Err() != nil {
+		if l.stats.Off != "" || l.closing || ctx.Err() != nil {
 			return ""
 		}
 		cl := l.lists[c.ID]
@@ -599,27 +604,64 @@ func uploadPasses(out []byte) (passes, refused bool) {
 	return false, false
 }
 
-// Close deletes this run's lists on the far side, and rsync.ListDir once it holds no other
-// list; when others keep it there, it sweeps those that crashed runs left (stale). It
-// runs one session when no other list is there, three when there are (the deletion, the
-// listing, the sweep), and none when no upload ran. Then it removes the staging
-// directory. It returns why the far side kept this run's lists, or nil.
+// Clear deletes this run's lists on the far side, and rsync.ListDir once it holds no
+// other list; when others keep it there, it sweeps those that crashed runs left (stale).
+// It runs one session when no other list is there, three when there are (the deletion,
+// the listing, the sweep), and none when no upload ran. The pool calls it before the root
+// chunk, the run's last, since removing rsync.ListDir changes the mtime of DEST's root,
+// which the root chunk sets; Close calls it in a run without one. After it, every rsync
+// reads its list on stdin. It returns why the far side kept this run's lists, or nil, and
+// so does Close after it; a Clear cut short by ctx is done again by Close.
+func (l *RemoteLists) Clear(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	if l.cleared {
+		l.mu.Unlock()
+		return l.clearErr
+	}
+	for l.busy != nil { // an upload under way (none should be: every chunk has settled)
+		busy := l.busy
+		l.mu.Unlock()
+		<-busy
+		l.mu.Lock()
+	}
+	l.closing = true // For hands no list from now on
+	used, top := l.used, l.top
+	l.mu.Unlock()
+	if top == "" || !used {
+		return nil
+	}
+	err := l.clear(ctx, top)
+	if ctx.Err() == nil {
+		l.mu.Lock()
+		l.cleared, l.clearErr = true, err
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// Close deletes this run's lists on the far side (Clear), unless Clear did, and removes
+// the staging directory. It returns why the far side kept this run's lists, or nil.
 func (l *RemoteLists) Close(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
-	used, top := l.used, l.top
+	top := l.top
 	l.mu.Unlock()
 	if top == "" {
 		return nil
 	}
 	defer os.RemoveAll(top)
-	if !used {
-		return nil
-	}
+	return l.Clear(ctx)
+}
+
+// clear is Clear's sessions; top is the run's local directory.
+func (l *RemoteLists) clear(ctx context.Context, top string) error {
 	empty := filepath.Join(top, "empty")
-	if err := os.Mkdir(empty, 0o700); err != nil {
+	if err := os.Mkdir(empty, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("remote lists: %w", err)
 	}
 	out, err := l.sessionAdmitted(ctx, l.cleanArgs(empty, []string{l.runID + ".*"}))

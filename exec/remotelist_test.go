@@ -297,3 +297,76 @@ exit 0
 		})
 	}
 }
+
+// cleanings counts the sessions that deleted lists on the far side.
+func cleanings(far string) int {
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(far), "calls"))
+	return strings.Count(string(b), "-d -v --delete")
+}
+
+// TestRemoteListsClear: Clear, which the pool calls before the root's chunk, deletes the
+// lists once: Close after it runs no session of its own and reports Clear's failure; For
+// hands no list after it; a Clear cut short by its context is done again by Close.
+func TestRemoteListsClear(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T) (*RemoteLists, string) {
+		rsync, far := fakeUploads(t)
+		l := &RemoteLists{Rsync: rsync, Dest: "h:/srv/x", MinBytes: 1}
+		c := listChunk(1, 5)
+		l.Offer(c)
+		if arg := l.For(ctx, c, c.Entries); arg == "" {
+			t.Fatal("no upload")
+		}
+		l.Done(c)
+		return l, far
+	}
+
+	t.Run("once", func(t *testing.T) {
+		l, far := setup(t)
+		if err := l.Clear(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c := listChunk(2, 5)
+		l.Offer(c)
+		if arg := l.For(ctx, c, c.Entries); arg != "" || uploads(t, far) != 1 {
+			t.Errorf("after Clear, For = %q with %d uploads; want stdin, and the one upload before", arg, uploads(t, far))
+		}
+		if err := l.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := cleanings(far); n != 1 {
+			t.Errorf("%d cleaning sessions over Clear and Close, want 1", n)
+		}
+	})
+
+	t.Run("its failure is Close's", func(t *testing.T) {
+		l, far := setup(t)
+		os.WriteFile(filepath.Join(filepath.Dir(far), "fail"), []byte("rsync: [generator] delete_file: rmdir(.prsync-lists) failed: Permission denied (13)\n"), 0o644)
+		if err := l.Clear(ctx); err == nil {
+			t.Fatal("Clear: no error from a failed session")
+		}
+		if err := l.Close(ctx); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+			t.Errorf("Close = %v, want Clear's failure", err)
+		}
+		if n := cleanings(far); n != 1 {
+			t.Errorf("%d cleaning sessions, want 1: Close does not ask again", n)
+		}
+	})
+
+	t.Run("cut short", func(t *testing.T) {
+		l, far := setup(t)
+		cut, cancel := context.WithCancel(ctx)
+		cancel()
+		l.Clear(cut)
+		if err := l.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(l.top); !os.IsNotExist(err) {
+			t.Errorf("the staging directory is left (%v)", err)
+		}
+		calls, _ := os.ReadFile(filepath.Join(filepath.Dir(far), "calls"))
+		if last := strings.Split(strings.TrimSpace(string(calls)), "\n"); !strings.HasPrefix(last[len(last)-1], "-d -v --delete") {
+			t.Errorf("Close after a cut Clear: last session %q, want the cleaning", last[len(last)-1])
+		}
+	})
+}

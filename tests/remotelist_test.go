@@ -8,6 +8,7 @@ package tests
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,9 +51,16 @@ func noListsLeft(t testing.TB, dst string) {
 	}
 }
 
+// The mode and mtime of longTree's root, which a copy gives DEST itself: the removal of
+// the lists' directory must come before the root's chunk, which sets them.
+const longTreeRootPerm = 0o750
+
+var longTreeRootTime = time.Date(2020, 2, 3, 4, 5, 6, 0, time.UTC)
+
 // longTree writes n files with long names (the lists of a few chunks pass 32 KiB: auto
 // puts them on the far side) plus the odd names, and returns the input, NUL-separated,
-// relative to src, with the root (.) first, as find prints it.
+// relative to src, with the root (.) first, as find prints it. The root gets
+// longTreeRootPerm and longTreeRootTime.
 func longTree(t testing.TB, src string, n int) ([]byte, int) {
 	t.Helper()
 	makeOddTree(t, src)
@@ -64,6 +72,9 @@ func longTree(t testing.TB, src string, n int) ([]byte, int) {
 	for i := range n {
 		writeFile(t, filepath.Join(src, fmt.Sprintf("keyspace_%02d/table_with_a_rather_long_name-%04d", i%7, i%40),
 			fmt.Sprintf("nb-%05d-big-Statistics-component.db", i)), strings.Repeat("s", i%300), 0o644)
+	}
+	if err := errors.Join(os.Chmod(src, longTreeRootPerm), os.Chtimes(src, longTreeRootTime, longTreeRootTime)); err != nil {
+		t.Fatal(err)
 	}
 	var list []byte
 	count := 0
@@ -108,6 +119,7 @@ func TestRemoteListDaemon(t *testing.T) {
 			identity(t, s, int64(n))
 			sameTree(t, src, dst) // a walk of DEST: exactly the source, and no list
 			noListsLeft(t, dst)
+			destHasRootAttrs(t, dst, longTreeRootPerm, longTreeRootTime)
 			if st := r.OfType("start"); len(st) != 1 || st[0]["remote_lists"] != mode {
 				t.Errorf("start event's remote_lists %v, want %q", st[0]["remote_lists"], mode)
 			}
@@ -457,4 +469,5 @@ func copiedNoLists(t *testing.T, r *Run, src, dst string, n int) {
 	identity(t, r.Summary(t), int64(n))
 	sameTree(t, src, dst)
 	noListsLeft(t, dst)
+	destHasRootAttrs(t, dst, longTreeRootPerm, longTreeRootTime)
 }
