@@ -182,7 +182,7 @@ func remoteListsOf(l *exec.ListStats) *event.RemoteLists {
 	}
 	return &event.RemoteLists{
 		Uploads: l.Uploads, UploadsFailed: l.UploadFailed, UploadBytes: l.UploadBytes, UploadSeconds: round3(l.UploadSeconds),
-		Rsyncs: l.Remote, Swept: l.Swept, Off: l.Off,
+		Rsyncs: l.Remote, Swept: l.Swept, Off: l.Off, Removal: l.Removal,
 	}
 }
 

@@ -372,6 +372,10 @@ type RemoteLists struct {
 	Swept int `json:"swept"`
 	// Off says why the run turned them off and read the rest of its lists on stdin.
 	Off string `json:"off,omitempty"`
+	// Removal says when this run's lists left the far side: "early" (beside the copy's
+	// last chunks), "before_root" (just before the root's chunk) or "end" (at the run's
+	// end); absent when they did not (a removal refused or cut short).
+	Removal string `json:"removal,omitempty"`
 }
 
 // PathFields returns the path as a JSON string and, when the name is not valid UTF-8

@@ -53,6 +53,8 @@ type sink struct {
 	lines atomic.Int64
 	// watch, when set, is told the count after each line: the planner watches its probe
 	watch func(lines int64)
+	// read, when set, is called once, at the first path rsync logs
+	read func()
 }
 
 func (s *sink) stdout(line []byte) {
@@ -74,7 +76,14 @@ func (s *sink) stdout(line []byte) {
 			s.onItem(it)
 		}
 	}
+	var read func()
+	if file {
+		read, s.read = s.read, nil
+	}
 	s.mu.Unlock()
+	if read != nil {
+		read()
+	}
 	if s.pool != nil && file {
 		s.pool.inflight.Add(n)
 		s.pool.loggedBytes.Add(n)
@@ -186,6 +195,12 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		sk.pool = p
 		if p.Plan.Watch(c.ID) {
 			sk.watch = func(n int64) { p.Plan.Logged(time.Now(), c.ID, int(n)) }
+		}
+	}
+	if remote {
+		sk.read = func() { // its list is read: the lists may go from the far side
+			p.Lists.Read(c)
+			p.clearListsEarly(ctx)
 		}
 	}
 	if lost := p.storageLost(c, entries, ps); lost != nil {

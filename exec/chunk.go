@@ -50,7 +50,10 @@ func (p *Pool) runChunk(ctx context.Context, c *splitter.Chunk) {
 		p.drop(ctx, c, false)
 		return
 	}
-	defer p.Lists.Done(c) // its list, if the far side holds it, is needed no more
+	defer func() {
+		p.Lists.Done(c) // its list, if the far side holds it, is needed no more
+		p.clearListsEarly(ctx)
+	}()
 	if c.Root {
 		// the run's last chunk (plan.Pick): the lists go first, since removing their
 		// directory changes the mtime of DEST's root, which this rsync sets

@@ -113,6 +113,8 @@ type Pool struct {
 	loggedFiles  atomic.Int64 // files rsync logged, every attempt, cumulative
 	meter        ioMeter
 	runQueue     atomic.Int64 // chunks Run holds that have not started, as of its last turn
+	// lastStarted: the input has ended and every chunk but a root's has started
+	lastStarted atomic.Bool
 }
 
 type proc struct {
@@ -256,6 +258,10 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		}
 		if in == nil {
 			p.cutTail(&q)
+			if q.copies() == 0 {
+				p.lastStarted.Store(true)
+				p.clearListsEarly(ctx)
+			}
 		}
 		if i := plan.Pick(q.views(), int(busy.Load()), in == nil); i >= 0 && p.slots.take() {
 			p.start(ctx, &g, q.remove(i), &busy)
@@ -280,6 +286,19 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 		p.slots.setWaiting(false)
 	}
 	return g.Wait()
+}
+
+// clearListsEarly removes the run's lists from the far side (RemoteLists.BeginClear) in a
+// slot of its own, beside the copy's last chunks, once every chunk but a root's has
+// started and a slot is free; called at each chance: the last chunk started, one read
+// its list, one ended. Otherwise they go before the root's chunk, or at the run's end.
+func (p *Pool) clearListsEarly(ctx context.Context) {
+	if p.Lists == nil || !p.lastStarted.Load() || ctx.Err() != nil || !p.slots.take() {
+		return
+	}
+	if !p.Lists.BeginClear(ctx, p.release) {
+		p.release()
+	}
 }
 
 // start runs chunk c, its slot taken, in g.

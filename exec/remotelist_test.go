@@ -194,6 +194,9 @@ func TestRemoteListsDoneAndClose(t *testing.T) {
 	if _, err := os.Stat(top); !os.IsNotExist(err) {
 		t.Errorf("the staging directory is left (%v)", err)
 	}
+	if r := l.Stats().Removal; r != "end" {
+		t.Errorf("Removal %q, want end", r)
+	}
 	calls, _ := os.ReadFile(filepath.Join(filepath.Dir(far), "calls"))
 	last := strings.Split(strings.TrimSpace(string(calls)), "\n")
 	want := fmt.Sprintf("-d -v --delete --filter=+ /.prsync-lists/ --filter=+ /.prsync-lists/%s.* --filter=P * -- ", l.RunID())
@@ -337,6 +340,9 @@ func TestRemoteListsClear(t *testing.T) {
 		if n := cleanings(far); n != 1 {
 			t.Errorf("%d cleaning sessions over Clear and Close, want 1", n)
 		}
+		if r := l.Stats().Removal; r != "before_root" {
+			t.Errorf("Removal %q, want before_root", r)
+		}
 	})
 
 	t.Run("its failure is Close's", func(t *testing.T) {
@@ -350,6 +356,9 @@ func TestRemoteListsClear(t *testing.T) {
 		}
 		if n := cleanings(far); n != 1 {
 			t.Errorf("%d cleaning sessions, want 1: Close does not ask again", n)
+		}
+		if r := l.Stats().Removal; r != "" {
+			t.Errorf("Removal %q after a failed removal, want none", r)
 		}
 	})
 
@@ -369,4 +378,60 @@ func TestRemoteListsClear(t *testing.T) {
 			t.Errorf("Close after a cut Clear: last session %q, want the cleaning", last[len(last)-1])
 		}
 	})
+}
+
+// TestRemoteListsBeginClear: the removal beside the copy's last chunks starts only once no
+// list may be read on the far side any more: not while a list waits for its chunk's For,
+// nor while an rsync handed one has not logged a path (Read); then once, and Clear waits
+// for it rather than running its own.
+func TestRemoteListsBeginClear(t *testing.T) {
+	ctx := context.Background()
+	rsync, far := fakeUploads(t)
+	l := &RemoteLists{Rsync: rsync, Dest: "h:/srv/x", MinBytes: 1}
+	defer l.Close(ctx)
+	c1, c2 := listChunk(1, 5), listChunk(2, 5)
+	l.Offer(c1)
+	l.Offer(c2)
+	ended := make(chan struct{}, 2)
+	done := func() { ended <- struct{}{} }
+	if l.BeginClear(ctx, done) {
+		t.Fatal("began before any upload")
+	}
+	if arg := l.For(ctx, c1, c1.Entries); arg == "" {
+		t.Fatal("no upload")
+	}
+	if l.BeginClear(ctx, done) {
+		t.Fatal("began while chunk 2's list waits for its For")
+	}
+	if arg := l.For(ctx, c2, c2.Entries); arg == "" {
+		t.Fatal("chunk 2: no remote list")
+	}
+	l.Read(c1)
+	if l.BeginClear(ctx, done) {
+		t.Fatal("began while chunk 2's rsync may not have read its list")
+	}
+	l.Read(c2)
+	if !l.BeginClear(ctx, done) {
+		t.Fatal("did not begin once every list was read")
+	}
+	if l.BeginClear(ctx, done) {
+		t.Error("began twice")
+	}
+	if arg := l.For(ctx, c2, c2.Entries); arg != "" {
+		t.Errorf("a retry after the removal began got %q, want stdin", arg)
+	}
+	if err := l.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	default:
+		t.Error("Clear returned before the removal under way ended")
+	}
+	if n := cleanings(far); n != 1 {
+		t.Errorf("%d cleaning sessions, want 1", n)
+	}
+	if r := l.Stats().Removal; r != "early" {
+		t.Errorf("Removal %q, want early", r)
+	}
 }

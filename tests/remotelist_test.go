@@ -127,6 +127,11 @@ func TestRemoteListDaemon(t *testing.T) {
 			if rl == nil || rl["off"] != nil || num(rl, "uploads") < 1 || num(rl, "uploads_failed") != 0 {
 				t.Fatalf("summary's remote_lists %v: want uploads, none failed, not off", rl)
 			}
+			// the last chunk to end had read its list before its end, and freed its slot:
+			// the lists go then at the latest, beside the copy, before the root's chunk
+			if rl["removal"] != "early" {
+				t.Errorf("summary's remote_lists removal %v, want early", rl["removal"])
+			}
 			starts, remote := len(r.OfType("chunk_start")), remoteStarts(r)
 			if int64(remote) != num(rl, "rsyncs") {
 				t.Errorf("%d chunk_start events with a remote list, the summary says %d", remote, num(rl, "rsyncs"))
