@@ -312,9 +312,10 @@ func OpeningParts(rest int, pr Probe, slots int, cpus float64) (int, bool) {
 	}
 	if pr.Ended {
 		n := most
-		if pr.First > 0 && pr.Files >= 2 {
+		if pr.First > 0 && pr.Files >= 2 && !waitedThenBurst(pr, cpus) {
 			n = byWork(max(pr.Elapsed-pr.First, 0)/float64(pr.Files-1), pr.First)
-		} // else nothing logged (every path up to date, --no-quick-check): the CPU alone says
+		} // else nothing logged (every path up to date, --no-quick-check), or nothing
+		// learnt of a path's cost: the CPU alone says
 		if c := cpuParts(pr, cpus); c > 0 {
 			n = min(n, c)
 		}
@@ -334,6 +335,31 @@ func OpeningParts(rest int, pr Probe, slots int, cpus float64) (int, bool) {
 		n = most - 1
 	}
 	return n, true
+}
+
+// burstEnd is how soon after its first logged line a probe that ended had logged them all,
+// at most, for its lines to count as one burst at its end (burst): its event times are
+// rounded to the millisecond.
+const burstEnd = 2 * time.Millisecond
+
+// waitShare is the share of a CPU below which a probe mostly waited (waitedThenBurst).
+const waitShare = 0.5
+
+// waitedThenBurst reports whether a probe that ended says nothing of what a path costs: its
+// lines came in one burst at its end (rsync passes the itemized lines of a small chunk on
+// in one block, so the first comes with the rest), and it mostly waited, off the CPUs.
+// Its time before the burst is then its start and its paths together, and a wait in it (a
+// daemon's delayed ACK, 40 ms, in a push to a daemon without TCP_NODELAY on its side: bench
+// scenario 5) read as a long start and paths that cost nothing, and cut 5,088 paths into
+// one part (0.62 s) where 8 took 0.45 s. A wait overlaps across parts, so the CPU rule
+// alone bounds them. A probe busy on a CPU all along (a local copy of small files, whose
+// starts are CPU work) keeps the rule by work, as does one whose lines came before its end.
+func waitedThenBurst(pr Probe, cpus float64) bool {
+	if !(pr.CPU > 0 && pr.Elapsed > 0 && cpus > 0) {
+		return false
+	}
+	burst := pr.Elapsed-pr.First <= burstEnd.Seconds()
+	return burst && pr.CPU/pr.Elapsed/min(1, cpus) < waitShare
 }
 
 // cpuParts returns how many rsyncs like the probe the CPUs run side by side: their worth

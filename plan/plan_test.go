@@ -74,6 +74,14 @@ func TestOpeningParts(t *testing.T) {
 		{"bandwidth-capped", 284, Probe{Files: 16, First: 0.05, Elapsed: 0.11, CPU: 0.02, Ended: true}, 4, 2, 4, true},
 		// a daemon on a loaded machine: a 300 ms start, 1.5 ms a path
 		{"daemon", 984, Probe{Files: 16, First: 0.30, Elapsed: 0.32, CPU: 0.05, Ended: true}, 8, 2, 1, true},
+		// a push to a daemon whose probe waited 40 ms for a delayed ACK, all its 16 lines
+		// at its end, on a CPU a tenth of its time: its paths' cost is not known, and its
+		// wait overlaps across parts (bench scenario 5: 1 part, 0.62 s, where 8 took 0.45 s)
+		{"push, a wait, then its lines at its end", 5088, Probe{Files: 16, First: 0.0550001, Elapsed: 0.055, CPU: 0.0065, Ended: true}, 8, 2, 8, true},
+		{"push, a wait, then its lines 1 ms before its end", 5088, Probe{Files: 16, First: 0.054, Elapsed: 0.055, CPU: 0.0065, Ended: true}, 8, 2, 8, true},
+		// the same lines at its end on a CPU all along: the rule by work (a start of CPU work)
+		{"a burst at its end, on a CPU all along", 5088, Probe{Files: 16, First: 0.0550001, Elapsed: 0.055, CPU: 0.055, Ended: true}, 8, 2, 1, true},
+		{"a burst at its end, CPU not known", 5088, Probe{Files: 16, First: 0.0550001, Elapsed: 0.055, Ended: true}, 8, 2, 1, true},
 		{"daemon, 10,000 paths", 9984, Probe{Files: 16, First: 0.30, Elapsed: 0.336, CPU: 0.05, Ended: true}, 8, 2, 8, true},
 		{"not started yet", 984, Probe{Files: 16, Elapsed: 0.5}, 8, 2, 0, false},
 		// nothing logged (--no-quick-check, every path up to date): the CPU alone says
