@@ -293,11 +293,8 @@ func (p *Pool) Run(ctx, kill context.Context, chunks <-chan *splitter.Chunk) err
 // started and a slot is free; called at each chance: the last chunk started, one read
 // its list, one ended. Otherwise they go before the root's chunk, or at the run's end.
 func (p *Pool) clearListsEarly(ctx context.Context) {
-	if p.Lists == nil || !p.lastStarted.Load() || ctx.Err() != nil || !p.slots.take() {
-		return
-	}
-	if !p.Lists.BeginClear(ctx, p.release) {
-		p.release()
+	if p.Lists != nil && p.lastStarted.Load() && ctx.Err() == nil {
+		p.Lists.BeginClear(ctx, p.slots.take, p.release)
 	}
 }
 

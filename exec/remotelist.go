@@ -686,13 +686,15 @@ func (l *RemoteLists) Read(c *splitter.Chunk) {
 }
 
 // BeginClear starts Clear's sessions now, with ctx, when no list of the run may be read on
-// the far side any more: the pool calls it once no chunk waits to start, and a slot is
-// free, so that the removal runs beside the copy's last chunks rather than after them
-// (bench scenario 5: 50 to 90 ms of a 0.5 s copy, each run). Every list must be settled,
-// read on stdin, or handed to an rsync that has read it (Read), and no upload under way;
-// For hands no list from then on, so a retry reads its list on stdin. It reports whether it started them;
-// done is called when they end.
-func (l *RemoteLists) BeginClear(ctx context.Context, done func()) bool {
+// the far side any more: the pool calls it once no chunk waits to start, so that the
+// removal runs beside the copy's last chunks rather than after them (bench scenario 5: 50
+// to 90 ms of a 0.5 s copy, each run). Every list must be settled, read on stdin, or
+// handed to an rsync that has read it (Read), and no upload under way; For hands no list
+// from then on, so a retry reads its list on stdin. Then take, which takes a slot for the
+// sessions, must say yes; it is not called otherwise (a slot taken and given back wakes
+// the pool, which would ask again at once). It reports whether it started them; done is
+// called when they end.
+func (l *RemoteLists) BeginClear(ctx context.Context, take func() bool, done func()) bool {
 	if l == nil {
 		return false
 	}
@@ -710,6 +712,9 @@ func (l *RemoteLists) BeginClear(ctx context.Context, done func()) bool {
 				return false
 			}
 		}
+	}
+	if !take() {
+		return false
 	}
 	l.closing = true
 	early, top := make(chan struct{}), l.top

@@ -394,27 +394,35 @@ func TestRemoteListsBeginClear(t *testing.T) {
 	l.Offer(c2)
 	ended := make(chan struct{}, 2)
 	done := func() { ended <- struct{}{} }
-	if l.BeginClear(ctx, done) {
+	yes := func() bool { return true }
+	// a slot taken and given back wakes the pool, which asks again at once: none is taken
+	// while the lists may be read
+	noSlot := func() bool { t.Error("a slot taken while a list may be read"); return false }
+	if l.BeginClear(ctx, noSlot, done) {
 		t.Fatal("began before any upload")
 	}
 	if arg := l.For(ctx, c1, c1.Entries); arg == "" {
 		t.Fatal("no upload")
 	}
-	if l.BeginClear(ctx, done) {
+	if l.BeginClear(ctx, noSlot, done) {
 		t.Fatal("began while chunk 2's list waits for its For")
 	}
 	if arg := l.For(ctx, c2, c2.Entries); arg == "" {
 		t.Fatal("chunk 2: no remote list")
 	}
 	l.Read(c1)
-	if l.BeginClear(ctx, done) {
+	if l.BeginClear(ctx, noSlot, done) {
 		t.Fatal("began while chunk 2's rsync may not have read its list")
 	}
 	l.Read(c2)
-	if !l.BeginClear(ctx, done) {
+	takes := 0
+	if l.BeginClear(ctx, func() bool { takes++; return false }, done) || takes != 1 {
+		t.Fatalf("began without a slot, or asked for %d", takes)
+	}
+	if !l.BeginClear(ctx, yes, done) {
 		t.Fatal("did not begin once every list was read")
 	}
-	if l.BeginClear(ctx, done) {
+	if l.BeginClear(ctx, noSlot, done) {
 		t.Error("began twice")
 	}
 	if arg := l.For(ctx, c2, c2.Entries); arg != "" {
