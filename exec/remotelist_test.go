@@ -307,6 +307,18 @@ func cleanings(far string) int {
 	return strings.Count(string(b), "-d -v --delete")
 }
 
+// oneCleaning fails the test unless one session deleted the lists, and the stats say
+// removal of when they left ("" for not at all).
+func oneCleaning(t *testing.T, l *RemoteLists, far, removal string) {
+	t.Helper()
+	if n := cleanings(far); n != 1 {
+		t.Errorf("%d cleaning sessions, want 1", n)
+	}
+	if r := l.Stats().Removal; r != removal {
+		t.Errorf("Removal %q, want %q", r, removal)
+	}
+}
+
 // TestRemoteListsClear: Clear, which the pool calls before the root's chunk, deletes the
 // lists once: Close after it runs no session of its own and reports Clear's failure; For
 // hands no list after it; a Clear cut short by its context is done again by Close.
@@ -337,12 +349,7 @@ func TestRemoteListsClear(t *testing.T) {
 		if err := l.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if n := cleanings(far); n != 1 {
-			t.Errorf("%d cleaning sessions over Clear and Close, want 1", n)
-		}
-		if r := l.Stats().Removal; r != "before_root" {
-			t.Errorf("Removal %q, want before_root", r)
-		}
+		oneCleaning(t, l, far, "before_root")
 	})
 
 	t.Run("its failure is Close's", func(t *testing.T) {
@@ -354,12 +361,7 @@ func TestRemoteListsClear(t *testing.T) {
 		if err := l.Close(ctx); err == nil || !strings.Contains(err.Error(), "Permission denied") {
 			t.Errorf("Close = %v, want Clear's failure", err)
 		}
-		if n := cleanings(far); n != 1 {
-			t.Errorf("%d cleaning sessions, want 1: Close does not ask again", n)
-		}
-		if r := l.Stats().Removal; r != "" {
-			t.Errorf("Removal %q after a failed removal, want none", r)
-		}
+		oneCleaning(t, l, far, "") // Close does not ask again; nothing was removed
 	})
 
 	t.Run("cut short", func(t *testing.T) {
@@ -436,10 +438,5 @@ func TestRemoteListsBeginClear(t *testing.T) {
 	default:
 		t.Error("Clear returned before the removal under way ended")
 	}
-	if n := cleanings(far); n != 1 {
-		t.Errorf("%d cleaning sessions, want 1", n)
-	}
-	if r := l.Stats().Removal; r != "early" {
-		t.Errorf("Removal %q, want early", r)
-	}
+	oneCleaning(t, l, far, "early")
 }
