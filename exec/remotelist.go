@@ -720,8 +720,8 @@ func (l *RemoteLists) BeginClear(ctx context.Context, take func() bool, done fun
 	early, top := make(chan struct{}), l.top
 	l.early = early
 	go func() {
+		defer close(early) // after done: the slot is back when Clear, waiting, goes on
 		defer done()
-		defer close(early)
 		l.cleared1(ctx, l.clear(ctx, top), "early")
 	}()
 	return true
