@@ -654,12 +654,12 @@ func (l *RemoteLists) clearAs(ctx context.Context, as string) error {
 		return nil
 	}
 	err := l.clear(ctx, top)
-	l.cleared1(ctx, err, as)
+	l.noteCleared(ctx, err, as)
 	return err
 }
 
-// cleared1 notes that Clear's sessions, named as, ended with err, unless ctx cut them short.
-func (l *RemoteLists) cleared1(ctx context.Context, err error, as string) {
+// noteCleared notes that Clear's sessions, named as, ended with err, unless ctx cut them short.
+func (l *RemoteLists) noteCleared(ctx context.Context, err error, as string) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -722,7 +722,7 @@ func (l *RemoteLists) BeginClear(ctx context.Context, take func() bool, done fun
 	go func() {
 		defer close(early) // after done: the slot is back when Clear, waiting, goes on
 		defer done()
-		l.cleared1(ctx, l.clear(ctx, top), "early")
+		l.noteCleared(ctx, l.clear(ctx, top), "early")
 	}()
 	return true
 }
