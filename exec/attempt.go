@@ -222,6 +222,7 @@ func (p *Pool) run(ctx context.Context, c *splitter.Chunk, entries [][]byte, att
 		return terminateGroup(cmd.Process.Pid)
 	}
 	cmd.WaitDelay = p.Grace
+	p.slots.settled(ctx) // a session may have ended in its slot since it was taken
 	t0 := time.Now()
 	err = cmd.Start()
 	pipes.started()

@@ -630,3 +630,52 @@ func TestWaitingCountsRunQueue(t *testing.T) {
 		t.Errorf("after Run: Waiting() = %d, want 0", n)
 	}
 }
+
+// TestSettledInSlot: a chunk that holds a slot waits, before its rsync starts, for the
+// settle of a session that ended since it took the slot (a list upload that ran in it),
+// when the slots taken leave the far side no other free one; beside free slots, or with
+// no settle learnt, it does not wait; and it stops waiting when its context ends.
+func TestSettledInSlot(t *testing.T) {
+	tests := []struct {
+		name   string
+		settle bool // a refusal of a slot not freed yet taught the far side's settle
+		active int  // slots taken, the chunk's own among them, of 3
+		cancel bool
+		held   bool // the end holds a new session back
+	}{
+		{"no room beside the others", true, 3, false, true},
+		{"a slot free beside it", true, 2, false, false},
+		{"no settle learnt", false, 3, false, false},
+		{"its context ended", true, 3, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Pool{MaxJobs: 3, Reports: func(Report) {}}
+			p.init()
+			if tt.settle {
+				// a session refused just after one of prsync's ended, a second ago: its
+				// hold is over, and a slot settles after each end from then on
+				past := time.Now().Add(-time.Second)
+				p.Plan.SessionEnded(past.Add(-time.Millisecond), true, 0)
+				p.Plan.Refused(past, refusal.Session{Started: past, Active: 1, Accepted: 0, Stated: 3}, 0)
+			}
+			p.Plan.SetLimit(3)
+			p.slots.active = tt.active
+			ended := time.Now()
+			p.Plan.SessionEnded(ended, true, tt.active-1) // the upload in the chunk's slot
+			until := p.Plan.HeldUntil(tt.active - 1)
+			if tt.held != until.After(ended) {
+				t.Fatalf("held until %v after the end, want held %v", until.Sub(ended), tt.held)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if tt.cancel {
+				cancel()
+			}
+			defer cancel()
+			p.slots.settled(ctx)
+			if back := time.Now(); tt.held && !tt.cancel && back.Before(until) {
+				t.Errorf("started %v before the slot settled", until.Sub(back))
+			}
+		})
+	}
+}

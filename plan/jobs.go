@@ -106,6 +106,16 @@ func (p *Planner) HeldUntil(active int) time.Time {
 	return p.jobs.far.HeldUntil(active, p.jobs.limit)
 }
 
+// SettledAt returns when the slot of a session that ended lately has settled for a new
+// session beside active slots taken (refusal.FarSide.SettledAt): HeldUntil without a
+// refusal's hold or a slot left free for another client, which a session whose slot was
+// taken before them does not wait for.
+func (p *Planner) SettledAt(active int) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.jobs.far.SettledAt(active, p.jobs.limit)
+}
+
 // Refused learns from a session the far side refused (refusal.FarSide.RefusedSession) that
 // ran took before its refusal; s.Limit is filled in. It lowers the limit to what the far
 // side accepts, and returns the decision with the limit before and after.

@@ -388,6 +388,10 @@ func (f *FarSide) HeldUntil(active, limit int) time.Time {
 	return until
 }
 
+// SettledAt is settled, for a caller outside: when a new session beside active of
+// prsync's, limit allowed, finds a slot that none of prsync's ended sessions still holds.
+func (f *FarSide) SettledAt(active, limit int) time.Time { return f.settled(active, limit) }
+
 // settled returns when a new session beside active of prsync's finds a slot on the far side
 // that is not one of prsync's ended sessions' not freed yet: a slot settles for settle after
 // its session ended, and the new session waits only while the slots taken and those still
