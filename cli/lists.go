@@ -21,6 +21,12 @@ import (
 // faster with the lists there, and slower with every chunk's, so auto leaves ssh alone.
 const daemonListMin = 32 << 10
 
+// listReadRate is how fast the client of a push reads its list on stdin, in bytes a
+// second (0.4 µs a byte, above): with --remote-lists auto, the lists waiting must also
+// come to what it reads in the time the run's uploads take, which beside the copy's own
+// rsyncs on 2 CPUs was 50 to 100 ms, not 6 (exec.RemoteLists.ReadRate).
+const listReadRate = 2.5e6
+
 // remoteLists returns the lists of a push held on the far side, and the mode in force
 // for the start event; nil and "" where there is no push to a remote DEST, nil and "off"
 // where they are off (asked, a dry run, which must write nothing to DEST, or an rsync
@@ -45,10 +51,10 @@ func (r *runner) remoteLists() (*exec.RemoteLists, string) {
 	}
 	l := &exec.RemoteLists{
 		Rsync: r.rsync, Dest: f.Dest, Args: rsync.ReachOptions(r.args), Env: r.rsyncEnv(), Grace: 10 * time.Second,
-		MinBytes: daemonListMin,
+		MinBytes: daemonListMin, ReadRate: listReadRate,
 	}
 	if mode == "on" {
-		l.MinBytes = 1
+		l.MinBytes, l.ReadRate = 1, 0
 		l.OnOff = func(why string) {
 			cmdline.Warnf(r.stderr, "--remote-lists on: %s; the rsyncs read their lists from prsync from now on", why)
 		}

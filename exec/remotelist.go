@@ -65,6 +65,10 @@ type RemoteLists struct {
 	// MinBytes is what the lists waiting must come to for a chunk whose list is not on the
 	// far side to have them uploaded; below it, the chunk's rsync reads its list on stdin
 	MinBytes int64
+	// ReadRate, when set, is how many bytes a second an rsync reads its list on stdin:
+	// the lists waiting must then also come to what it reads in the time an upload takes,
+	// as the uploads so far took it (uploadCost). 0: MinBytes alone decides.
+	ReadRate float64
 	// StaleAge is the age after which another host's list counts as left by a crashed run
 	StaleAge time.Duration
 	// Grace is how long an upload has between TERM and KILL when its context ends
@@ -87,7 +91,10 @@ type RemoteLists struct {
 	busy    chan struct{} // closed when the upload under way ends; nil when none is
 	// failures counts the uploads in a row that failed for a passing reason
 	failures int
-	used     bool // an upload ran as a transfer: Clear has lists to delete
+	// uploadCost is the seconds an upload takes, an average of those that went (0: none
+	// went yet)
+	uploadCost float64
+	used       bool // an upload ran as a transfer: Clear has lists to delete
 	// closing: Clear began, and For hands no list; cleared: it ended, with clearErr;
 	// early, when set, is closed when the clearing BeginClear started ends
 	closing, cleared bool
@@ -114,6 +121,8 @@ type chunkList struct {
 	// handed: For handed it to an rsync; reading: to one that has not logged a path yet
 	// (Read), so the far side may not have opened it
 	handed, reading bool
+	// carried: the upload under way carries it
+	carried bool
 }
 
 // DefaultStaleAge is RemoteLists.StaleAge's default: another host's list older than a day.
@@ -294,7 +303,15 @@ func (l *RemoteLists) For(ctx context.Context, c *splitter.Chunk, entries [][]by
 		case listLocal, listDone:
 			return ""
 		}
-		if l.busy != nil { // an upload is under way: it may carry this list
+		if l.busy != nil && !cl.carried && l.waitingBytes() < l.minBytesLocked() {
+			// the upload under way does not carry it, and the next would not pay: stdin, at
+			// once. Waiting for the upload, to run another for this list alone, cost each
+			// chunk of a push's tail 0.1 s or more (bench scenario 6, H66: 50 to 100 ms an
+			// upload there, beside the copy's rsyncs, where reading its 49 KB took 20 ms)
+			l.localLocked(cl)
+			return ""
+		}
+		if l.busy != nil { // an upload is under way: it may carry this list, or the next
 			busy := l.busy
 			l.mu.Unlock()
 			select {
@@ -304,7 +321,7 @@ func (l *RemoteLists) For(ctx context.Context, c *splitter.Chunk, entries [][]by
 			l.mu.Lock()
 			continue
 		}
-		if l.waitingBytes() < l.MinBytes {
+		if l.waitingBytes() < l.minBytesLocked() {
 			l.localLocked(cl)
 			return ""
 		}
@@ -319,17 +336,26 @@ func (l *RemoteLists) For(ctx context.Context, c *splitter.Chunk, entries [][]by
 	}
 }
 
+// minBytesLocked is what the lists waiting must come to for an upload to pay for its
+// session: MinBytes, and, with ReadRate, what an rsync reads on stdin in the time an
+// upload takes; the caller holds l.mu. An upload to a daemon on 127.0.0.1 takes 6 to
+// 25 ms alone, and 50 to 100 ms beside the copy's own rsyncs on 2 CPUs (40 ms of it the
+// daemon's delayed ACK, which Nagle's algorithm meets).
+func (l *RemoteLists) minBytesLocked() int64 {
+	return max(l.MinBytes, int64(l.uploadCost*l.ReadRate))
+}
+
 // sameEntries reports whether a and b are the same slice.
 func sameEntries(a, b [][]byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// waitingBytes is the size of the lists staged and not on the far side; the caller holds
-// l.mu.
+// waitingBytes is the size of the lists staged, not on the far side and not carried by
+// the upload under way: what the next upload would carry; the caller holds l.mu.
 func (l *RemoteLists) waitingBytes() int64 {
 	var n int64
 	for _, cl := range l.lists {
-		if cl.state == listStaged {
+		if cl.state == listStaged && !cl.carried {
 			n += cl.bytes
 		}
 	}
@@ -337,10 +363,13 @@ func (l *RemoteLists) waitingBytes() int64 {
 }
 
 // localLocked says that cl's chunk reads its list on stdin, and drops it from the staging
-// directory; the caller holds l.mu, and no upload is under way.
+// directory, once no upload is under way (one may be sending it: it goes when that ends);
+// the caller holds l.mu.
 func (l *RemoteLists) localLocked(cl *chunkList) {
 	cl.state = listLocal
-	os.Remove(filepath.Join(l.staging, cl.name))
+	if l.busy == nil {
+		os.Remove(filepath.Join(l.staging, cl.name))
+	}
 }
 
 // Done says that chunk c has settled: its list is no longer needed. It leaves the staging
@@ -410,6 +439,7 @@ func (l *RemoteLists) uploadLocked(ctx context.Context) uploadEnd {
 		if cl.state == listStaged {
 			carried = append(carried, cl)
 			bytes += cl.bytes
+			cl.carried = true
 		}
 	}
 	l.mu.Unlock()
@@ -428,7 +458,8 @@ func (l *RemoteLists) uploadLocked(ctx context.Context) uploadEnd {
 	l.stats.Uploads++
 	l.stats.UploadSeconds += took
 	for _, cl := range l.lists {
-		if cl.state == listDone {
+		cl.carried = false
+		if cl.state == listDone || cl.state == listLocal {
 			os.Remove(filepath.Join(l.staging, cl.name))
 		}
 	}
@@ -447,6 +478,11 @@ func (l *RemoteLists) uploadLocked(ctx context.Context) uploadEnd {
 		return uploadFailed
 	}
 	l.failures = 0
+	if l.uploadCost == 0 {
+		l.uploadCost = took
+	} else {
+		l.uploadCost = (l.uploadCost + took) / 2
+	}
 	l.stats.UploadBytes += bytes
 	for _, cl := range carried {
 		if cl.state == listStaged {

@@ -14,7 +14,7 @@ import (
 
 // fakeUploads is an rsync that copies an upload's staged lists (the argument before the
 // last) into far, appends its arguments to far/../calls, and, while far/../fail holds a
-// line, prints it and exits 5.
+// line, prints it and exits 5; while far/../hold exists it waits, its arguments written.
 func fakeUploads(t *testing.T) (rsync, far string) {
 	t.Helper()
 	w := t.TempDir()
@@ -23,6 +23,7 @@ func fakeUploads(t *testing.T) (rsync, far string) {
 	rsync = filepath.Join(w, "rsync")
 	script := fmt.Sprintf(`#!/bin/sh
 echo "$*" >>%[1]q/calls
+while [ -e %[1]q/hold ]; do sleep 0.01; done
 if [ -s %[1]q/fail ]; then cat %[1]q/fail >&2; exit 5; fi
 for a in "$@"; do prev=$src; src=$a; done
 cp "$prev"* %[2]q/ 2>/dev/null
@@ -122,6 +123,85 @@ func TestRemoteListsFor(t *testing.T) {
 			t.Errorf("stats %+v", s)
 		}
 	})
+
+	// With ReadRate, a list must also be worth what an upload takes: once one has gone
+	// (and its time is known), a chunk whose list reads faster on stdin than an upload takes
+	// reads it there.
+	for _, tt := range []struct {
+		rate    float64
+		uploads int
+	}{{0, 2}, {1e12, 1}} {
+		t.Run(fmt.Sprintf("ReadRate %g: %d upload(s)", tt.rate, tt.uploads), func(t *testing.T) {
+			l, far := newLists(t, 1)
+			l.ReadRate = tt.rate
+			c1, c2 := listChunk(1, 20), listChunk(2, 20)
+			if l.For(ctx, c1, c1.Entries) == "" {
+				t.Fatal("the first list: stdin, want it uploaded (nothing measured yet)")
+			}
+			arg := l.For(ctx, c2, c2.Entries)
+			if n := uploads(t, far); n != tt.uploads || (arg != "") != (tt.uploads == 2) {
+				t.Errorf("the second list: For = %q after %d uploads, want %d", arg, n, tt.uploads)
+			}
+		})
+	}
+
+	// A chunk whose list the upload under way does not carry does not wait for it when the
+	// next would not pay: it reads its list on stdin at once, and its staged copy goes
+	// once the upload has ended. One whose list would pay waits, and uploads it next.
+	for _, tt := range []struct {
+		paths   int
+		wait    bool
+		uploads int
+	}{{5, false, 1}, {200, true, 2}} {
+		t.Run(fmt.Sprintf("an upload under way, a list of %d paths", tt.paths), func(t *testing.T) {
+			l, far := newLists(t, 1<<10)
+			hold := filepath.Join(filepath.Dir(far), "hold")
+			os.WriteFile(hold, nil, 0o644)
+			t.Cleanup(func() { os.Remove(hold) }) // before Close, which waits for the upload
+			c1, c2 := listChunk(1, 200), listChunk(2, tt.paths)
+			first := make(chan string, 1)
+			go func() { first <- l.For(ctx, c1, c1.Entries) }()
+			for deadline := time.Now().Add(10 * time.Second); uploads(t, far) == 0; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the first upload did not start")
+				}
+			}
+			l.Offer(c2)
+			second := make(chan string, 1)
+			go func() { second <- l.For(ctx, c2, c2.Entries) }()
+			// one that must not wait gets 5 s, for a busy machine; one that must, 0.3 s to
+			// show that it does
+			patience := 5 * time.Second
+			if tt.wait {
+				patience = 300 * time.Millisecond
+			}
+			var arg string
+			select {
+			case arg = <-second:
+				if tt.wait {
+					t.Fatalf("For = %q with the upload under way, want it to wait", arg)
+				}
+			case <-time.After(patience):
+				if !tt.wait {
+					t.Fatal("For waited for an upload that does not carry its list")
+				}
+			}
+			os.Remove(hold)
+			if <-first == "" {
+				t.Error("the first chunk's list: stdin, want it uploaded")
+			}
+			if tt.wait {
+				arg = <-second
+			}
+			if (arg != "") != tt.wait || uploads(t, far) != tt.uploads {
+				t.Errorf("For = %q after %d uploads, want remote %v after %d", arg, uploads(t, far), tt.wait, tt.uploads)
+			}
+			name := l.RunID() + ".2"
+			if _, err := os.Stat(filepath.Join(l.staging, name)); !tt.wait && err == nil {
+				t.Error("the list read on stdin is still staged after the upload")
+			}
+		})
+	}
 
 	t.Run("a read-only module turns them off", func(t *testing.T) {
 		l, far := newLists(t, 1)
