@@ -14,7 +14,8 @@ import (
 
 // fakeUploads is an rsync that copies an upload's staged lists (the argument before the
 // last) into far, appends its arguments to far/../calls, and, while far/../fail holds a
-// line, prints it and exits 5; while far/../hold exists it waits, its arguments written.
+// line, prints it and exits 5; while far/../hold exists it waits, its arguments written
+// (30 s at most: a test killed meanwhile leaves no process behind for long).
 func fakeUploads(t *testing.T) (rsync, far string) {
 	t.Helper()
 	w := t.TempDir()
@@ -23,7 +24,7 @@ func fakeUploads(t *testing.T) (rsync, far string) {
 	rsync = filepath.Join(w, "rsync")
 	script := fmt.Sprintf(`#!/bin/sh
 echo "$*" >>%[1]q/calls
-while [ -e %[1]q/hold ]; do sleep 0.01; done
+i=0; while [ -e %[1]q/hold ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done
 if [ -s %[1]q/fail ]; then cat %[1]q/fail >&2; exit 5; fi
 for a in "$@"; do prev=$src; src=$a; done
 cp "$prev"* %[2]q/ 2>/dev/null
