@@ -379,7 +379,7 @@ func (f *FarSide) HeldBack(now time.Time, active, limit int) bool {
 // ended lately, or a slot left free, whichever ends last (zero or past: not held back).
 func (f *FarSide) HeldUntil(active, limit int) time.Time {
 	until := f.holdUntil
-	if e := f.settled(active, limit); e.After(until) {
+	if e := f.SettledAt(active, limit); e.After(until) {
 		until = e
 	}
 	if f.yieldUntil.After(until) {
@@ -388,18 +388,14 @@ func (f *FarSide) HeldUntil(active, limit int) time.Time {
 	return until
 }
 
-// SettledAt is settled, for a caller outside: when a new session beside active of
-// prsync's, limit allowed, finds a slot that none of prsync's ended sessions still holds.
-func (f *FarSide) SettledAt(active, limit int) time.Time { return f.settled(active, limit) }
-
-// settled returns when a new session beside active of prsync's finds a slot on the far side
+// SettledAt returns when a new session beside active of prsync's finds a slot on the far side
 // that is not one of prsync's ended sessions' not freed yet: a slot settles for settle after
 // its session ended, and the new session waits only while the slots taken and those still
 // settling leave none of the limit's free. Before, every end held every new session back
 // settle: against max connections = 3 the chunks of the tail, one running and two slots
 // free for 0.1 s, started one at a time 50 to 65 ms after each end (bench scenario 6, H63).
 // With no room beside the slots taken, it is the settle after the last end, as before.
-func (f *FarSide) settled(active, limit int) time.Time {
+func (f *FarSide) SettledAt(active, limit int) time.Time {
 	if f.settle <= 0 {
 		return time.Time{}
 	}
