@@ -96,9 +96,6 @@ func (r *runner) doctorPlan(sample int) (doctor.Plan, error) {
 		Policy: r.policy, NoThrottle: f.NoThrottle, NoControl: f.NoControl,
 		Source: doctor.SourceConfig{Sep: '\n', Sizes: f.Sizes, Base: r.root, Remote: r.srcRemote != "", Sample: sample},
 	}
-	if f.Jobs.Auto {
-		p.Jobs = r.maxJobs
-	}
 	if f.Null {
 		p.Source.Sep = 0
 	}

@@ -15,7 +15,7 @@ import (
 // Flags is prsync's command line. Every flag also reads PRSYNC_<NAME> from the environment.
 type Flags struct {
 	Null         bool          `short:"0" help:"Input paths are NUL-separated (find -print0, fd -0, git ls-files -z)."`
-	Jobs         Jobs          `short:"j" aliases:"max-procs" default:"0" placeholder:"N|auto" help:"Concurrent rsync processes: N, or auto to find the best number while copying (0: the number of CPUs, at least 8)."`
+	Jobs         Jobs          `short:"j" aliases:"max-procs" default:"auto" placeholder:"N|auto" help:"Concurrent rsync processes: auto finds the best number while copying, from the number of CPUs (at least 8); N pins it (0: that number)."`
 	MaxJobs      int           `default:"0" placeholder:"N" help:"The most concurrent rsyncs -j auto (or live control) may reach (0: 4 x CPUs, at least 32)."`
 	Root         string        `short:"C" placeholder:"DIR" help:"Source root: paths land in DEST relative to it; relative paths are taken relative to it. HOST:PATH, USER@HOST:PATH, rsync://HOST/MODULE/PATH or HOST::MODULE/PATH pull from a remote source."`
 	Sizes        bool          `help:"Records are SIZE<TAB>PATH, as find -printf '%s\\t%P\\0' writes them: sizes come from the list, and the source is not lstat'ed (no quick check). A record with no path after its tab is the root (.), as find writes its starting point."`
@@ -95,7 +95,7 @@ type Jobs struct {
 	Auto bool
 }
 
-// UnmarshalText reads N, 0 (the default: defaultJobs) or "auto".
+// UnmarshalText reads N, 0 (defaultJobs, pinned) or "auto" (the default).
 func (j *Jobs) UnmarshalText(b []byte) error {
 	s := strings.TrimSpace(string(b))
 	if strings.EqualFold(s, "auto") {
@@ -121,11 +121,11 @@ func (e *JobsError) Error() string {
 	if e.Env != "" {
 		what = e.Env + "=" + e.Value
 	}
-	return what + ": want a number of rsyncs at least 1, or auto (0: the default)"
+	return what + ": want a number of rsyncs at least 1, or auto (0: the CPUs, at least 8)"
 }
 
 // jobsHint is the hint of a JobsError.
-const jobsHint = "as in -j 8 or -j auto; without -j (or with -j 0) prsync runs as many rsyncs as CPUs, at least 8"
+const jobsHint = "as in -j 8 or -j auto; without -j prsync finds the number while copying (-j auto), from the CPUs, at least 8; -j 0 pins that number"
 
 // negativeJobs rewrites "-j -3" (and --jobs, --max-procs) as --jobs=-3, so that the value
 // reaches Jobs.UnmarshalText, which refuses it: kong takes a lone -3 for a short flag.
