@@ -149,7 +149,7 @@ type ConnProbe struct {
 }
 
 // Connections checks a daemon module's connection limit against the rsyncs the run
-// starts at once (jobs; the most, for -j auto).
+// starts at once (jobs; for -j auto, the number it starts at).
 func Connections(addr, module string, jobs int, p ConnProbe) Check {
 	switch {
 	case p.Other != "":

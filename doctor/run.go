@@ -18,7 +18,7 @@ type Plan struct {
 	Args     []string // every rsync's options: prsync's own (--archive …) and those after --
 	Dest     string
 	Root     string   // a remote --root (a pull), or ""
-	Jobs     int      // rsyncs at once: -j, or the most -j auto may reach
+	Jobs     int      // rsyncs at once: -j, or the number -j auto starts at
 	Env      []string // the rsyncs' environment (an empty RSYNC_PASSWORD for a daemon); nil: prsync's
 
 	List       io.Reader // the list; nil when there is none to read (stdin is a terminal)
