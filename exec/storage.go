@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 
@@ -25,7 +26,12 @@ const LostExitCode = 3
 // and reads from (DEST below DestWatch, the source below SrcWatch), as ps directs it: a
 // pass from another source or into another destination is not checked on that side.
 func (p *Pool) storageLost(c *splitter.Chunk, entries [][]byte, ps pass) error {
-	if p.DestWatch != nil && ps.dest == "" && (ps.src == "" || !rsync.IsRemote(ps.src)) {
+	checkDest := p.DestWatch != nil && ps.dest == "" && (ps.src == "" || !rsync.IsRemote(ps.src))
+	checkSrc := p.SrcWatch != nil && ps.src == "" && !p.SourceRemote && !rsync.IsRemote(c.Src)
+	if checkDest || checkSrc {
+		entries = dirRuns(entries)
+	}
+	if checkDest {
 		rels := make([]string, len(entries))
 		for i, e := range entries {
 			rels[i] = rsync.LandsAt(e)
@@ -37,7 +43,7 @@ func (p *Pool) storageLost(c *splitter.Chunk, entries [][]byte, ps pass) error {
 			return err
 		}
 	}
-	if p.SrcWatch != nil && ps.src == "" && !p.SourceRemote && !rsync.IsRemote(c.Src) {
+	if checkSrc {
 		paths := make([]string, len(entries))
 		for i, e := range entries {
 			paths[i] = filepath.Join(c.Src, strings.Replace(string(e), "/./", "/", 1))
@@ -47,6 +53,29 @@ func (p *Pool) storageLost(c *splitter.Chunk, entries [][]byte, ps pass) error {
 		}
 	}
 	return nil
+}
+
+// dirRuns returns the first entry of each run of entries in one directory. A check
+// (storage.Watch.Check) looks at the directory that holds each path, and skips a path in
+// the directory of the one before it; a chunk's paths come in such runs, so handing it the
+// first of each spares a string per path. An entry whose last element is not a plain name
+// ("dir/", "a/.", "..") starts a run of its own: its directory is not the text before its
+// last slash.
+func dirRuns(entries [][]byte) [][]byte {
+	var out [][]byte
+	var last []byte
+	inRun := false
+	for _, e := range entries {
+		i := bytes.LastIndexByte(e, '/')
+		name, dir := e[i+1:], e[:i+1]
+		plain := len(name) > 0 && !bytes.Equal(name, []byte(".")) && !bytes.Equal(name, []byte(".."))
+		if plain && inRun && bytes.Equal(dir, last) {
+			continue
+		}
+		out = append(out, e)
+		last, inRun = dir, plain
+	}
+	return out
 }
 
 // lostRun settles every path of run rn as failed for the storage loss lost, and stops the

@@ -106,13 +106,14 @@ func NewAttributor(entries [][]byte, src, dest, localDest string) *Attributor {
 	destPath, destRemote = endpointPath(dest)
 	srcPath := a.srcPath
 	a.remote = a.srcRemote || destRemote
-	for i, e := range entries {
-		rel := LandsAt(e)
-		a.rels[i] = rel
+	landsAt(entries, a.rels)
+	own := make([]int, len(entries)) // each path's own index: one allocation, not one a path
+	for i, rel := range a.rels {
 		if idx, ok := a.byRel[rel]; ok {
-			a.byRel[rel] = append(idx, i)
+			a.byRel[rel] = append(idx, i) // idx's capacity is 1: append copies
 		} else {
-			a.byRel[rel] = []int{i}
+			own[i] = i
+			a.byRel[rel] = own[i : i+1 : i+1]
 		}
 	}
 	add := func(p string) {
@@ -142,6 +143,31 @@ func LandsAt(entry []byte) string {
 		return string(entry) // the splitter's entries mostly are: spare the Clean
 	}
 	return path.Clean(string(entry))
+}
+
+// landsAt sets rels[i] to LandsAt(entries[i]). The entries that land as they are, most of
+// them, share one string: one allocation for a chunk, where LandsAt makes one for each.
+func landsAt(entries [][]byte, rels []string) {
+	n := 0
+	for _, e := range entries {
+		n += len(e)
+	}
+	buf := make([]byte, 0, n)
+	for i, e := range entries {
+		if bytes.Contains(e, []byte("/./")) || !clean(e) {
+			rels[i] = LandsAt(e)
+			continue
+		}
+		buf = append(buf, e...)
+	}
+	all := string(buf)
+	off := 0
+	for i, e := range entries {
+		if rels[i] == "" {
+			rels[i] = all[off : off+len(e)]
+			off += len(e)
+		}
+	}
 }
 
 // clean reports whether a relative path is already what path.Clean makes of it.

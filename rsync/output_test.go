@@ -164,6 +164,24 @@ func TestLandsAt(t *testing.T) {
 	}
 }
 
+// TestLandsAtAll checks that landsAt, which shares one string among a chunk's entries,
+// gives what LandsAt gives each, with clean and unclean entries mixed.
+func TestLandsAtAll(t *testing.T) {
+	in := []string{"a/b", "./#h", "work/./a/b", ".", "x//y/", ".hidden/x", "a/..b", "a/../b", "..",
+		"a/.", "...", "c", "dir/sub/file name", "a/b", "é/ü"}
+	entries := make([][]byte, len(in))
+	for i, e := range in {
+		entries[i] = []byte(e)
+	}
+	got := make([]string, len(in))
+	landsAt(entries, got)
+	for i, e := range in {
+		if want := LandsAt([]byte(e)); got[i] != want {
+			t.Errorf("landsAt: entry %d %q lands at %q, want %q", i, e, got[i], want)
+		}
+	}
+}
+
 // parseItemReference is the first, plain form of ParseItem, which the fast one must match.
 func parseItemReference(line []byte) (it Item, ok bool) {
 	f := bytes.SplitN(line, []byte{'|'}, 4)
