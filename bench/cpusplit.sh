@@ -31,6 +31,7 @@ WORK=${BENCH_WORK:-/var/tmp/prsync-bench}
 OUT=${BENCH_OUT:-}
 PRSYNC=${PRSYNC:-}
 PRSYNC_OPTS=${BENCH_PRSYNC_OPTS:-}
+SAMPLE_N=50 PERFILE_N=500 # for prepare_tree
 TRANSPORTS=${BENCH_TRANSPORTS:-"pipe direct"}
 DROP=${BENCH_DROP_CACHES:-auto}
 
