@@ -303,6 +303,10 @@ func TestTail(t *testing.T) {
 		{"nothing known, after a wave bigger than what is left", 0, 1042, 800, 1042},
 		{"rates known, paths cheap: one part", 0.0002, 1042, 1753, 1753},
 		{"rates known, paths dear: every slot, the wave aside", 0.01, 1042, 1753, 220},
+		// the model puts 14,058 paths at 0.7 s, 3 parts by MinPart; a cold cache's later
+		// directories made them 3 s each (bench H74): parts of at most 2,000 paths instead
+		{"rates known, paths cheap and many: no part over 2,000 paths", 0.00005, 1042, 14058, 1758},
+		{"rates known, paths cheap, a few thousand: parts of 2,000 at most", 0.00005, 1042, 4100, 1367},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
