@@ -110,7 +110,7 @@ func NewAttributor(entries [][]byte, src, dest, localDest string) *Attributor {
 	own := make([]int, len(entries)) // each path's own index: one allocation, not one a path
 	for i, rel := range a.rels {
 		if idx, ok := a.byRel[rel]; ok {
-			a.byRel[rel] = append(idx, i) // idx's capacity is 1: append copies
+			a.byRel[rel] = append(idx, i) // a slice of own has capacity 1: append copies it
 		} else {
 			own[i] = i
 			a.byRel[rel] = own[i : i+1 : i+1]
