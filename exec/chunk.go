@@ -356,7 +356,7 @@ func (p *Pool) stop(st *chunkState, res result) {
 	st.fatal = true
 	p.mu.Lock()
 	if p.abort == nil {
-		p.abort = &AbortError{Chunk: st.c.ID, Code: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, p.Dest)}
+		p.abort = abortFor(st.c.ID, res, p.Dest)
 		p.slots.stop()
 	}
 	p.mu.Unlock()

@@ -307,7 +307,7 @@ func (p *Pool) Probe(ctx context.Context, extra []string) *AbortError {
 	if res.code == 0 || res.cancelled {
 		return nil
 	}
-	return &AbortError{Code: res.code, Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, p.Dest)}
+	return abortFor(0, res, p.Dest)
 }
 
 func kindOfMode(m os.FileMode) string {

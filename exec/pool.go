@@ -139,14 +139,26 @@ func (pr *proc) spoke() bool { return pr.lines != nil && pr.lines.Load() > 0 }
 // later chunk would share (the destination is unreachable, full or refused).
 type AbortError struct {
 	Chunk int
-	// Code is rsync's exit code that stopped the run, or prsync's own (LostExitCode); 0
-	// when none is known
+	// Code is the exit code of the run: rsync's code that stopped it (rsync.StopCode), or
+	// prsync's own (LostExitCode); 0 when none is known
 	Code int
-	Msg  string
-	Hint string
+	// Exited is what rsync exited with, where that differs from Code
+	Exited int
+	Msg    string
+	Hint   string
 	// Lost: DEST or the source stopped being the storage it was at the start (storage.go);
 	// Msg says which, and no rsync's exit is to blame
 	Lost bool
+}
+
+// abortFor is the AbortError for an rsync of chunk id that ended as res and stopped the
+// run.
+func abortFor(id int, res result, dest string) *AbortError {
+	e := &AbortError{Chunk: id, Code: rsync.StopCode(res.code, res.r), Msg: res.r.LastLine(res.stderr), Hint: rsync.Hint(res.code, res.r, dest)}
+	if e.Code != res.code {
+		e.Exited = res.code
+	}
+	return e
 }
 
 // ExitCode is the code a run that stopped for e ends with: its Code, or rsync's 23 (some
@@ -165,7 +177,11 @@ func (e *AbortError) Error() string {
 	if e.Lost {
 		return fmt.Sprintf("chunk %d: %s", e.Chunk, e.Msg)
 	}
-	return fmt.Sprintf("chunk %d: rsync exited with code %d: %s", e.Chunk, e.Code, e.Msg)
+	code := e.Code
+	if e.Exited != 0 {
+		code = e.Exited
+	}
+	return fmt.Sprintf("chunk %d: rsync exited with code %d: %s", e.Chunk, code, e.Msg)
 }
 
 // Aborted returns the error that stopped the run early, or nil.

@@ -124,6 +124,18 @@ func (r *Result) LastLine(stderr string) string {
 	return "no error output"
 }
 
+// StopCode is the exit code for a run that this rsync stopped: rsync's own code, except
+// that a full destination (ENOSPC, or EDQUOT for a quota) is always 11, rsync's "error in
+// file IO". When a write fails, the receiver exits 11 and the other rsync process ends on
+// the SIGUSR1 rsync sends it. Which process reports first is a race, so the client can
+// also exit 19, "received SIGUSR1" (seen in CI with a 4 KB tmpfs).
+func StopCode(code int, r *Result) int {
+	if code > 0 && (r.NoSpace || r.Full()) {
+		return 11
+	}
+	return code
+}
+
 // Hint returns advice for an rsync exit, from its code and what its output said, or "".
 // dest is rsync's destination argument: a DEST that rsync took for a host because its name
 // holds a colon may have been meant as a local directory, and the advice says so.

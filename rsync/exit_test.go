@@ -134,3 +134,32 @@ func TestPathless(t *testing.T) {
 		}
 	}
 }
+
+// TestStopCode: a run stopped by a full destination ends with 11 whichever of rsync's
+// processes reported first (CI saw 19, "received SIGUSR1", after ENOSPC on a 4 KB tmpfs);
+// any other stop keeps rsync's code, and so does a run rsync did not end with a code.
+func TestStopCode(t *testing.T) {
+	full := func(line string) *Result {
+		a := NewAttributor([][]byte{[]byte("s002")}, "/src/", "/dst/", "/dst")
+		a.Stderr([]byte(line))
+		return a.Result()
+	}
+	for _, tt := range []struct {
+		name string
+		code int
+		r    *Result
+		want int
+	}{
+		{"ENOSPC, exit 11", 11, full(`rsync: [receiver] write failed on "/dst/s002": No space left on device (28)`), 11},
+		{"ENOSPC, exit 19", 19, full(`rsync: [receiver] write failed on "/dst/s002": No space left on device (28)`), 11},
+		{"ENOSPC, exit 20", 20, full(`rsync: [receiver] write failed on "/dst/s002": No space left on device (28)`), 11},
+		{"EDQUOT, exit 19", 19, full(`rsync: [receiver] write failed on "/dst/s002": Disk quota exceeded (122)`), 11},
+		{"unreachable", 10, &Result{}, 10},
+		{"a signal, nothing full", 19, &Result{}, 19},
+		{"killed, ENOSPC seen", -1, &Result{NoSpace: true}, -1},
+	} {
+		if got := StopCode(tt.code, tt.r); got != tt.want {
+			t.Errorf("%s: StopCode(%d) = %d, want %d", tt.name, tt.code, got, tt.want)
+		}
+	}
+}

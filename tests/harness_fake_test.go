@@ -63,6 +63,9 @@ func fakeRsync() int {
 		fmt.Fprintf(os.Stderr, "rsync: fake failure (code %d)\n", code)
 		return code
 	}
+	if _, err := fmt.Sscanf(mode, "full:%d", &code); err == nil {
+		return fakeFull(code)
+	}
 	if mode == "both-streams" {
 		return fakeBothStreams()
 	}
@@ -89,6 +92,22 @@ func fakeRsync() int {
 	}
 	fmt.Fprintf(os.Stderr, "fake rsync: unknown mode %q\n", mode)
 	return 2
+}
+
+// fakeFull is the mode "full:CODE": the destination is full. It fails to write the first
+// path of its list with ENOSPC, in rsync's words, and exits CODE: 11 as rsync does, or 19
+// when rsync's other process reports first, on the SIGUSR1 its partner sent it.
+func fakeFull(code int) int {
+	list, _ := io.ReadAll(os.Stdin)
+	first, _, _ := bytes.Cut(list, []byte{0})
+	dest := strings.TrimSuffix(os.Args[len(os.Args)-1], "/")
+	fmt.Fprintf(os.Stderr, "rsync: [receiver] write failed on \"%s/%s\": No space left on device (28)\n", dest, first)
+	if code == 19 {
+		fmt.Fprintln(os.Stderr, "rsync error: received SIGUSR1 (code 19) at main.c(1592) [generator=3.5.0]")
+	} else {
+		fmt.Fprintf(os.Stderr, "rsync error: error in file IO (code %d) at receiver.c(381) [receiver=3.5.0]\n", code)
+	}
+	return code
 }
 
 // fakeBothStreams names every path of its list on both streams at once, from two

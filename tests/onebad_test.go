@@ -88,6 +88,27 @@ func TestOneBadFullDest(t *testing.T) {
 	noProcsLeft(t, w.Dir)
 }
 
+// TestOneBadFullRace: rsync reports a full destination with exit 11, or with 19 when its
+// receiver's SIGUSR1 to its partner wins the race to exit (CI saw it in TestOneBadFullDest):
+// the run ends with 11 all the same, and its error says what rsync exited with (the fake
+// rsync, as the race cannot be had on demand).
+func TestOneBadFullRace(t *testing.T) {
+	t.Parallel()
+	needRsync(t)
+	for _, code := range []int{11, 19} {
+		t.Run(fmt.Sprint("exit ", code), func(t *testing.T) {
+			t.Parallel()
+			w := newWork(t)
+			rels := oneBadTree(t, w.Src, 30, 0)
+			r, _ := oneBadFake(t, w.Src, w.Dst, rels, fmt.Sprint("full:", code), 10)
+			oneBadFull(t, r, w.Dst, rels)
+			if want := fmt.Sprintf("rsync exited with code %d:", code); !strings.Contains(r.Stderr, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, r.Stderr)
+			}
+		})
+	}
+}
+
 // oneBadFull checks a run of rels into dst (a local DEST or a daemon's module) with room
 // for nothing: exit 11, every path in --failed, the hint, and, as two chunks may run at
 // once, each started once and re-run once before the run stops: 4 rsync starts at most.
