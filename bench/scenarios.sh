@@ -319,7 +319,10 @@ methods_of() {
 			v=BENCH_CHUNKS_S$1 && cs=${!v:-$cs}
 			# The daemon takes DAEMON_MAXCONN sessions: the peers, which have no
 			# way to absorb a refusal, also get that many jobs.
-			if { [ "$1" = 6 ] || [ "$1" = 9 ]; } && [ "$t" != prsync ]; then js="$DAEMON_MAXCONN $js"; fi
+			# (once: BENCH_JOBS_S9=3 runs them at 3 alone)
+			if { [ "$1" = 6 ] || [ "$1" = 9 ]; } && [ "$t" != prsync ]; then
+				js=$(printf '%s\n' "$DAEMON_MAXCONN" $js | awk '!seen[$0]++' | tr '\n' ' ')
+			fi
 			for c in $cs; do for j in $js; do echo "$t-c$c-j$j"; done; done ;;
 		*) die "unknown tool $t" ;;
 		esac
