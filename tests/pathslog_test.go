@@ -164,7 +164,9 @@ func TestPathsLog(t *testing.T) {
 }
 
 // TestPathsLogInterrupted: a run stopped by SIGINT records the paths it never copied as
-// not_done, and the record still holds every path read.
+// not_done, and the record still holds every path read. On a busy machine the SIGINT can
+// come before the reader has read all 8 (CI saw 4): those are in no record, as README says
+// of input_complete false, and the summary says so.
 func TestPathsLogInterrupted(t *testing.T) {
 	t.Parallel() // a correctness test: the copy is slowed enough that SIGINT comes before its end
 	needRsync(t)
@@ -177,7 +179,10 @@ func TestPathsLogInterrupted(t *testing.T) {
 	l.signal(syscall.SIGINT)
 	r := l.wait(time.Minute)
 	r.Exit(t, 20)
-	s := r.Identity(t, 8)
+	s := r.Identity(t, -1)
+	if n := num(s, "files"); n != 8 && (n < 1 || n > 8 || s["input_complete"] != false) {
+		t.Errorf("summary files = %d of 8, input_complete %v", n, s["input_complete"])
+	}
 	recs := readRecords(t, log)
 	notDone := 0
 	for name, rs := range recs {
