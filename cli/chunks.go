@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prsync/prsync/plan"
+	"github.com/prsync/prsync/rsync"
 )
 
 // PullChunkFiles is --chunk-files's default in a pull from a remote --root whose lists
@@ -20,6 +21,17 @@ import (
 // instead of 77; a pull of the same files (scenario 10), with anchors, 43.69 s against
 // 55.49 s in chunks of 2,000 without them (H58).
 const PullChunkFiles = 2000
+
+// listBytes is the most bytes of list a chunk holds (splitter.Config.ListBytes): in a pull
+// from an rsync daemon whose lists carry anchors, rsync.AnchoredListBytes unless
+// --chunk-files is given; 0, no bound, elsewhere. Over ssh no list size was seen to be all
+// sent ahead of the sender's names, and each chunk is one more ssh session.
+func (r *runner) listBytes() int64 {
+	if r.anchors() && rsync.IsDaemon(r.srcRemote) && !flagGiven(r.argv, "chunk-files") {
+		return rsync.AnchoredListBytes
+	}
+	return 0
+}
 
 // chunkTarget is the duration chunks aim at (--chunk-time), or 0 when they are cut by
 // --chunk-files and --chunk-bytes alone: --chunk-time 0, or either bound given (on the

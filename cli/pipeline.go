@@ -288,7 +288,7 @@ func (p *pipeline) startInput(ctx context.Context) (<-chan *splitter.Chunk, <-ch
 	h := &splitHooks{out: p.rep.in, stop: ctx, keepFresh: r.pathsLog != nil}
 	sp := splitter.New(splitter.Config{
 		Sep: p.sep, Root: r.root, Cwd: r.cwd, Dest: r.destPaths, Sizes: f.Sizes, RemoteSrc: r.srcRemote,
-		Plan: p.plan, ChunkWait: f.ChunkWait,
+		Plan: p.plan, ChunkWait: f.ChunkWait, ListBytes: r.listBytes(),
 		Shard: f.shard, Shards: f.shards, HardLinks: rsync.HardLinks(r.args), Quick: p.quick, List: p.list, Dirs: p.dirs,
 		SourceLost: p.sourceLost(),
 	}, h.hooks(r.examined))

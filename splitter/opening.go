@@ -38,11 +38,13 @@ func (s *Splitter) addGroup(ctx context.Context, g []rec, out chan<- *Chunk) err
 // it reports false, with the planner's answer, when the planner says not to cut them yet.
 // held says they come from the paths held.
 func (s *Splitter) place(ctx context.Context, g []rec, out chan<- *Chunk, held bool) (bool, plan.Step, error) {
-	var size int64
+	var size, list int64
 	for _, r := range g {
 		size += r.size
+		list += int64(len(r.entry)) + 1
 	}
-	if s.cur != nil && (s.budget.Over(s.cur.Len()+len(g), s.cur.Bytes+size) || s.cur.Src != g[0].src) {
+	if s.cur != nil && (s.budget.Over(s.cur.Len()+len(g), s.cur.Bytes+size) || s.cur.Src != g[0].src ||
+		s.cfg.ListBytes > 0 && s.list+list > s.cfg.ListBytes) {
 		if err := s.flush(ctx, out); err != nil {
 			return false, plan.Step{}, err
 		}
@@ -66,10 +68,12 @@ func (s *Splitter) place(ctx context.Context, g []rec, out chan<- *Chunk, held b
 		}
 		n := min(s.budget.Files, 4096)
 		s.cur = &Chunk{ID: int(s.nextID.Add(1)), Src: g[0].src, Inputs: make([][]byte, 0, n), Entries: make([][]byte, 0, n)}
+		s.list = 0
 		if s.plan.Timed() && !s.cfg.HardLinks {
 			s.cur.Sizes = make([]int64, 0, n)
 		}
 	}
+	s.list += list
 	for _, r := range g {
 		s.cur.Inputs = append(s.cur.Inputs, s.arena.add(r.input))
 		s.cur.Entries = append(s.cur.Entries, s.arena.addString(r.entry))

@@ -66,6 +66,9 @@ type Config struct {
 	Plan       *plan.Planner
 	ChunkFiles int
 	ChunkBytes int64
+	// ListBytes, when above 0, is the most bytes a chunk's --files-from list may hold: its
+	// entries, one byte more each. A pull's lists are bounded so (rsync.AnchoredListBytes).
+	ListBytes int64
 	// ChunkWait sends the chunk being built when no path came for this long.
 	ChunkWait time.Duration
 	// Shard and Shards select the paths whose hash mod Shards is Shard; Shards <= 1 keeps all.
@@ -129,6 +132,7 @@ type Splitter struct {
 
 	cur    *Chunk
 	budget plan.Budget // what cur may hold
+	list   int64       // the bytes of cur's list (Config.ListBytes)
 	arena  arena
 	nextID atomic.Int64 // the last chunk ID given; Split gives IDs from another goroutine
 	links  *linkGroups

@@ -84,6 +84,56 @@ func TestChunkBounds(t *testing.T) {
 	}
 }
 
+// TestListBytes: Config.ListBytes bounds the bytes of a chunk's list (each entry and its
+// separator) alongside the count and the bytes of the files.
+func TestListBytes(t *testing.T) {
+	dir := t.TempDir()
+	var ps []string
+	for _, name := range []string{"a", "b", "c", "d"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, make([]byte, 10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	in := strings.Join(ps, "\n") + "\n"
+	cs, _ := collect(t, Config{Sep: '\n', Cwd: "/", ChunkFiles: 100, ChunkBytes: 1000}, in)
+	if len(cs) != 1 || cs[0].Len() != 4 {
+		t.Fatalf("unbounded: chunks %q, want one of 4", sizes(cs))
+	}
+	e := int64(len(cs[0].Entries[0])) + 1 // the four entries are as long
+	tests := []struct {
+		name  string
+		files int
+		list  int64
+		want  string
+	}{
+		{"no bound", 100, 0, "4/40"},
+		{"two entries exactly", 100, 2 * e, "2/20 2/20"},
+		{"a byte short of two", 100, 2*e - 1, "1/10 1/10 1/10 1/10"},
+		{"three entries", 100, 3*e + e/2, "3/30 1/10"},
+		{"the count first", 1, 4 * e, "1/10 1/10 1/10 1/10"},
+		{"smaller than one entry: one a chunk", 100, 1, "1/10 1/10 1/10 1/10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs, _ := collect(t, Config{Sep: '\n', Cwd: "/", ChunkFiles: tt.files, ChunkBytes: 1000, ListBytes: tt.list}, in)
+			if got := sizes(cs); got != tt.want {
+				t.Errorf("chunks %q, want %q", got, tt.want)
+			}
+			for _, c := range cs {
+				var n int64
+				for _, en := range c.Entries {
+					n += int64(len(en)) + 1
+				}
+				if tt.list > 0 && c.Len() > 1 && n > tt.list {
+					t.Errorf("chunk %d holds %d bytes of list, bound %d", c.ID, n, tt.list)
+				}
+			}
+		})
+	}
+}
+
 func TestResolve(t *testing.T) {
 	tests := []struct {
 		root, cwd, in string

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prsync/prsync/rsync"
 )
 
 func TestPullAnchors(t *testing.T) {
@@ -97,6 +99,75 @@ func TestPullAnchors(t *testing.T) {
 				}
 			} else if len(anchors) > 0 {
 				t.Errorf("lists hold anchors %v", anchors)
+			}
+		})
+	}
+}
+
+// TestPullListBound: a pull's chunks from a daemon hold at most rsync.AnchoredListBytes of
+// list unless --chunk-files is given, so that the anchors at a list's end are in place
+// before the sender's names come back (bench H86); over ssh they are not bounded so.
+func TestPullListBound(t *testing.T) {
+	t.Parallel()
+	needRsync(t)
+	mod := filepath.Join(t.TempDir(), "mod")
+	var listed []string
+	long := strings.Repeat("n", 180)
+	for i := range 2400 { // about 470 KB of list: more than AnchoredListBytes
+		rel := fmt.Sprintf("d%d/%s%04d", i/800, long, i)
+		writeFile(t, filepath.Join(mod, rel), "x", 0o644)
+		listed = append(listed, rel)
+	}
+	d := startDaemon(t, mod, "read only = yes")
+	fake := fakeRsyncPath(t)
+	for _, tc := range []struct {
+		name    string
+		ssh     bool
+		args    []string
+		bounded bool
+	}{
+		{"chunks cut by count (--chunk-time 0)", false, []string{"--chunk-time", "0"}, true}, // 10,000 paths a chunk but for the bound
+		{"--chunk-files given", false, []string{"--chunk-files", "5000"}, false},
+		{"over ssh", true, []string{"--chunk-time", "0"}, false}, // each chunk one more ssh session
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "dst")
+			lists := t.TempDir()
+			root, rsyncArgs := d.URL(), []string(nil)
+			if tc.ssh {
+				sshConfig, _ := startSSHD(t, "") // skips this case alone where sshd cannot run
+				root, rsyncArgs = "h0:"+mod, []string{"--", "-e", "ssh -F " + sshConfig}
+			}
+			args := append([]string{"-0", "--no-throttle", "--rsync", fake, "--root", root}, tc.args...)
+			args = append(append(args, dst), rsyncArgs...)
+			r := start(t, startOpts{in: nul(listed...), env: []string{"PRSYNC_TEST_FAKE_RSYNC=keep-list:" + lists}}, args...).wait(2 * time.Minute)
+			if r.Code != 0 {
+				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+			}
+			r.DestHolds(t, mod, dst, listed)
+			files, err := filepath.Glob(filepath.Join(lists, "list-*"))
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no list kept (%v)", err)
+			}
+			biggest := 0
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				paths := 0
+				for _, e := range bytes.Split(bytes.TrimSuffix(b, []byte{0}), []byte{0}) {
+					if slices.Contains(listed, string(e)) {
+						paths += len(e) + 1 // the anchors come on top of the bound
+					}
+				}
+				biggest = max(biggest, paths)
+			}
+			switch {
+			case tc.bounded && biggest > rsync.AnchoredListBytes:
+				t.Errorf("a list held %d bytes of paths, more than AnchoredListBytes (%d)", biggest, rsync.AnchoredListBytes)
+			case !tc.bounded && biggest <= rsync.AnchoredListBytes:
+				t.Errorf("the biggest list held %d bytes of paths: here the list's bytes bound nothing", biggest)
 			}
 		})
 	}
