@@ -48,7 +48,7 @@ func TestHelp(t *testing.T) {
 	}
 	flat := oneLine(out)
 	for _, want := range []string{
-		"--chunk-files=N The most paths in a chunk (2000 in a pull from a remote --root whose rsync options rule out anchors, such as -r; see README); given without --chunk-time, chunks are cut at exactly this many (default: 10000, $PRSYNC_CHUNK_FILES).",
+		"--chunk-files=N The most paths in a chunk (2000 in a pull from a remote --root whose rsync options rule out anchors, such as -r; in a pull from a daemon with anchors a chunk's list also stops at 256 KiB unless this is given; see README); given without --chunk-time, chunks are cut at exactly this many (default: 10000, $PRSYNC_CHUNK_FILES).",
 		"(default: 2s, $PRSYNC_CHUNK_TIME)",
 		"(default: 128M, $PRSYNC_CHUNK_BYTES)",
 		"(default: 1s, $PRSYNC_CHUNK_WAIT)",
