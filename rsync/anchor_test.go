@@ -34,6 +34,12 @@ func TestAnchor(t *testing.T) {
 		{"no anchor that is not a clean name", []string{"d//a", "d//b", "./e/a", "./e/b", "../f/a", "../f/b"}, nil, nil},
 		{"a directory among the paths is a path, and a parent", []string{"d", "d/a", "d/b"},
 			[]string{"d", "d", "d/a", "d/b", "d"}, []string{"d"}},
+		{"a large directory anchored again every AnchorEvery paths after it", slices.Concat(many("a", AnchorEvery), many("b", AnchorEvery), []string{"c/x", "d/y", "d/z"}),
+			slices.Concat([]string{"a"}, many("a", AnchorEvery), []string{"b", "a"}, many("b", AnchorEvery), []string{"a", "b", "c/x", "d", "d/y", "d/z", "d", "b", "a"}),
+			[]string{"a", "b", "d"}},
+		{"a small directory is not", slices.Concat(many("a", AnchorEvery-1), many("b", AnchorEvery+1)),
+			slices.Concat([]string{"a"}, many("a", AnchorEvery-1), []string{"b"}, many("b", AnchorEvery)[:AnchorEvery], []string{"b"}, many("b", AnchorEvery+1)[AnchorEvery:], []string{"b", "a"}),
+			[]string{"a", "b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +80,61 @@ func TestAnchor(t *testing.T) {
 			t.Error("the paths are not all there, in their order")
 		}
 	})
+}
+
+// TestAnchorWalk models the pulling client's check (see Anchor): the sender's name at
+// position p of the list comes back when the client has forwarded the list up to p+lag,
+// and the client walks back from there to the nearest entry whose rule matches the name:
+// the name itself or its directory. The walk stays within twice AnchorEvery paths and one
+// re-listing whatever the lag, while the lag ends in one of the AnchorRecent directories
+// after the name's; without the re-listed anchors it grew with the lag (bench H87).
+func TestAnchorWalk(t *testing.T) {
+	var entries []string
+	for i, n := range []int{520, 750, 1440, 600, 900, 160, 3, 2, 1000, 700} { // scenario 10's directories, and two small ones
+		for k := range n {
+			entries = append(entries, fmt.Sprintf("ks/t%02d/f%04d", i, k))
+		}
+	}
+	list, _ := Anchor(toEntries(entries))
+	got := fromEntries(list)
+	pos := make(map[string]int, len(entries))
+	for i, e := range got {
+		if _, ok := pos[e]; !ok && strings.Count(e, "/") == 2 {
+			pos[e] = i
+		}
+	}
+	limit := 2*AnchorEvery + AnchorRecent
+	for _, lag := range []int{0, AnchorEvery, 500, 2000} {
+		longest := 0
+		for _, e := range entries {
+			p := pos[e]
+			if strings.HasPrefix(e, "ks/t06/") || strings.HasPrefix(e, "ks/t07/") {
+				continue // runs shorter than AnchorEvery are never anchored again
+			}
+			h := min(p+lag, len(got)-1)
+			dir := e[:strings.LastIndexByte(e, '/')]
+			q := h
+			for q >= 0 && got[q] != e && got[q] != dir {
+				q--
+			}
+			longest = max(longest, h-q)
+		}
+		if longest > limit {
+			t.Errorf("lag %d: a name walked %d entries back, more than %d", lag, longest, limit)
+		}
+	}
+	if extra, most := len(got)-len(entries), len(entries)/AnchorEvery*(1+AnchorRecent)+2*10; extra > most {
+		t.Errorf("%d anchors for %d paths, more than %d", extra, len(entries), most)
+	}
+	var paths []string
+	for _, e := range got {
+		if strings.Count(e, "/") == 2 {
+			paths = append(paths, e)
+		}
+	}
+	if !slices.Equal(paths, entries) {
+		t.Error("the paths are not all there, in their order")
+	}
 }
 
 func toEntries(ss []string) [][]byte {

@@ -31,6 +31,9 @@ func TestPullAnchors(t *testing.T) {
 	for i := range 150 { // more than two anchors' worth (AnchorEvery is 64)
 		add(fmt.Sprintf("big/f%03d", i), true)
 	}
+	for i := range 70 { // big is anchored again in big2's run (rsync.AnchorRecent)
+		add(fmt.Sprintf("big2/f%03d", i), true)
+	}
 	for _, n := range []string{"a", "b", "c"} {
 		add("odd [x]*?\\ dir/"+n, true) // wildcards in a directory's name: its anchor's rule is a pattern
 	}
@@ -66,7 +69,7 @@ func TestPullAnchors(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "dst")
 			lists := t.TempDir()
 			failedList := filepath.Join(lists, "failed")
-			args := append([]string{"-0", "--no-throttle", "--chunk-files", "200", "--failed", failedList, "--rsync", fake, "--root", d.URL(), dst, "--"}, tc.rsync...)
+			args := append([]string{"-0", "--no-throttle", "--chunk-files", "400", "--failed", failedList, "--rsync", fake, "--root", d.URL(), dst, "--"}, tc.rsync...)
 			r := start(t, startOpts{in: nul(listed...), env: []string{"PRSYNC_TEST_FAKE_RSYNC=keep-list:" + lists}}, args...).wait(time.Minute)
 			r.DestHolds(t, mod, dst, listed)
 			if n := num(r.Summary(t), "chunk_errors"); n != 0 {
@@ -89,13 +92,13 @@ func TestPullAnchors(t *testing.T) {
 			}
 			anchors := anchorsIn(t, lists, listed)
 			if tc.anchored {
-				for _, dir := range []string{"big", "odd [x]*?\\ dir", "n1/n2/n3", "n1/n2", "partial"} {
+				for _, dir := range []string{"big", "big2", "odd [x]*?\\ dir", "n1/n2/n3", "n1/n2", "partial"} {
 					if anchors[dir] == 0 {
 						t.Errorf("no list anchored %q (anchors: %v)", dir, anchors)
 					}
 				}
-				if anchors["big"] < 3 {
-					t.Errorf("%q anchored %d times in 150 paths; want one per 64", "big", anchors["big"])
+				if anchors["big"] < 5 {
+					t.Errorf("%q anchored %d times; want one per 64 of its 150 paths, and again in big2's run", "big", anchors["big"])
 				}
 			} else if len(anchors) > 0 {
 				t.Errorf("lists hold anchors %v", anchors)
