@@ -17,15 +17,15 @@ const AnchorEvery = 64
 // (see Anchor). The client forwards the list ahead of the names the sender lists back, by
 // what the connection holds, and checks each name by walking its rules from the newest
 // back to the nearest rule that matches it: without these anchors, the newest anchor of a
-// directory the list has left. In bench scenario 10's directories of 160 to 1,440 paths,
-// with chunks of at most AnchoredListBytes, the walk took 390 to 440 rules a name on
-// average: the list ran 200 names ahead of the sender, and up to 1,700 while rsyncs
-// competed for the CPUs. Re-listing the last 2 directories cut it to 78, the last 4 to 43
-// to 47 and the last 8 or 16 to 45 to 50; 4 took 0.92 to 0.93 x the time of none, pulled
-// from a daemon with chroot, and 0.88 to 0.97 x without, for 3 % more entries (150,728
-// paths, bench H87). They cost at most AnchorRecent entries in AnchorEvery paths, and only
+// directory the list has left. Pulling bench scenario 10's first 150,728 paths
+// (directories of 160 to 1,440 of them; bench H87), the walk took 390 to 440 rules a name
+// on average from a daemon, in chunks of at most AnchoredListBytes, and 820 over ssh, in
+// chunks of up to 10,000 paths. Re-listing the last 4 directories cut it to 43 to 47 from
+// the daemon and 280 over ssh, the last 8 to 50 and 46, and 16 to 45 and 42. With 8, the
+// pull from a daemon took the time of 4 (3 pairs), 0.88 to 0.97 x that of none, for 3 %
+// more entries. They cost at most AnchorRecent entries in AnchorEvery paths, and only
 // where directories are large enough for the lag to end in one of them.
-const AnchorRecent = 4
+const AnchorRecent = 8
 
 // AnchoredListBytes is the most bytes of --files-from entries (each with its separator)
 // that a chunk of a pull from a daemon with anchors holds, unless --chunk-files is given. The client
