@@ -364,13 +364,16 @@ func (s *Splitter) Run(ctx context.Context, r io.Reader, out chan<- *Chunk) erro
 		if err := s.ask(ctx, out); err != nil {
 			return err
 		}
+		// paths came: the chunk being built waits ChunkWait from here for more. This also
+		// drops a wait that ran out while apply waited to hand a chunk on, which was not a
+		// wait for paths (TestIdleWaitBlocked).
+		idle.Stop()
+		if s.cur != nil && s.cfg.ChunkWait > 0 {
+			idle.Reset(s.cfg.ChunkWait)
+		}
 		if u.block != nil {
 			s.flushHooks()
 			free <- u.block[:cap(u.block)]
-			idle.Stop()
-			if s.cur != nil && s.cfg.ChunkWait > 0 {
-				idle.Reset(s.cfg.ChunkWait)
-			}
 		}
 		clear(u.looks) // drop the strings they hold
 		u.recs, u.looks, u.block = u.recs[:0], u.looks[:0], nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -270,6 +271,40 @@ func TestIdleWait(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIdleWaitBlocked: time the splitter spends waiting for its consumer to take a chunk is
+// not a wait for paths. With the whole input there at once and the consumer taking each
+// chunk long after ChunkWait, every chunk is full: a pull over ssh at -j 1 had cut every
+// other chunk at the 11 to 289 paths read after the consumer took the one before, each one
+// more ssh session (bench H87).
+func TestIdleWaitBlocked(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const n, per = 4000, 1000
+	s := New(Config{Sep: '\n', Cwd: "/", ChunkFiles: per, ChunkBytes: 1 << 30, ChunkWait: 20 * time.Millisecond, BlockSize: 4096}, Hooks{})
+	out := make(chan *Chunk)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background(), strings.NewReader(strings.Repeat(p+"\n", n)), out) }()
+	var got []int
+	for ended := false; !ended; {
+		select {
+		case c := <-out:
+			got = append(got, c.Len())
+			time.Sleep(150 * time.Millisecond) // the consumer is busy: the splitter waits on out
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended = true
+		}
+	}
+	if want := []int{per, per, per, per}; !slices.Equal(got, want) {
+		t.Errorf("chunks of %v, want %v", got, want)
 	}
 }
 
