@@ -17,6 +17,16 @@ import (
 // chunks end and start. When the start cost itself is high (a slow ssh handshake), the
 // target grows to StartShare × the start cost, so that starts stay at most 5 %.
 //
+// That start cost is at most what a start cost alone: the first sample's, split at its first
+// logged line (The first sample), which is the opening's probe, run before any other rsync
+// of the copy. The fit's start is what a chunk's rsync takes beyond its paths' work at the
+// concurrency of the moment, and where the rsyncs outnumber the CPUs it grows with the wait
+// for a CPU: in bench scenario 8 (every stream capped, 2 CPUs, 16 rsyncs) from 0.06 s to 0.4
+// to 0.8 s, a target of 8 to 15 s. Chunks cut that long just before the input's end ran on
+// alone: two of 3,237 paths started at 5.7 s ended at 17.6 and 19.8 s, the last 8 s of the
+// copy with at most 5 rsyncs running (H88). A start over ssh or to a slow daemon is slow
+// alone too, and keeps its long target.
+//
 // # The estimator
 //
 // A finished chunk of f files and b bytes that took d seconds is a Sample. The estimator
@@ -152,6 +162,12 @@ type Estimator struct {
 	maxFiles int      // paths of the largest chunk finished
 	maxBytes int64    // bytes of the largest chunk finished, by bytes
 	fit      Fit
+	// alone is the start cost of the first sample, split at its first line: what a start
+	// costs with no other rsync of the copy beside it (see The target); known says it is
+	alone struct {
+		start float64
+		known bool
+	}
 }
 
 // New returns an Estimator that knows nothing yet.
@@ -173,6 +189,7 @@ func (e *Estimator) Observe(s Sample) {
 	e.fit = fit(e.samples, e.p.Decay)
 	if f, ok := firstSplit(e.samples); ok {
 		e.fit = f
+		e.alone.start, e.alone.known = f.Start, true
 	}
 }
 
@@ -194,9 +211,13 @@ func firstSplit(samples []Sample) (Fit, bool) {
 func (e *Estimator) Fit() Fit { return e.fit }
 
 // Target returns the duration chunks aim at, in seconds: the policy's target, or more
-// when the start cost is high.
+// when the start cost is high (the fit's, at most what a start cost alone).
 func (e *Estimator) Target() float64 {
-	return max(e.p.Target.Seconds(), e.p.StartShare*e.fit.Start)
+	st := e.fit.Start
+	if e.alone.known {
+		st = min(st, e.alone.start)
+	}
+	return max(e.p.Target.Seconds(), e.p.StartShare*st)
 }
 
 // Budget returns what the next chunk may hold.

@@ -322,3 +322,44 @@ func TestLoneSampleBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestTargetAlone: the start cost that lengthens the target is at most what the first
+// sample's start cost alone; the fit's start, grown with the wait for a CPU beside other
+// rsyncs, does not lengthen it further (bench H88).
+func TestTargetAlone(t *testing.T) {
+	p := DefaultPolicy(2*time.Second, 10000, 128<<20)
+	tests := []struct {
+		name  string
+		first Sample
+		// the later chunks: this many seconds beyond their paths' work, 1 ms a path
+		start  float64
+		target float64
+	}{
+		// 60 ms to start alone, 0.5 s beside the others: 20 × 0.06 s is under 2 s
+		{"a probe that started fast", Sample{16, 0, 0.1, 0.0625}, 0.5, 2},
+		// 0.5 s to start alone (ssh's handshake): 20 × 0.497 s
+		{"a probe that started slowly", Sample{16, 0, 0.54, 0.5}, 0.5, 9.95},
+		// nothing says what a start cost alone: the fit's 0.5 s, as before
+		{"a probe without a first line", Sample{16, 0, 0.1, 0}, 0.5, 10},
+		// 0.3 s alone, 50 ms later: the fit's, the lower
+		{"the fit's start the lower", Sample{16, 0, 0.33, 0.3}, 0.05, 2},
+		// 0.2 s alone, 0.5 s beside the others: 20 × 0.2 s
+		{"between", Sample{16, 0, 0.23, 0.2}, 0.5, 3.96},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(p)
+			e.Observe(tc.first)
+			for i := range 20 { // enough that the first's weight in the fit is small
+				f := 500 * (1 + i%5)
+				e.Observe(Sample{Files: f, Seconds: tc.start + 0.001*float64(f)})
+			}
+			if st := e.Fit().Start; math.Abs(st-tc.start) > max(0.1*tc.start, 0.015) {
+				t.Fatalf("the fit's start is %.3f s, want about %.3f", st, tc.start)
+			}
+			if got := e.Target(); math.Abs(got-tc.target) > 0.05*tc.target {
+				t.Errorf("target %.2f s, want %.2f (fit %+v)", got, tc.target, e.Fit())
+			}
+		})
+	}
+}
