@@ -8,11 +8,12 @@ import (
 
 // # How many
 //
-// -j N pins the number of rsyncs, and so does the default (the CPUs, at least 8); -j auto
-// hands it to the tuner (package tune), which searches for the number that moves the most
-// with a cost for each extra rsync, from the windows Sampled measures: the copy's own CPU
-// against the CPUs it may use (a copy whose rsyncs saturate them comes down to their number;
-// one whose probe was CPU work all along does so at the probe's end, probeBound), the rate of
+// -j N pins the number of rsyncs; -j auto, the default, hands it to the tuner (package tune),
+// which searches for the number that moves the most with a cost for each extra rsync, from
+// the windows Sampled measures: the copy's own CPU against the CPUs it may use (a copy whose
+// rsyncs saturate them comes down to 4 a CPU, tune.DefaultPerCPU: an rsync is processes that
+// wait on each other; one whose probe was CPU work all along does so at the probe's end,
+// probeBound), the rate of
 // bytes and files (a copy bound by per-path latency or by a cap on each stream climbs, since
 // more rsyncs move more), and the far side's refusals (a ceiling).
 //
